@@ -1,0 +1,176 @@
+//===- GroupCheck.cpp - Membership checks for built-in groups -------------===//
+//
+// The tests, by group (k = size of the linear block):
+//   SO2, SO3        RᵀR = I and det R = +1
+//   SE2, SE3        last row [0 .. 0 1], rotation block as above
+//   Aff2            last row [0 0 1], det of the 2x2 linear part > 0
+//   Sim3            last row [0 0 0 1], linear part s·R: s = cbrt(det) > 0
+//                   and (M/s)ᵀ(M/s) = I
+// Errors are maximum absolute entry deviations, compared with `!(e <= tol)`
+// so that NaN fails.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GroupCheck.h"
+
+#include <cmath>
+#include <vector>
+
+namespace torsor::rt {
+
+int builtinGroupMatrixSize(const std::string &name) {
+  if (name == "SO2")
+    return 2;
+  if (name == "SE2" || name == "SO3" || name == "Aff2")
+    return 3;
+  if (name == "SE3" || name == "Sim3")
+    return 4;
+  return 0;
+}
+
+namespace {
+
+/// Formats a tolerance compactly: 1e-04 rather than 1.0e-04.
+std::string tolString(double tol) {
+  std::string s = format("%.1e", tol);
+  size_t dot = s.find(".0e");
+  if (dot != std::string::npos)
+    s.erase(dot, 2);
+  return s;
+}
+
+/// "(error E > tol T)".
+std::string excess(double err, double tol) {
+  return format("(error %.1e > tol ", err) + tolString(tol) + ")";
+}
+
+/// Determinant of the k x k top-left block of an n x n matrix (k <= 3).
+double det(const double *m, int n, int k) {
+  auto a = [&](int i, int j) { return m[i * n + j]; };
+  if (k == 2)
+    return a(0, 0) * a(1, 1) - a(0, 1) * a(1, 0);
+  return a(0, 0) * (a(1, 1) * a(2, 2) - a(1, 2) * a(2, 1)) -
+         a(0, 1) * (a(1, 0) * a(2, 2) - a(1, 2) * a(2, 0)) +
+         a(0, 2) * (a(1, 0) * a(2, 1) - a(1, 1) * a(2, 0));
+}
+
+/// max |(sR)ᵀ(sR)/s² − I| over the k x k top-left block of `m`.
+double orthoError(const double *m, int n, int k, double scale) {
+  double err = 0;
+  for (int i = 0; i < k; ++i)
+    for (int j = 0; j < k; ++j) {
+      double dot = 0;
+      for (int r = 0; r < k; ++r)
+        dot += m[r * n + i] * m[r * n + j];
+      dot /= scale * scale;
+      err = std::fmax(err, std::fabs(dot - (i == j ? 1.0 : 0.0)));
+      if (std::isnan(dot))
+        return dot;
+    }
+  return err;
+}
+
+/// Checks the last row is [0 .. 0 1].
+std::string lastRow(const double *m, int n, double tol) {
+  double err = 0;
+  for (int j = 0; j < n; ++j)
+    err = std::fmax(err, std::fabs(m[(n - 1) * n + j] - (j == n - 1)));
+  if (err <= tol)
+    return "";
+  std::string row = "[";
+  for (int j = 0; j < n; ++j)
+    row += j == n - 1 ? "1]" : "0 ";
+  return "last row is not " + row + " " + excess(err, tol);
+}
+
+/// Checks the k x k block is a rotation.
+std::string rotation(const double *m, int n, int k, double tol) {
+  double err = orthoError(m, n, k, 1.0);
+  if (!(err <= tol))
+    return "rotation block not orthonormal " + excess(err, tol);
+  double d = det(m, n, k);
+  if (!(std::fabs(d - 1.0) <= tol))
+    return format("rotation block has determinant %.2f, expected +1 (a "
+                  "reflection)",
+                  d);
+  return "";
+}
+
+} // namespace
+
+std::string checkGroupMatrix(const std::string &group, const double *m,
+                             double tol) {
+  int n = builtinGroupMatrixSize(group);
+  for (int i = 0; i < n * n; ++i)
+    if (!std::isfinite(m[i]))
+      return format("entry (%d, %d) is not finite", i / n, i % n);
+  if (group == "SO2" || group == "SO3")
+    return rotation(m, n, n, tol);
+  std::string why = lastRow(m, n, tol);
+  if (!why.empty())
+    return why;
+  if (group == "SE2" || group == "SE3")
+    return rotation(m, n, n - 1, tol);
+  if (group == "Aff2") {
+    double d = det(m, n, 2);
+    if (!(d > 0))
+      return format("linear part has determinant %.1e, expected > 0", d);
+    return "";
+  }
+  if (group == "Sim3") {
+    double s = std::cbrt(det(m, n, 3));
+    if (!(s > 0))
+      return format("scale cbrt(det) = %.1e of the linear part is not "
+                    "positive",
+                    s);
+    double err = orthoError(m, n, 3, s);
+    if (!(err <= tol))
+      return "linear part is not a scaled rotation " + excess(err, tol);
+    return "";
+  }
+  return "";
+}
+
+Status checkGroupTensor(const std::string &label, const std::string &group,
+                        const TorsorTensor &t, double tol) {
+  int n = builtinGroupMatrixSize(group);
+  if (!n || t.rank < 2 || t.shape[t.rank - 1] != n || t.shape[t.rank - 2] != n)
+    return Status();
+  std::vector<int64_t> shape(t.shape, t.shape + t.rank);
+  std::vector<int64_t> strides =
+      t.strides ? std::vector<int64_t>(t.strides, t.strides + t.rank)
+                : rowMajorStrides(shape);
+  int64_t count = numElements(shape) / (n * n);
+  std::vector<double> m(n * n);
+  for (int64_t e = 0; e < count; ++e) {
+    // Offset of element e: unflatten over the leading dims.
+    int64_t offset = 0, rest = e;
+    for (int d = t.rank - 3; d >= 0; --d) {
+      offset += (rest % shape[d]) * strides[d];
+      rest /= shape[d];
+    }
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j) {
+        int64_t at = offset + i * strides[t.rank - 2] + j * strides[t.rank - 1];
+        switch (t.dtype) {
+        case TORSOR_DTYPE_F32:
+          m[i * n + j] = static_cast<const float *>(t.data)[at];
+          break;
+        case TORSOR_DTYPE_F64:
+          m[i * n + j] = static_cast<const double *>(t.data)[at];
+          break;
+        default:
+          m[i * n + j] =
+              static_cast<double>(static_cast<const int64_t *>(t.data)[at]);
+        }
+      }
+    std::string why = checkGroupMatrix(group, m.data(), tol);
+    if (!why.empty())
+      return invalidArg(format("%s element %lld is not in %s: %s",
+                               label.c_str(), (long long)e, group.c_str(),
+                               why.c_str()));
+  }
+  return Status();
+}
+
+} // namespace torsor::rt

@@ -1,0 +1,38 @@
+//===- GroupCheck.h - Membership checks for built-in groups ---*- C++ -*-===//
+//
+// Optional validation that group-element inputs really are elements of
+// their built-in matrix group (homogeneous n x n matrices, row-major), up to
+// an absolute tolerance: a pose with a sheared rotation block silently
+// produces garbage attention scores, so torsor-run --check-groups catches it
+// at the boundary. User-declared groups are checked by shape only.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TORSOR_RUNTIME_GROUPCHECK_H
+#define TORSOR_RUNTIME_GROUPCHECK_H
+
+#include "Support.h"
+
+#include <string>
+
+namespace torsor::rt {
+
+/// Matrix size n of built-in group `name` (SO2 2, SE2 3, SO3 3, SE3 4,
+/// Aff2 3, Sim3 4), or 0 if `name` is not a built-in group.
+int builtinGroupMatrixSize(const std::string &name);
+
+/// Checks one n x n row-major matrix `m` against built-in group `group`.
+/// Returns "" if it is a member within `tol`, else the reason, e.g.
+/// "rotation block not orthonormal (error 2.1e-01 > tol 1e-04)".
+std::string checkGroupMatrix(const std::string &group, const double *m,
+                             double tol);
+
+/// Checks every n x n element of `tensor` (last two dims; strides may be
+/// NULL for row-major). `label` is e.g. "input 'pose'". Does nothing for
+/// groups that are not built in.
+Status checkGroupTensor(const std::string &label, const std::string &group,
+                        const TorsorTensor &tensor, double tol);
+
+} // namespace torsor::rt
+
+#endif // TORSOR_RUNTIME_GROUPCHECK_H

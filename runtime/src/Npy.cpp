@@ -1,0 +1,303 @@
+//===- Npy.cpp - NumPy .npy reader and writer -----------------------------===//
+//
+// The .npy header is a Python dict literal such as
+//   {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }
+// padded with spaces and ended by '\n'. This file parses exactly that subset
+// (string, bool and int-tuple values) rather than general Python.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Npy.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+namespace torsor::rt {
+
+Status readFile(const std::string &path, std::string &out) {
+  FILE *f = std::fopen(path.c_str(), "rb");
+  if (!f)
+    return ioError(
+        format("cannot open '%s': %s", path.c_str(), std::strerror(errno)));
+  out.clear();
+  char buf[1 << 16];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0)
+    out.append(buf, n);
+  bool failed = std::ferror(f);
+  std::fclose(f);
+  if (failed)
+    return ioError(format("cannot read '%s'", path.c_str()));
+  return Status();
+}
+
+Status writeFile(const std::string &path, const std::string &bytes) {
+  FILE *f = std::fopen(path.c_str(), "wb");
+  if (!f)
+    return ioError(
+        format("cannot write '%s': %s", path.c_str(), std::strerror(errno)));
+  size_t n = std::fwrite(bytes.data(), 1, bytes.size(), f);
+  bool failed = n != bytes.size() || std::fclose(f) != 0;
+  if (failed)
+    return ioError(format("cannot write '%s'", path.c_str()));
+  return Status();
+}
+
+namespace {
+
+/// Parser for the header's dict literal.
+class HeaderParser {
+public:
+  HeaderParser(const std::string &text, const std::string &path)
+      : text(text), path(path) {}
+
+  std::string descr;
+  bool fortranOrder = false;
+  std::vector<int64_t> shape;
+
+  Status parse() {
+    bool haveDescr = false, haveOrder = false, haveShape = false;
+    skip();
+    if (!eat('{'))
+      return error("header is not a dict");
+    while (true) {
+      skip();
+      if (eat('}'))
+        break;
+      std::string key;
+      Status s = parseStr(key);
+      if (!s.ok())
+        return s;
+      skip();
+      if (!eat(':'))
+        return error("expected ':' after key '" + key + "'");
+      skip();
+      if (key == "descr") {
+        s = parseStr(descr);
+        haveDescr = true;
+      } else if (key == "fortran_order") {
+        s = parseBool(fortranOrder);
+        haveOrder = true;
+      } else if (key == "shape") {
+        s = parseShape();
+        haveShape = true;
+      } else {
+        return error("unexpected key '" + key + "'");
+      }
+      if (!s.ok())
+        return s;
+      skip();
+      if (eat(','))
+        continue;
+      skip();
+      if (eat('}'))
+        break;
+      return error("expected ',' or '}'");
+    }
+    skip();
+    if (pos != text.size())
+      return error("trailing characters after the dict");
+    if (!haveDescr || !haveOrder || !haveShape)
+      return error("header needs 'descr', 'fortran_order' and 'shape'");
+    return Status();
+  }
+
+private:
+  std::string text; // a copy: callers pass temporaries
+  const std::string &path;
+  size_t pos = 0;
+
+  Status error(const std::string &what) const {
+    return ioError(path + ": malformed .npy header: " + what);
+  }
+  void skip() {
+    while (pos < text.size() &&
+           (text[pos] == ' ' || text[pos] == '\n' || text[pos] == '\t'))
+      ++pos;
+  }
+  bool eat(char c) {
+    if (pos < text.size() && text[pos] == c) {
+      ++pos;
+      return true;
+    }
+    return false;
+  }
+  Status parseStr(std::string &out) {
+    char quote = pos < text.size() ? text[pos] : '\0';
+    if (quote != '\'' && quote != '"')
+      return error("expected a quoted string");
+    size_t end = text.find(quote, pos + 1);
+    if (end == std::string::npos)
+      return error("unterminated string");
+    out = text.substr(pos + 1, end - pos - 1);
+    pos = end + 1;
+    return Status();
+  }
+  Status parseBool(bool &out) {
+    if (text.compare(pos, 4, "True") == 0) {
+      out = true;
+      pos += 4;
+    } else if (text.compare(pos, 5, "False") == 0) {
+      out = false;
+      pos += 5;
+    } else {
+      return error("expected True or False for 'fortran_order'");
+    }
+    return Status();
+  }
+  Status parseShape() {
+    if (!eat('('))
+      return error("expected a tuple for 'shape'");
+    while (true) {
+      skip();
+      if (eat(')'))
+        return Status();
+      if (pos >= text.size() || text[pos] < '0' || text[pos] > '9')
+        return error("expected a non-negative integer in 'shape'");
+      int64_t v = 0;
+      while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
+        if (__builtin_mul_overflow(v, 10, &v) ||
+            __builtin_add_overflow(v, text[pos] - '0', &v))
+          return error("extent too large in 'shape'");
+        ++pos;
+      }
+      shape.push_back(v);
+      skip();
+      if (eat(','))
+        continue;
+      skip();
+      if (eat(')'))
+        return Status();
+      return error("expected ',' or ')' in 'shape'");
+    }
+  }
+};
+
+/// Reads a little-endian unsigned integer of `n` bytes.
+uint64_t readLE(const std::string &bytes, size_t at, int n) {
+  uint64_t v = 0;
+  for (int i = n - 1; i >= 0; --i)
+    v = v << 8 | static_cast<unsigned char>(bytes[at + i]);
+  return v;
+}
+
+/// Maps a little-endian descr to a dtype; explains what is wrong otherwise.
+Status dtypeFromDescr(const std::string &descr, const std::string &path,
+                      int32_t &dtype) {
+  if (descr == "<f4")
+    dtype = TORSOR_DTYPE_F32;
+  else if (descr == "<f8")
+    dtype = TORSOR_DTYPE_F64;
+  else if (descr == "<i8")
+    dtype = TORSOR_DTYPE_I64;
+  else if (!descr.empty() && descr[0] == '>')
+    return ioError(path + ": big-endian dtype '" + descr +
+                   "' is not supported; save little-endian data "
+                   "(e.g. arr.astype(arr.dtype.newbyteorder('<')))");
+  else
+    return ioError(path + ": unsupported dtype '" + descr +
+                   "'; supported: '<f4' (f32), '<f8' (f64), '<i8' (i64)");
+  return Status();
+}
+
+} // namespace
+
+Status parseNpy(const std::string &bytes, const std::string &path,
+                HostTensor &out) {
+  static const char kMagic[] = "\x93NUMPY";
+  if (bytes.size() < 10 || bytes.compare(0, 6, kMagic, 6) != 0)
+    return ioError(path + ": not a .npy file (missing \\x93NUMPY magic)");
+  int major = static_cast<unsigned char>(bytes[6]);
+  size_t headerLen, headerStart;
+  if (major == 1) {
+    headerLen = readLE(bytes, 8, 2);
+    headerStart = 10;
+  } else if (major == 2 || major == 3) {
+    if (bytes.size() < 12)
+      return ioError(path + ": truncated .npy header");
+    headerLen = readLE(bytes, 8, 4);
+    headerStart = 12;
+  } else {
+    return ioError(format("%s: unsupported .npy format version %d.%d",
+                          path.c_str(), major,
+                          static_cast<unsigned char>(bytes[7])));
+  }
+  if (headerStart + headerLen > bytes.size())
+    return ioError(format("%s: truncated .npy header (needs %zu bytes, file "
+                          "has %zu)",
+                          path.c_str(), headerStart + headerLen, bytes.size()));
+  HeaderParser header(bytes.substr(headerStart, headerLen), path);
+  Status s = header.parse();
+  if (!s.ok())
+    return s;
+  int32_t dtype;
+  s = dtypeFromDescr(header.descr, path, dtype);
+  if (!s.ok())
+    return s;
+  // Rank-1 and scalar arrays are identical in both orders.
+  if (header.fortranOrder && header.shape.size() > 1)
+    return ioError(path + ": Fortran-order arrays are not supported; save a "
+                          "C-order array (np.ascontiguousarray)");
+  int64_t n = numElements(header.shape);
+  uint64_t need = 0;
+  if (n < 0 ||
+      __builtin_mul_overflow(static_cast<uint64_t>(n), dtypeSize(dtype), &need))
+    return ioError(path + ": shape in .npy header is too large");
+  size_t dataStart = headerStart + headerLen;
+  uint64_t have = bytes.size() - dataStart;
+  if (have != need)
+    return ioError(format("%s: %s: header says %s %s = %llu bytes of data, "
+                          "file has %llu",
+                          path.c_str(), have < need ? "truncated" : "too long",
+                          shapeToString(header.shape).c_str(), dtypeName(dtype),
+                          (unsigned long long)need, (unsigned long long)have));
+  s = HostTensor::create(dtype, header.shape, out);
+  if (!s.ok())
+    return s.withPrefix(path + ": ");
+  if (need)
+    std::memcpy(out.data(), bytes.data() + dataStart, need);
+  return Status();
+}
+
+Status readNpy(const std::string &path, HostTensor &out) {
+  std::string bytes;
+  Status s = readFile(path, bytes);
+  if (!s.ok())
+    return s;
+  return parseNpy(bytes, path, out);
+}
+
+std::string serializeNpy(const HostTensor &tensor) {
+  static const char *const kDescr[] = {"<f4", "<f8", "<i8"};
+  std::string dict = "{'descr': '";
+  dict += kDescr[tensor.dtype()];
+  dict += "', 'fortran_order': False, 'shape': (";
+  // numpy spells shapes "()", "(3,)" and "(3, 4)".
+  for (size_t i = 0; i < tensor.shape().size(); ++i)
+    dict += (i ? ", " : "") + std::to_string(tensor.shape()[i]);
+  if (tensor.shape().size() == 1)
+    dict += ',';
+  dict += "), }";
+  // Pad with spaces so the data starts 64-byte aligned, then '\n'.
+  bool v2 = dict.size() + 11 > 65535;
+  size_t prefix = v2 ? 12 : 10;
+  size_t total = (prefix + dict.size() + 1 + 63) / 64 * 64;
+  dict.append(total - prefix - dict.size() - 1, ' ');
+  dict += '\n';
+  std::string out("\x93NUMPY", 6);
+  out += static_cast<char>(v2 ? 2 : 1);
+  out += '\0';
+  size_t len = dict.size();
+  for (int i = 0; i < (v2 ? 4 : 2); ++i)
+    out += static_cast<char>((len >> (8 * i)) & 0xFF);
+  out += dict;
+  out.append(static_cast<const char *>(tensor.data()), tensor.byteSize());
+  return out;
+}
+
+Status writeNpy(const std::string &path, const HostTensor &tensor) {
+  return writeFile(path, serializeNpy(tensor));
+}
+
+} // namespace torsor::rt

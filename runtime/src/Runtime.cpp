@@ -1,0 +1,394 @@
+//===- Runtime.cpp - Torsor runtime C API ---------------------------------===//
+//
+// Implements torsor/runtime.h: loads OUT.so with dlopen and OUT.json beside
+// it, keeps the bound inputs/params, and on run resolves the symbolic dims,
+// optionally checks group inputs, allocates the outputs and calls the
+// model's entry point with one MLIR strided-memref descriptor per tensor
+// ({allocated, aligned, offset, sizes[rank], strides[rank]}) in the order
+// inputs, params, outputs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "torsor/runtime.h"
+
+#include "Binding.h"
+#include "GroupCheck.h"
+#include "Manifest.h"
+#include "SafeTensors.h"
+#include "ThreadPool.h"
+
+#include <dlfcn.h>
+#include <sys/stat.h>
+
+using namespace torsor::rt;
+
+/// The C status object: a code and a message.
+struct TorsorStatus {
+  TorsorStatusCode code;
+  std::string message;
+};
+
+/// A loaded model and its bindings.
+struct TorsorModule {
+  Manifest manifest;
+  std::string soPath;
+  void *handle = nullptr;
+  void (*entry)(void **) = nullptr;
+  std::vector<BoundTensor> inputs, params;
+  std::vector<HostTensor> outputs;
+  std::vector<std::vector<int64_t>> outputStrides;
+  bool haveOutputs = false;
+  bool checkGroups = false;
+  double groupTol = 1e-4;
+
+  ~TorsorModule() {
+    if (handle)
+      dlclose(handle);
+  }
+};
+
+namespace {
+
+/// Converts an internal Status into the C form (NULL on success).
+TorsorStatus *toC(const Status &s) {
+  if (s.ok())
+    return nullptr;
+  return new TorsorStatus{s.code, s.message};
+}
+
+/// The manifest path for a model path: "m.so" -> "m.json".
+std::string manifestPathFor(const std::string &soPath) {
+  std::string base = soPath;
+  if (base.size() > 3 && base.compare(base.size() - 3, 3, ".so") == 0)
+    base.erase(base.size() - 3);
+  return base + ".json";
+}
+
+/// Makes this runtime library's symbols (torsor_parallel_for) visible to
+/// models loaded later, even when a host loaded the runtime RTLD_LOCAL
+/// (e.g. Python's ctypes): re-open ourselves RTLD_GLOBAL | RTLD_NOLOAD.
+void promoteRuntimeSymbols() {
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void *>(&torsor_parallel_for), &info) &&
+      info.dli_fname) {
+    void *self = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL);
+    (void)self; // stays open for the life of the process on purpose
+  }
+}
+
+Status load(const std::string &soPath, TorsorModule &m) {
+  struct stat st;
+  if (stat(soPath.c_str(), &st) != 0)
+    return ioError("cannot open model '" + soPath + "': no such file");
+  std::string jsonPath = manifestPathFor(soPath);
+  if (stat(jsonPath.c_str(), &st) != 0)
+    return ioError("cannot find the manifest '" + jsonPath +
+                   "' next to model '" + soPath + "'");
+  Status s = readManifest(jsonPath, m.manifest);
+  if (!s.ok())
+    return s;
+  if (m.manifest.target != "cpu")
+    return Status(TORSOR_UNAVAILABLE,
+                  "model '" + soPath + "' targets '" + m.manifest.target +
+                      "', but this runtime build only runs 'cpu' models "
+                      "(no GPU path yet)");
+  promoteRuntimeSymbols();
+  // A bare name would make dlopen search the library path instead.
+  std::string openPath =
+      soPath.find('/') == std::string::npos ? "./" + soPath : soPath;
+  m.handle = dlopen(openPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!m.handle)
+    return Status(TORSOR_ABI_ERROR,
+                  "cannot load model '" + soPath + "': " + dlerror());
+  m.soPath = soPath;
+  auto version =
+      reinterpret_cast<int32_t (*)()>(dlsym(m.handle, "torsor_abi_version"));
+  if (!version)
+    return Status(TORSOR_ABI_ERROR,
+                  "model '" + soPath +
+                      "' does not export torsor_abi_version(); was it built "
+                      "by torsorc?");
+  int32_t v = version();
+  if (v != TORSOR_ABI_VERSION)
+    return Status(TORSOR_ABI_ERROR,
+                  format("model '%s' has ABI version %d, this runtime "
+                         "supports version %d",
+                         soPath.c_str(), v, TORSOR_ABI_VERSION));
+  m.entry = reinterpret_cast<void (*)(void **)>(
+      dlsym(m.handle, m.manifest.entry.c_str()));
+  if (!m.entry)
+    return Status(TORSOR_ABI_ERROR,
+                  "model '" + soPath + "' does not export its entry point '" +
+                      m.manifest.entry + "' named in " + jsonPath);
+  m.inputs.resize(m.manifest.inputs.size());
+  m.params.resize(m.manifest.params.size());
+  return Status();
+}
+
+/// Appends the memref descriptor of a row-major tensor to `storage`.
+void appendDescriptor(std::vector<int64_t> &storage, void *data,
+                      const std::vector<int64_t> &shape,
+                      const std::vector<int64_t> &strides) {
+  static_assert(sizeof(void *) == sizeof(int64_t), "64-bit hosts only");
+  int64_t ptr = static_cast<int64_t>(reinterpret_cast<intptr_t>(data));
+  storage.push_back(ptr); // allocated
+  storage.push_back(ptr); // aligned
+  storage.push_back(0);   // offset
+  storage.insert(storage.end(), shape.begin(), shape.end());
+  storage.insert(storage.end(), strides.begin(), strides.end());
+}
+
+Status run(TorsorModule &m) {
+  m.haveOutputs = false;
+  std::map<std::string, int64_t> dims;
+  Status s = resolveDims(m.manifest, m.inputs, m.params, dims);
+  if (!s.ok())
+    return s;
+  if (m.checkGroups)
+    for (size_t i = 0; i < m.inputs.size(); ++i) {
+      const TensorSpec &spec = m.manifest.inputs[i];
+      if (spec.group.empty())
+        continue;
+      s = checkGroupTensor("input '" + spec.name + "'", spec.group,
+                           m.inputs[i].view(), m.groupTol);
+      if (!s.ok())
+        return s;
+    }
+  size_t numOut = m.manifest.outputs.size();
+  m.outputs.resize(numOut);
+  m.outputStrides.resize(numOut);
+  for (size_t i = 0; i < numOut; ++i) {
+    const TensorSpec &spec = m.manifest.outputs[i];
+    std::vector<int64_t> shape;
+    s = outputShape(spec, dims, shape);
+    if (!s.ok())
+      return s;
+    if (m.outputs[i].data() && m.outputs[i].shape() == shape)
+      continue; // reuse the buffer of the previous run
+    s = HostTensor::create(spec.dtype, shape, m.outputs[i]);
+    if (!s.ok())
+      return s.withPrefix("output '" + spec.name + "': ");
+    m.outputStrides[i] = m.outputs[i].strides();
+  }
+  // Descriptors live in one vector; pointers are taken after it is filled.
+  std::vector<int64_t> storage;
+  std::vector<size_t> starts;
+  for (const std::vector<BoundTensor> *list : {&m.inputs, &m.params})
+    for (const BoundTensor &b : *list) {
+      starts.push_back(storage.size());
+      appendDescriptor(storage, b.data, b.shape, b.strides);
+    }
+  for (size_t i = 0; i < numOut; ++i) {
+    starts.push_back(storage.size());
+    appendDescriptor(storage, m.outputs[i].data(), m.outputs[i].shape(),
+                     m.outputStrides[i]);
+  }
+  std::vector<void *> args;
+  for (size_t start : starts)
+    args.push_back(storage.data() + start);
+  m.entry(args.data());
+  m.haveOutputs = true;
+  return Status();
+}
+
+/// The spec list of `kind`, or nullptr for a bad module or kind.
+const std::vector<TensorSpec> *specList(const TorsorModule *m,
+                                        TorsorTensorKind kind) {
+  if (!m || kind < TORSOR_INPUT || kind > TORSOR_OUTPUT)
+    return nullptr;
+  return &m->manifest.list(kind);
+}
+
+/// Spec `index` of `kind`, or nullptr.
+const TensorSpec *spec(const TorsorModule *m, TorsorTensorKind kind,
+                       int32_t index) {
+  const std::vector<TensorSpec> *list = specList(m, kind);
+  if (!list || index < 0 || static_cast<size_t>(index) >= list->size())
+    return nullptr;
+  return &(*list)[index];
+}
+
+/// Shared body of the two bind functions.
+TorsorStatus *bind(TorsorModule *m, int kind, const char *name,
+                   const TorsorTensor *t) {
+  if (!m || !name)
+    return toC(invalidArg("module or name is NULL"));
+  const std::vector<TensorSpec> &list = m->manifest.list(kind);
+  size_t index;
+  Status s = findTensor(list, kind, name, index);
+  if (!s.ok())
+    return toC(s);
+  std::vector<BoundTensor> &bound =
+      kind == TORSOR_INPUT ? m->inputs : m->params;
+  BoundTensor b;
+  s = bindTensor(kind, list[index], t, b);
+  if (!s.ok())
+    return toC(s);
+  bound[index] = std::move(b);
+  return nullptr;
+}
+
+} // namespace
+
+extern "C" {
+
+TorsorStatusCode torsorStatusCode(const TorsorStatus *status) {
+  return status ? status->code : TORSOR_OK;
+}
+
+const char *torsorStatusMessage(const TorsorStatus *status) {
+  return status ? status->message.c_str() : "";
+}
+
+void torsorStatusFree(TorsorStatus *status) { delete status; }
+
+const char *torsorDTypeName(int32_t dtype) { return dtypeName(dtype); }
+
+TorsorStatus *torsorModuleLoad(const char *soPath, TorsorModule **module) {
+  if (!soPath || !module)
+    return toC(invalidArg("model path or output pointer is NULL"));
+  *module = nullptr;
+  auto *m = new TorsorModule();
+  Status s = load(soPath, *m);
+  if (!s.ok()) {
+    delete m;
+    return toC(s);
+  }
+  *module = m;
+  return nullptr;
+}
+
+void torsorModuleFree(TorsorModule *module) { delete module; }
+
+const char *torsorModuleName(const TorsorModule *module) {
+  return module ? module->manifest.model.c_str() : nullptr;
+}
+
+int32_t torsorModuleNumTensors(const TorsorModule *module,
+                               TorsorTensorKind kind) {
+  const std::vector<TensorSpec> *list = specList(module, kind);
+  return list ? static_cast<int32_t>(list->size()) : 0;
+}
+
+const char *torsorModuleTensorName(const TorsorModule *module,
+                                   TorsorTensorKind kind, int32_t index) {
+  const TensorSpec *s = spec(module, kind, index);
+  return s ? s->name.c_str() : nullptr;
+}
+
+int32_t torsorModuleTensorDType(const TorsorModule *module,
+                                TorsorTensorKind kind, int32_t index) {
+  const TensorSpec *s = spec(module, kind, index);
+  return s ? s->dtype : -1;
+}
+
+int32_t torsorModuleTensorRank(const TorsorModule *module,
+                               TorsorTensorKind kind, int32_t index) {
+  const TensorSpec *s = spec(module, kind, index);
+  return s ? static_cast<int32_t>(s->shape.size()) : -1;
+}
+
+int64_t torsorModuleTensorDimExtent(const TorsorModule *module,
+                                    TorsorTensorKind kind, int32_t index,
+                                    int32_t dim) {
+  const TensorSpec *s = spec(module, kind, index);
+  if (!s || dim < 0 || static_cast<size_t>(dim) >= s->shape.size())
+    return -1;
+  return s->shape[dim].isSymbolic() ? -1 : s->shape[dim].extent;
+}
+
+const char *torsorModuleTensorDimSymbol(const TorsorModule *module,
+                                        TorsorTensorKind kind, int32_t index,
+                                        int32_t dim) {
+  const TensorSpec *s = spec(module, kind, index);
+  if (!s || dim < 0 || static_cast<size_t>(dim) >= s->shape.size() ||
+      !s->shape[dim].isSymbolic())
+    return nullptr;
+  return s->shape[dim].symbol.c_str();
+}
+
+const char *torsorModuleTensorGroup(const TorsorModule *module,
+                                    TorsorTensorKind kind, int32_t index) {
+  const TensorSpec *s = spec(module, kind, index);
+  return s && !s->group.empty() ? s->group.c_str() : nullptr;
+}
+
+TorsorStatus *torsorModuleBindInput(TorsorModule *module, const char *name,
+                                    const TorsorTensor *tensor) {
+  return bind(module, TORSOR_INPUT, name, tensor);
+}
+
+TorsorStatus *torsorModuleBindParam(TorsorModule *module, const char *name,
+                                    const TorsorTensor *tensor) {
+  return bind(module, TORSOR_PARAM, name, tensor);
+}
+
+TorsorStatus *torsorModuleLoadWeights(TorsorModule *module,
+                                      const char *safetensorsPath) {
+  if (!module || !safetensorsPath)
+    return toC(invalidArg("module or weights path is NULL"));
+  TensorBundle bundle;
+  Status s = readSafeTensors(safetensorsPath, bundle);
+  if (!s.ok())
+    return toC(s);
+  std::string prefix = std::string(safetensorsPath) + ": ";
+  for (auto &[name, tensor] : bundle) {
+    size_t index;
+    s = findTensor(module->manifest.params, TORSOR_PARAM, name, index);
+    if (!s.ok())
+      return toC(s.withPrefix(prefix));
+    s = bindOwned(TORSOR_PARAM, module->manifest.params[index],
+                  std::move(tensor), module->params[index]);
+    if (!s.ok())
+      return toC(s.withPrefix(prefix));
+  }
+  return nullptr;
+}
+
+void torsorModuleSetCheckGroups(TorsorModule *module, int32_t enable,
+                                double tol) {
+  if (!module)
+    return;
+  module->checkGroups = enable != 0;
+  module->groupTol = tol;
+}
+
+TorsorStatus *torsorModuleRun(TorsorModule *module) {
+  if (!module)
+    return toC(invalidArg("module is NULL"));
+  return toC(run(*module));
+}
+
+TorsorStatus *torsorModuleGetOutput(const TorsorModule *module,
+                                    const char *name, TorsorTensor *tensor) {
+  if (!module || !name || !tensor)
+    return toC(invalidArg("module, name or tensor is NULL"));
+  size_t index;
+  Status s = findTensor(module->manifest.outputs, TORSOR_OUTPUT, name, index);
+  if (!s.ok())
+    return toC(s);
+  if (!module->haveOutputs)
+    return toC(Status(TORSOR_FAILED_PRECONDITION,
+                      format("output '%s' is not available: the model has "
+                             "not run successfully",
+                             name)));
+  const HostTensor &out = module->outputs[index];
+  tensor->data = const_cast<void *>(out.data());
+  tensor->shape = out.shape().data();
+  tensor->strides = module->outputStrides[index].data();
+  tensor->rank = static_cast<int32_t>(out.shape().size());
+  tensor->dtype = out.dtype();
+  return nullptr;
+}
+
+TorsorStatus *torsorSetNumThreads(int32_t n) {
+  if (n > 4096)
+    return toC(
+        invalidArg(format("thread count %d is too large (max 4096)", n)));
+  setGlobalThreadCount(n);
+  return nullptr;
+}
+
+int32_t torsorGetNumThreads(void) { return globalThreadCount(); }
+
+} // extern "C"

@@ -1,0 +1,36 @@
+//===- SafeTensors.h - .safetensors reader and writer ---------*- C++ -*-===//
+//
+// Weight bundles: an 8-byte little-endian header length N, N bytes of JSON
+// ({"name": {"dtype": "F32", "shape": [...], "data_offsets": [b, e]}, ...,
+// optional "__metadata__"}), then the data. Only F32/F64/I64 are accepted and
+// every offset is validated against the file size before any data is read.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TORSOR_RUNTIME_SAFETENSORS_H
+#define TORSOR_RUNTIME_SAFETENSORS_H
+
+#include "Support.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace torsor::rt {
+
+/// Named tensors in file (header) order.
+using TensorBundle = std::vector<std::pair<std::string, HostTensor>>;
+
+/// Parses .safetensors contents `bytes`; `path` labels error messages.
+Status parseSafeTensors(const std::string &bytes, const std::string &path,
+                        TensorBundle &out);
+/// Reads the .safetensors file at `path`.
+Status readSafeTensors(const std::string &path, TensorBundle &out);
+/// Serializes `bundle` (names must be unique; data packed in bundle order).
+std::string serializeSafeTensors(const TensorBundle &bundle);
+/// Writes `bundle` to `path`.
+Status writeSafeTensors(const std::string &path, const TensorBundle &bundle);
+
+} // namespace torsor::rt
+
+#endif // TORSOR_RUNTIME_SAFETENSORS_H

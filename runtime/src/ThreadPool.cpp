@@ -1,0 +1,174 @@
+//===- ThreadPool.cpp - Persistent pool behind torsor_parallel_for --------===//
+//
+// Implements ThreadPool, the process-wide pool and the exported C entry
+// point torsor_parallel_for. A call made from inside a parallel body (nested
+// parallelism) or while another thread owns the pool runs inline on the calling
+// thread: no deadlock, no oversubscription.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ThreadPool.h"
+
+#include "Support.h"
+
+#include <algorithm>
+#include <memory>
+
+namespace torsor::rt {
+
+namespace {
+/// True on pool workers and on a caller while it runs chunks.
+thread_local bool tInParallel = false;
+} // namespace
+
+ThreadPool::ThreadPool(int numThreads) {
+  for (int i = 1; i < numThreads; ++i)
+    workers.emplace_back([this] { workerLoop(); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    stopping = true;
+  }
+  wake.notify_all();
+  for (std::thread &t : workers)
+    t.join();
+}
+
+void ThreadPool::chunkBounds(int64_t begin, int64_t end, int64_t k, int64_t c,
+                             int64_t &lo, int64_t &hi) {
+  // Unsigned (modular) arithmetic: end - begin may exceed INT64_MAX, and
+  // q, r avoid the overflow of (end - begin) * c.
+  uint64_t n = static_cast<uint64_t>(end) - static_cast<uint64_t>(begin);
+  uint64_t uk = static_cast<uint64_t>(k), uc = static_cast<uint64_t>(c);
+  uint64_t q = n / uk, r = n % uk;
+  uint64_t ulo = static_cast<uint64_t>(begin) + uc * q + std::min(uc, r);
+  lo = static_cast<int64_t>(ulo);
+  hi = static_cast<int64_t>(ulo + q + (uc < r ? 1 : 0));
+}
+
+void ThreadPool::runChunks(ParallelBody body, void *ctx, int64_t begin,
+                           int64_t end, int64_t numChunks) {
+  while (true) {
+    int64_t c = nextChunk.fetch_add(1, std::memory_order_relaxed);
+    if (c >= numChunks)
+      return;
+    int64_t lo, hi;
+    chunkBounds(begin, end, numChunks, c, lo, hi);
+    body(lo, hi, ctx);
+    if (remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      // Last chunk: wake the caller (under the lock, so it cannot miss it).
+      std::lock_guard<std::mutex> lock(mutex);
+      done.notify_all();
+    }
+  }
+}
+
+void ThreadPool::workerLoop() {
+  tInParallel = true;
+  uint64_t seen = 0;
+  std::unique_lock<std::mutex> lock(mutex);
+  while (true) {
+    wake.wait(lock, [&] { return stopping || generation != seen; });
+    if (stopping)
+      return;
+    seen = generation;
+    // Copy the job while holding the lock; `busy` keeps the next job from
+    // being written until this worker has stopped claiming chunks.
+    ++busy;
+    ParallelBody body = jobBody;
+    void *ctx = jobCtx;
+    int64_t begin = jobBegin, end = jobEnd, chunks = jobChunks;
+    lock.unlock();
+    runChunks(body, ctx, begin, end, chunks);
+    lock.lock();
+    --busy;
+    done.notify_all();
+  }
+}
+
+void ThreadPool::parallelFor(int64_t begin, int64_t end, ParallelBody body,
+                             void *ctx) {
+  if (end <= begin)
+    return;
+  uint64_t n = static_cast<uint64_t>(end) - static_cast<uint64_t>(begin);
+  int64_t chunks = static_cast<int64_t>(
+      std::min<uint64_t>(static_cast<uint64_t>(size()), n));
+  if (chunks <= 1) {
+    body(begin, end, ctx);
+    return;
+  }
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    done.wait(lock, [&] { return busy == 0; });
+    jobBody = body;
+    jobCtx = ctx;
+    jobBegin = begin;
+    jobEnd = end;
+    jobChunks = chunks;
+    nextChunk.store(0, std::memory_order_relaxed);
+    remaining.store(chunks, std::memory_order_relaxed);
+    ++generation;
+  }
+  wake.notify_all();
+  bool wasInParallel = tInParallel;
+  tInParallel = true;
+  runChunks(body, ctx, begin, end, chunks);
+  tInParallel = wasInParallel;
+  std::unique_lock<std::mutex> lock(mutex);
+  done.wait(lock, [&] {
+    return remaining.load(std::memory_order_acquire) == 0 && busy == 0;
+  });
+}
+
+namespace {
+/// Guards the process-wide pool; held for the duration of a parallel_for.
+std::mutex gPoolMutex;
+std::unique_ptr<ThreadPool> gPool;
+
+/// Default pool size: the hardware concurrency (at least 1).
+int defaultThreads() {
+  unsigned n = std::thread::hardware_concurrency();
+  return n ? static_cast<int>(n) : 1;
+}
+
+/// The pool, created on first use. Call with gPoolMutex held.
+ThreadPool &poolLocked() {
+  if (!gPool)
+    gPool = std::make_unique<ThreadPool>(defaultThreads());
+  return *gPool;
+}
+} // namespace
+
+void setGlobalThreadCount(int n) {
+  std::lock_guard<std::mutex> lock(gPoolMutex);
+  int want = n > 0 ? n : defaultThreads();
+  if (gPool && gPool->size() == want)
+    return;
+  gPool.reset();
+  gPool = std::make_unique<ThreadPool>(want);
+}
+
+int globalThreadCount() {
+  std::lock_guard<std::mutex> lock(gPoolMutex);
+  return poolLocked().size();
+}
+
+} // namespace torsor::rt
+
+using namespace torsor::rt;
+
+extern "C" void torsor_parallel_for(int64_t begin, int64_t end,
+                                    void (*body)(int64_t, int64_t, void *),
+                                    void *ctx) {
+  if (end <= begin || !body)
+    return;
+  // Nested, or another thread is using the pool: run inline.
+  if (tInParallel || !gPoolMutex.try_lock()) {
+    body(begin, end, ctx);
+    return;
+  }
+  std::lock_guard<std::mutex> lock(gPoolMutex, std::adopt_lock);
+  poolLocked().parallelFor(begin, end, body, ctx);
+}

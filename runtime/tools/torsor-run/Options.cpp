@@ -1,0 +1,153 @@
+//===- Options.cpp - torsor-run command-line options ----------------------===//
+//
+// Accepts both "--flag value" and "--flag=value" spellings, except for
+// --check-groups whose tolerance is only given as "--check-groups=TOL" (so a
+// following positional argument is never swallowed).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Options.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+namespace torsor::run {
+
+using rt::format;
+using rt::invalidArg;
+using rt::Status;
+
+const char *usage() {
+  return "usage: torsor-run MODEL.so [options]\n"
+         "\n"
+         "Runs a model compiled by torsorc (MODEL.so with MODEL.json next to "
+         "it).\n"
+         "\n"
+         "options:\n"
+         "  --input NAME=FILE.npy     bind input NAME (repeat per input)\n"
+         "  --weights W.safetensors   bind params by name from a bundle\n"
+         "  --output NAME=FILE.npy    write output NAME (default: print a\n"
+         "                            summary of every output)\n"
+         "  --threads N               thread-pool size (default: all cores)\n"
+         "  --device cpu|cuda         where to run (default: cpu)\n"
+         "  --time N                  after a warm-up run, time N runs and\n"
+         "                            print the median and min wall time\n"
+         "  --check-groups[=TOL]      check group inputs are group elements\n"
+         "                            (default tolerance 1e-4)\n"
+         "  --help                    print this help\n";
+}
+
+namespace {
+
+/// Parses a whole string as an integer in [lo, hi].
+Status parseInt(const std::string &flag, const std::string &text, long lo,
+                long hi, int &out) {
+  errno = 0;
+  char *end = nullptr;
+  long v = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end || errno || v < lo || v > hi)
+    return invalidArg(format("%s expects an integer in [%ld, %ld], got '%s'",
+                             flag.c_str(), lo, hi, text.c_str()));
+  out = static_cast<int>(v);
+  return Status();
+}
+
+/// Splits "NAME=FILE".
+Status parsePair(const std::string &flag, const std::string &text,
+                 std::vector<std::pair<std::string, std::string>> &out) {
+  size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+    return invalidArg(format("%s expects NAME=FILE.npy, got '%s'", flag.c_str(),
+                             text.c_str()));
+  std::string name = text.substr(0, eq);
+  for (const auto &p : out)
+    if (p.first == name)
+      return invalidArg(
+          format("%s '%s' given more than once", flag.c_str(), name.c_str()));
+  out.emplace_back(name, text.substr(eq + 1));
+  return Status();
+}
+
+} // namespace
+
+Status parseOptions(int argc, char **argv, Options &out) {
+  out = Options();
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      out.help = true;
+      return Status();
+    }
+    if (arg.size() < 2 || arg.compare(0, 2, "--") != 0) {
+      if (arg.size() > 1 && arg[0] == '-')
+        return invalidArg("unknown option '" + arg + "' (see --help)");
+      if (!out.model.empty())
+        return invalidArg("more than one model given: '" + out.model +
+                          "' and '" + arg + "'");
+      out.model = arg;
+      continue;
+    }
+    std::string flag = arg, value;
+    bool hasValue = false;
+    size_t eq = arg.find('=');
+    if (eq != std::string::npos) {
+      flag = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+      hasValue = true;
+    }
+    if (flag == "--check-groups") {
+      out.checkGroups = true;
+      if (hasValue) {
+        char *end = nullptr;
+        errno = 0;
+        out.groupTol = std::strtod(value.c_str(), &end);
+        if (value.empty() || *end || errno || !(out.groupTol >= 0) ||
+            std::isinf(out.groupTol))
+          return invalidArg("--check-groups expects a non-negative "
+                            "tolerance, got '" +
+                            value + "'");
+      }
+      continue;
+    }
+    static const char *const kValued[] = {"--input",   "--output", "--weights",
+                                          "--threads", "--device", "--time"};
+    bool known = false;
+    for (const char *k : kValued)
+      known |= flag == k;
+    if (!known)
+      return invalidArg("unknown option '" + flag + "' (see --help)");
+    if (!hasValue) {
+      if (i + 1 >= argc)
+        return invalidArg(flag + " expects a value");
+      value = argv[++i];
+    }
+    Status s;
+    if (flag == "--input")
+      s = parsePair(flag, value, out.inputs);
+    else if (flag == "--output")
+      s = parsePair(flag, value, out.outputs);
+    else if (flag == "--weights") {
+      if (!out.weights.empty())
+        return invalidArg("--weights given more than once");
+      out.weights = value;
+    } else if (flag == "--threads")
+      s = parseInt(flag, value, 1, 4096, out.threads);
+    else if (flag == "--time")
+      s = parseInt(flag, value, 1, 1000000, out.timeRuns);
+    else if (flag == "--device") {
+      if (value != "cpu" && value != "cuda")
+        return invalidArg("--device expects cpu or cuda, got '" + value + "'");
+      out.device = value;
+    }
+    if (!s.ok())
+      return s;
+  }
+  if (out.model.empty())
+    return invalidArg("no model given (usage: torsor-run MODEL.so --input "
+                      "NAME=FILE.npy ...; see --help)");
+  return Status();
+}
+
+} // namespace torsor::run

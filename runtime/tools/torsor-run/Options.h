@@ -1,0 +1,42 @@
+//===- Options.h - torsor-run command-line options ------------*- C++ -*-===//
+//
+// The command line of torsor-run (DESIGN.md "Run"), parsed strictly: an
+// unknown flag, a missing value or a malformed number is an error that
+// names the flag, never a crash or a silent default.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TORSOR_RUN_OPTIONS_H
+#define TORSOR_RUN_OPTIONS_H
+
+#include "Support.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace torsor::run {
+
+/// Parsed command line.
+struct Options {
+  std::string model;                                        ///< OUT.so
+  std::vector<std::pair<std::string, std::string>> inputs;  ///< NAME=FILE
+  std::vector<std::pair<std::string, std::string>> outputs; ///< NAME=FILE
+  std::string weights; ///< .safetensors bundle, optional
+  int threads = 0;     ///< 0: hardware concurrency
+  std::string device = "cpu";
+  int timeRuns = 0; ///< --time N
+  bool checkGroups = false;
+  double groupTol = 1e-4;
+  bool help = false;
+};
+
+/// The --help text.
+const char *usage();
+
+/// Parses argv into `out`.
+rt::Status parseOptions(int argc, char **argv, Options &out);
+
+} // namespace torsor::run
+
+#endif // TORSOR_RUN_OPTIONS_H

@@ -1,0 +1,203 @@
+//===- torsor-run.cpp - Run a compiled Torsor model -----------------------===//
+//
+// Command-line front end of the runtime (DESIGN.md "Run"): loads OUT.so,
+// binds inputs from .npy files and params from a .safetensors bundle, runs
+// (optionally timed), and writes outputs as .npy or prints a summary. Every
+// failure prints "torsor-run: error: <message>" and exits with status 1.
+//
+//===----------------------------------------------------------------------===//
+
+#include "torsor/runtime.h"
+
+#include "Npy.h"
+#include "Options.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+
+using namespace torsor;
+using rt::format;
+using rt::HostTensor;
+using rt::Status;
+
+namespace {
+
+/// Prints the error and returns the exit code.
+int fail(const std::string &message) {
+  std::fprintf(stderr, "torsor-run: error: %s\n", message.c_str());
+  return 1;
+}
+
+/// Owns a C status; converts it to the C++ form.
+Status take(TorsorStatus *s) {
+  Status out;
+  if (s)
+    out = Status(torsorStatusCode(s), torsorStatusMessage(s));
+  torsorStatusFree(s);
+  return out;
+}
+
+/// Deletes a module on scope exit.
+struct ModuleDeleter {
+  void operator()(TorsorModule *m) const { torsorModuleFree(m); }
+};
+
+/// Element `i` of a C tensor view as a double.
+double element(const TorsorTensor &t, int64_t i) {
+  switch (t.dtype) {
+  case TORSOR_DTYPE_F32:
+    return static_cast<const float *>(t.data)[i];
+  case TORSOR_DTYPE_F64:
+    return static_cast<const double *>(t.data)[i];
+  default:
+    return static_cast<double>(static_cast<const int64_t *>(t.data)[i]);
+  }
+}
+
+/// Prints "name: f32 [10 x 64] min .. max .. mean .. first [..]".
+void printSummary(const char *name, const TorsorTensor &t) {
+  std::vector<int64_t> shape(t.shape, t.shape + t.rank);
+  int64_t n = rt::numElements(shape);
+  std::printf("%s: %s [%s]", name, torsorDTypeName(t.dtype),
+              rt::shapeToString(shape).c_str());
+  if (n <= 0) {
+    std::printf(" (empty)\n");
+    return;
+  }
+  double lo = element(t, 0), hi = lo, sum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double v = element(t, i);
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+    sum += v;
+  }
+  std::printf(" min %.6g max %.6g mean %.6g first [", lo, hi, sum / n);
+  int64_t shown = std::min<int64_t>(n, 6);
+  for (int64_t i = 0; i < shown; ++i)
+    std::printf("%s%.6g", i ? ", " : "", element(t, i));
+  std::printf("%s]\n", n > shown ? ", ..." : "");
+}
+
+/// Runs once and returns the wall time in milliseconds.
+Status timedRun(TorsorModule *m, double &ms) {
+  auto t0 = std::chrono::steady_clock::now();
+  Status s = take(torsorModuleRun(m));
+  auto t1 = std::chrono::steady_clock::now();
+  ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+  return s;
+}
+
+/// Everything after option parsing; returns the exit code.
+int runTool(const run::Options &opts) {
+  if (opts.device == "cuda")
+    return fail("device 'cuda' is not available in this build: the runtime "
+                "has no GPU path yet (use --device cpu)");
+  Status s = take(torsorSetNumThreads(opts.threads));
+  if (!s.ok())
+    return fail(s.message);
+  TorsorModule *raw = nullptr;
+  s = take(torsorModuleLoad(opts.model.c_str(), &raw));
+  if (!s.ok())
+    return fail(s.message);
+  std::unique_ptr<TorsorModule, ModuleDeleter> module(raw);
+
+  // Inputs stay alive until the runs are done (the runtime borrows them).
+  std::vector<HostTensor> inputs(opts.inputs.size());
+  std::vector<std::vector<int64_t>> strides(opts.inputs.size());
+  for (size_t i = 0; i < opts.inputs.size(); ++i) {
+    const auto &[name, file] = opts.inputs[i];
+    s = rt::readNpy(file, inputs[i]);
+    if (!s.ok())
+      return fail(s.message);
+    strides[i] = inputs[i].strides();
+    TorsorTensor view = inputs[i].view(strides[i]);
+    s = take(torsorModuleBindInput(module.get(), name.c_str(), &view));
+    if (!s.ok())
+      return fail(s.message + " (from '" + file + "')");
+  }
+  if (!opts.weights.empty()) {
+    s = take(torsorModuleLoadWeights(module.get(), opts.weights.c_str()));
+    if (!s.ok())
+      return fail(s.message);
+  }
+  // Check --output names before running, so a typo costs no run.
+  int32_t numOut = torsorModuleNumTensors(module.get(), TORSOR_OUTPUT);
+  for (const auto &[name, file] : opts.outputs) {
+    bool found = false;
+    std::string known;
+    for (int32_t i = 0; i < numOut; ++i) {
+      const char *n = torsorModuleTensorName(module.get(), TORSOR_OUTPUT, i);
+      found |= name == n;
+      known += (i ? ", " : "") + std::string(n);
+    }
+    if (!found)
+      return fail("unknown output '" + name + "'; model outputs are: " + known);
+  }
+  torsorModuleSetCheckGroups(module.get(), opts.checkGroups, opts.groupTol);
+
+  double ms;
+  s = timedRun(module.get(), ms);
+  if (!s.ok())
+    return fail(s.message);
+  if (opts.timeRuns > 0) {
+    std::vector<double> times;
+    for (int r = 0; r < opts.timeRuns; ++r) {
+      s = timedRun(module.get(), ms);
+      if (!s.ok())
+        return fail(s.message);
+      times.push_back(ms);
+    }
+    std::sort(times.begin(), times.end());
+    size_t k = times.size();
+    double median =
+        k % 2 ? times[k / 2] : (times[k / 2 - 1] + times[k / 2]) / 2;
+    std::printf("time: median %.3f ms, min %.3f ms over %d runs (%d "
+                "threads)\n",
+                median, times.front(), opts.timeRuns, torsorGetNumThreads());
+  }
+
+  if (opts.outputs.empty()) {
+    for (int32_t i = 0; i < numOut; ++i) {
+      const char *name = torsorModuleTensorName(module.get(), TORSOR_OUTPUT, i);
+      TorsorTensor t;
+      s = take(torsorModuleGetOutput(module.get(), name, &t));
+      if (!s.ok())
+        return fail(s.message);
+      printSummary(name, t);
+    }
+    return 0;
+  }
+  for (const auto &[name, file] : opts.outputs) {
+    TorsorTensor t;
+    s = take(torsorModuleGetOutput(module.get(), name.c_str(), &t));
+    if (!s.ok())
+      return fail(s.message);
+    HostTensor copy;
+    s = HostTensor::create(
+        t.dtype, std::vector<int64_t>(t.shape, t.shape + t.rank), copy);
+    if (!s.ok())
+      return fail(s.message);
+    std::copy_n(static_cast<const char *>(t.data), copy.byteSize(),
+                static_cast<char *>(copy.data()));
+    s = rt::writeNpy(file, copy);
+    if (!s.ok())
+      return fail(s.message);
+  }
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  run::Options opts;
+  Status s = run::parseOptions(argc, argv, opts);
+  if (!s.ok())
+    return fail(s.message);
+  if (opts.help) {
+    std::fputs(run::usage(), stdout);
+    return 0;
+  }
+  return runTool(opts);
+}

@@ -1,0 +1,123 @@
+//===- GroupCheckTest.cpp - Tests of the group membership checks ----------===//
+//
+// A valid element of each built-in group passes; each failure mode (shear,
+// reflection, last row, non-positive determinant or scale, NaN) is caught
+// with its message, and tensor-level messages name the element.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GroupCheck.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+
+using namespace torsor::rt;
+
+namespace {
+
+/// An SE(3) element: rotation by `a` about z, translation (1, 2, 3).
+std::vector<double> se3(double a) {
+  double c = std::cos(a), s = std::sin(a);
+  return {c, -s, 0, 1, s, c, 0, 2, 0, 0, 1, 3, 0, 0, 0, 1};
+}
+
+TEST(GroupCheck, KnowsBuiltinSizes) {
+  EXPECT_EQ(builtinGroupMatrixSize("SO2"), 2);
+  EXPECT_EQ(builtinGroupMatrixSize("SE2"), 3);
+  EXPECT_EQ(builtinGroupMatrixSize("SO3"), 3);
+  EXPECT_EQ(builtinGroupMatrixSize("SE3"), 4);
+  EXPECT_EQ(builtinGroupMatrixSize("Aff2"), 3);
+  EXPECT_EQ(builtinGroupMatrixSize("Sim3"), 4);
+  EXPECT_EQ(builtinGroupMatrixSize("SE4"), 0);
+}
+
+TEST(GroupCheck, AcceptsMembers) {
+  double c = std::cos(0.3), s = std::sin(0.3);
+  std::vector<double> so2 = {c, -s, s, c};
+  std::vector<double> se2 = {c, -s, 5, s, c, -1, 0, 0, 1};
+  std::vector<double> so3 = {1, 0, 0, 0, c, -s, 0, s, c};
+  std::vector<double> aff2 = {2, 1, 3, 0, 0.5, 4, 0, 0, 1};
+  std::vector<double> sim3 = {2 * c, -2 * s, 0, 1, 2 * s, 2 * c, 0, 2,
+                              0,     0,      2, 3, 0,     0,     0, 1};
+  EXPECT_EQ(checkGroupMatrix("SO2", so2.data(), 1e-9), "");
+  EXPECT_EQ(checkGroupMatrix("SE2", se2.data(), 1e-9), "");
+  EXPECT_EQ(checkGroupMatrix("SO3", so3.data(), 1e-9), "");
+  EXPECT_EQ(checkGroupMatrix("SE3", se3(1.2).data(), 1e-9), "");
+  EXPECT_EQ(checkGroupMatrix("Aff2", aff2.data(), 1e-9), "");
+  EXPECT_EQ(checkGroupMatrix("Sim3", sim3.data(), 1e-9), "");
+}
+
+TEST(GroupCheck, RejectsNonMembers) {
+  std::vector<double> shear = se3(0);
+  shear[1] = 0.1;
+  EXPECT_EQ(checkGroupMatrix("SE3", shear.data(), 1e-4),
+            "rotation block not orthonormal (error 1.0e-01 > tol 1e-04)");
+  EXPECT_EQ(checkGroupMatrix("SE3", shear.data(), 0.2), "");
+  std::vector<double> reflect = se3(0);
+  reflect[0] = -1;
+  EXPECT_EQ(checkGroupMatrix("SE3", reflect.data(), 1e-4),
+            "rotation block has determinant -1.00, expected +1 (a "
+            "reflection)");
+  std::vector<double> row = se3(0);
+  row[14] = 0.5;
+  EXPECT_EQ(checkGroupMatrix("SE3", row.data(), 1e-4),
+            "last row is not [0 0 0 1] (error 5.0e-01 > tol 1e-04)");
+  std::vector<double> so2 = {1, 0, 0, -1};
+  EXPECT_EQ(checkGroupMatrix("SO2", so2.data(), 1e-4),
+            "rotation block has determinant -1.00, expected +1 (a "
+            "reflection)");
+  std::vector<double> aff2 = {1, 0, 0, 0, -2, 0, 0, 0, 1};
+  EXPECT_EQ(checkGroupMatrix("Aff2", aff2.data(), 1e-4),
+            "linear part has determinant -2.0e+00, expected > 0");
+  std::vector<double> aff2Row = {1, 0, 0, 0, 1, 0, 0, 1, 1};
+  EXPECT_EQ(checkGroupMatrix("Aff2", aff2Row.data(), 1e-4),
+            "last row is not [0 0 1] (error 1.0e+00 > tol 1e-04)");
+  std::vector<double> sim3 = se3(0);
+  for (int i : {0, 5, 10})
+    sim3[i] = -2;
+  EXPECT_EQ(checkGroupMatrix("Sim3", sim3.data(), 1e-4),
+            "scale cbrt(det) = -2.0e+00 of the linear part is not positive");
+  std::vector<double> sim3Shear = se3(0);
+  sim3Shear[0] = 2;
+  EXPECT_EQ(checkGroupMatrix("Sim3", sim3Shear.data(), 1e-4),
+            "linear part is not a scaled rotation (error 1.5e+00 > tol "
+            "1e-04)");
+  std::vector<double> nan = se3(0);
+  nan[5] = NAN;
+  EXPECT_EQ(checkGroupMatrix("SE3", nan.data(), 1e-4),
+            "entry (1, 1) is not finite");
+}
+
+TEST(GroupCheck, NamesTheElementInTensors) {
+  // Four f32 SE(3) poses; element 3 has a sheared rotation block.
+  std::vector<float> poses;
+  for (int e = 0; e < 4; ++e)
+    for (double v : se3(0.1 * e))
+      poses.push_back(static_cast<float>(v));
+  poses[3 * 16 + 1] += 0.21f;
+  int64_t shape[] = {2, 2, 4, 4};
+  TorsorTensor t{poses.data(), shape, nullptr, 4, TORSOR_DTYPE_F32};
+  Status s = checkGroupTensor("input 'pose'", "SE3", t, 1e-4);
+  EXPECT_EQ(s.code, TORSOR_INVALID_ARGUMENT);
+  EXPECT_EQ(s.message.substr(0, 76),
+            "input 'pose' element 3 is not in SE3: rotation block not "
+            "orthonormal (error ");
+  EXPECT_NE(s.message.find("> tol 1e-04)"), std::string::npos);
+  EXPECT_TRUE(checkGroupTensor("input 'pose'", "SE3", t, 0.5).ok());
+  // Unknown groups are checked by shape only (i.e. not here).
+  EXPECT_TRUE(checkGroupTensor("input 'pose'", "Mine", t, 1e-4).ok());
+  // Strided (f64) views are followed: element 1 of a transposed batch.
+  std::vector<double> batch(2 * 16);
+  for (int e = 0; e < 2; ++e)
+    for (int k = 0; k < 16; ++k)
+      batch[k * 2 + e] = se3(0)[k]; // layout [4][4][2]
+  batch[0 * 2 + 1] = -1;            // element 1, entry (0, 0)
+  int64_t shape2[] = {2, 4, 4}, strides2[] = {1, 8, 2};
+  TorsorTensor t2{batch.data(), shape2, strides2, 3, TORSOR_DTYPE_F64};
+  EXPECT_EQ(checkGroupTensor("input 'g'", "SE3", t2, 1e-4).message,
+            "input 'g' element 1 is not in SE3: rotation block has "
+            "determinant -1.00, expected +1 (a reflection)");
+}
+
+} // namespace
