@@ -1,0 +1,43 @@
+# Torsor top-level commands. `make demo` and `make test` are the contract
+# (docs: README.md); everything else here is a convenience.
+BUILD ?= build
+JOBS ?= $(shell nproc)
+PYTHON ?= $(shell command -v python3)
+export CCACHE_BASEDIR := $(CURDIR)
+export CCACHE_DIR ?= $(HOME)/.cache/torsor-ccache
+export CCACHE_NOHASHDIR := 1
+
+.PHONY: all deps configure build test demo format check-format clean
+
+all: build
+
+deps:
+	@PYTHON=$(PYTHON) scripts/setup-deps.sh
+
+$(BUILD)/build.ninja: CMakeLists.txt | deps
+	cmake -S . -B $(BUILD) -G Ninja \
+	  -DCMAKE_BUILD_TYPE=Release \
+	  -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
+	  -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
+	  -DLLVM_USE_LINKER=lld \
+	  -DPython3_EXECUTABLE=$(PYTHON)
+
+configure: deps $(BUILD)/build.ninja
+
+build: configure
+	ninja -C $(BUILD) -j $(JOBS)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+demo: build
+	@$(PYTHON) scripts/demo.py --build $(BUILD)
+
+format:
+	@scripts/check-format.sh --fix
+
+check-format:
+	@scripts/check-format.sh
+
+clean:
+	rm -rf $(BUILD)

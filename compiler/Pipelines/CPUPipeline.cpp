@@ -1,0 +1,74 @@
+//===- CPUPipeline.cpp - From lie/geo on tensors to the LLVM dialect ------===//
+//
+// The CPU pipeline, top to bottom:
+//   1. simplify   canonicalize + CSE (lie folds, DRR identities)
+//   2. lower      lie → scalar loops (convert-lie-to-arith)
+//   3. bufferize  one-shot, function boundaries included, identity layouts
+//   4. LLVM       loops → cf, math → libm/intrinsics, memref/func → LLVM
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Pipelines/Pipelines.h"
+
+#include "compiler/Conversion/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+void torsor::buildTorsorOptimizationPipeline(OpPassManager &pm,
+                                             const PipelineOptions &options) {
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+void torsor::buildCPULoweringPipeline(OpPassManager &pm,
+                                      const PipelineOptions &options) {
+  // Sequence-level and group ops to loops of scalar arith/math on tensors.
+  pm.addPass(createConvertLieToArith());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+
+  // Tensors to buffers. Function boundaries use plain (identity-layout)
+  // memrefs: that is the descriptor ABI the runtime passes.
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  bufferization::BufferDeallocationPipelineOptions dealloc;
+  bufferization::buildBufferDeallocationPipeline(pm, dealloc);
+
+  // Structured ops and loops to the CFG.
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+
+  // Everything to the LLVM dialect. math ops without an LLVM intrinsic
+  // (atan2, atanh, ...) become libm calls, which are correctly rounded to
+  // within an ulp in f32 and f64.
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createConvertToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createCanonicalizerPass());
+}
+
+void torsor::registerPipelines() {
+  PassPipelineRegistration<>(
+      "torsor-cpu-pipeline",
+      "Lower lie/geo/linalg on tensors to the LLVM dialect for the CPU",
+      [](OpPassManager &pm) {
+        PipelineOptions options;
+        buildTorsorOptimizationPipeline(pm, options);
+        buildCPULoweringPipeline(pm, options);
+      });
+}

@@ -1,0 +1,155 @@
+//===- CPUTarget.cpp - LLVM IR, objects and shared libraries --------------===//
+//
+// LLVM-dialect module → LLVM IR → optimized LLVM IR → object → shared object.
+// Code generation is LLVM's own (no C source is ever produced); linking is
+// lld, invoked as a program because Debian ships no lld library for ELF.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Target/CPUTarget.h"
+
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
+
+using namespace torsor;
+
+std::unique_ptr<llvm::TargetMachine>
+torsor::createCPUTargetMachine(const CPUTargetOptions &options,
+                               std::string &error) {
+  llvm::InitializeAllTargetInfos();
+  llvm::InitializeAllTargets();
+  llvm::InitializeAllTargetMCs();
+  llvm::InitializeAllAsmPrinters();
+
+  llvm::Triple triple(options.triple.empty()
+                          ? llvm::sys::getDefaultTargetTriple()
+                          : options.triple);
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return nullptr;
+
+  std::string cpu = options.cpu;
+  std::string features;
+  if (cpu == "host") {
+    cpu = llvm::sys::getHostCPUName().str();
+    llvm::SubtargetFeatures subtarget;
+    for (const auto &[feature, enabled] : llvm::sys::getHostCPUFeatures())
+      subtarget.AddFeature(feature, enabled);
+    features = subtarget.getString();
+  } else if (cpu == "generic") {
+    cpu = triple.isX86() ? "x86-64" : "generic";
+  }
+
+  llvm::TargetOptions targetOptions;
+  auto level = options.optLevel == 0   ? llvm::CodeGenOptLevel::None
+               : options.optLevel == 1 ? llvm::CodeGenOptLevel::Less
+               : options.optLevel == 2 ? llvm::CodeGenOptLevel::Default
+                                       : llvm::CodeGenOptLevel::Aggressive;
+  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+      triple, cpu, features, targetOptions, llvm::Reloc::PIC_, std::nullopt,
+      level));
+  if (!machine)
+    error = "cannot create a target machine for " + triple.str() + " / " + cpu;
+  return machine;
+}
+
+std::unique_ptr<llvm::Module>
+torsor::translateAndOptimize(mlir::ModuleOp module, llvm::LLVMContext &context,
+                             llvm::TargetMachine &machine, unsigned optLevel) {
+  std::unique_ptr<llvm::Module> llvmModule =
+      mlir::translateModuleToLLVMIR(module, context);
+  if (!llvmModule)
+    return nullptr;
+  // Without a triple and data layout LLVM will not vectorize.
+  llvmModule->setTargetTriple(machine.getTargetTriple());
+  llvmModule->setDataLayout(machine.createDataLayout());
+  // Functions carry the CPU and its features so the vectorizer sees the
+  // real register width (AVX-512 on -mcpu=host machines that have it).
+  for (llvm::Function &function : *llvmModule) {
+    if (function.isDeclaration())
+      continue;
+    function.addFnAttr("target-cpu", machine.getTargetCPU());
+    if (!machine.getTargetFeatureString().empty())
+      function.addFnAttr("target-features", machine.getTargetFeatureString());
+  }
+  if (optLevel == 0)
+    return llvmModule;
+
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopVectorization = true;
+  tuning.SLPVectorization = true;
+  llvm::PassBuilder builder(&machine, tuning);
+  builder.registerModuleAnalyses(mam);
+  builder.registerCGSCCAnalyses(cgam);
+  builder.registerFunctionAnalyses(fam);
+  builder.registerLoopAnalyses(lam);
+  builder.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::OptimizationLevel level = optLevel == 1   ? llvm::OptimizationLevel::O1
+                                  : optLevel == 2 ? llvm::OptimizationLevel::O2
+                                                  : llvm::OptimizationLevel::O3;
+  builder.buildPerModuleDefaultPipeline(level).run(*llvmModule, mam);
+  return llvmModule;
+}
+
+mlir::LogicalResult torsor::emitObjectFile(llvm::Module &module,
+                                           llvm::TargetMachine &machine,
+                                           llvm::StringRef path,
+                                           std::string &error) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
+  if (ec) {
+    error = "cannot write '" + path.str() + "': " + ec.message();
+    return mlir::failure();
+  }
+  llvm::legacy::PassManager pm;
+  if (machine.addPassesToEmitFile(pm, os, nullptr,
+                                  llvm::CodeGenFileType::ObjectFile)) {
+    error = "the target cannot emit object files";
+    return mlir::failure();
+  }
+  pm.run(module);
+  os.flush();
+  return mlir::success();
+}
+
+mlir::LogicalResult torsor::linkSharedObject(llvm::StringRef objectPath,
+                                             llvm::StringRef outputPath,
+                                             std::string &error) {
+  std::string lld = TORSOR_LLD_PATH;
+  if (!llvm::sys::fs::can_execute(lld)) {
+    auto found = llvm::sys::findProgramByName("ld.lld");
+    if (!found) {
+      error = "cannot find the linker ld.lld (install lld-22)";
+      return mlir::failure();
+    }
+    lld = *found;
+  }
+  llvm::SmallVector<llvm::StringRef> args = {
+      lld,        "-shared", "--as-needed", "-o", outputPath, objectPath,
+      "-L/lib64", "-L/usr/lib64", "-L/lib/x86_64-linux-gnu",
+      "-L/usr/lib/x86_64-linux-gnu", "-lm"};
+  std::string message;
+  int rc = llvm::sys::ExecuteAndWait(lld, args, std::nullopt, {}, 0, 0,
+                                     &message);
+  if (rc != 0) {
+    error = "linking '" + outputPath.str() + "' with ld.lld failed" +
+            (message.empty() ? "" : ": " + message);
+    return mlir::failure();
+  }
+  return mlir::success();
+}

@@ -1,0 +1,266 @@
+//===- torsorc.cpp - The Torsor compiler driver ---------------------------===//
+//
+// Toy-style driver: reads a model (.tsr) or MLIR (.mlir), and stops at the
+// stage --emit names:
+//   ast   the parsed model (.tsr only)
+//   mlir  the module as MLIRGen (or the input file) gives it
+//   opt   after Torsor's optimization passes (still lie/geo/linalg)
+//   llvm  LLVM IR after LLVM's optimizations
+//   obj   an object file
+//   so    a shared library (the default), loadable by the runtime
+// Errors are located (`file:line:col: error:`) through MLIR's SourceMgr
+// diagnostic handler; --verify-diagnostics checks `expected-error` comments
+// instead, so diagnostics are testable.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/InitAll.h"
+#include "compiler/Pipelines/Pipelines.h"
+#include "compiler/Target/CPUTarget.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/ToolUtilities.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Target/TargetMachine.h"
+
+#include <unistd.h>
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+namespace {
+enum class Emit { AST, MLIR, Opt, LLVM, Obj, SO };
+enum class Target { CPU, NVPTX };
+
+cl::OptionCategory torsorcCategory("torsorc options");
+
+cl::opt<std::string> inputFilename(cl::Positional, cl::desc("<model.tsr|.mlir>"),
+                                   cl::init("-"), cl::cat(torsorcCategory));
+cl::opt<std::string> outputFilename("o", cl::desc("Output file"),
+                                    cl::value_desc("filename"), cl::init(""),
+                                    cl::cat(torsorcCategory));
+cl::opt<Emit> emitAction(
+    "emit", cl::desc("Stage to stop at and print or write"), cl::init(Emit::SO),
+    cl::values(clEnumValN(Emit::AST, "ast", "the parsed model (.tsr)"),
+               clEnumValN(Emit::MLIR, "mlir", "MLIR as generated"),
+               clEnumValN(Emit::Opt, "opt", "MLIR after Torsor's passes"),
+               clEnumValN(Emit::LLVM, "llvm", "optimized LLVM IR"),
+               clEnumValN(Emit::Obj, "obj", "an object file"),
+               clEnumValN(Emit::SO, "so", "a shared library (default)")),
+    cl::cat(torsorcCategory));
+cl::opt<Target> target(
+    "target", cl::desc("Code generation target"), cl::init(Target::CPU),
+    cl::values(clEnumValN(Target::CPU, "cpu", "the host CPU (default)"),
+               clEnumValN(Target::NVPTX, "nvptx", "NVIDIA GPUs")),
+    cl::cat(torsorcCategory));
+cl::opt<std::string> gpuArch("gpu-arch", cl::desc("GPU chip for --target=nvptx"),
+                             cl::init("sm_90"), cl::cat(torsorcCategory));
+cl::opt<std::string> mcpu("mcpu",
+                          cl::desc("CPU: host (default), generic (portable "
+                                   "x86-64) or an LLVM CPU name"),
+                          cl::init("host"), cl::cat(torsorcCategory));
+cl::opt<std::string> mtriple("mtriple",
+                             cl::desc("Target triple (default: the host's)"),
+                             cl::init(""), cl::cat(torsorcCategory));
+cl::opt<std::string> dtype("dtype", cl::desc("Float type of the model: f32|f64"),
+                           cl::init("f32"), cl::cat(torsorcCategory));
+cl::opt<unsigned> optLevel("O", cl::desc("Optimization level 0-3 (-O0 keeps "
+                                         "the unfused oracle lowering)"),
+                           cl::Prefix, cl::init(2), cl::cat(torsorcCategory));
+cl::opt<bool> verifyDiagnostics(
+    "verify-diagnostics",
+    cl::desc("Check diagnostics against expected-* comments in the input"),
+    cl::init(false), cl::cat(torsorcCategory));
+cl::opt<std::string> splitInputFile(
+    "split-input-file", cl::ValueOptional,
+    cl::desc("Split the input at '// -----' and process each chunk alone"),
+    cl::init(""), cl::cat(torsorcCategory));
+
+/// Whether the input is a .tsr model (by extension; stdin is MLIR).
+bool isModelSource(StringRef filename) {
+  return llvm::sys::path::extension(filename) == ".tsr";
+}
+
+/// Parses one buffer (a whole file or one split chunk) into a module.
+OwningOpRef<ModuleOp> parseInput(llvm::SourceMgr &sourceMgr,
+                                 MLIRContext &context) {
+  if (isModelSource(inputFilename)) {
+    emitError(FileLineColLoc::get(&context, inputFilename, 1, 1))
+        << "the .tsr frontend is not available in this build yet; pass MLIR "
+           "(.mlir) input";
+    return nullptr;
+  }
+  return parseSourceFile<ModuleOp>(sourceMgr, &context);
+}
+
+/// Runs the stages up to --emit on one buffer and writes the result.
+LogicalResult compile(llvm::SourceMgr &sourceMgr, MLIRContext &context,
+                      llvm::raw_ostream &os) {
+  if (emitAction == Emit::AST && !isModelSource(inputFilename))
+    return emitError(UnknownLoc::get(&context))
+           << "--emit=ast needs a .tsr model as input";
+  OwningOpRef<ModuleOp> module = parseInput(sourceMgr, context);
+  if (!module)
+    return failure();
+  if (emitAction == Emit::MLIR) {
+    module->print(os);
+    return success();
+  }
+
+  torsor::PipelineOptions pipelineOptions;
+  pipelineOptions.optLevel = optLevel;
+  PassManager pm(&context, module.get()->getName().getStringRef());
+  if (failed(applyPassManagerCLOptions(pm)))
+    return failure();
+  torsor::buildTorsorOptimizationPipeline(pm, pipelineOptions);
+  if (emitAction != Emit::Opt) {
+    if (target == Target::NVPTX)
+      return emitError(UnknownLoc::get(&context))
+             << "--target=nvptx is not available in this build yet";
+    torsor::buildCPULoweringPipeline(pm, pipelineOptions);
+  }
+  if (failed(pm.run(*module)))
+    return failure();
+  if (emitAction == Emit::Opt) {
+    module->print(os);
+    return success();
+  }
+
+  torsor::CPUTargetOptions targetOptions;
+  targetOptions.triple = mtriple;
+  targetOptions.cpu = mcpu;
+  targetOptions.optLevel = optLevel;
+  std::string error;
+  auto machine = torsor::createCPUTargetMachine(targetOptions, error);
+  if (!machine)
+    return emitError(UnknownLoc::get(&context)) << error;
+  llvm::LLVMContext llvmContext;
+  auto llvmModule =
+      torsor::translateAndOptimize(*module, llvmContext, *machine, optLevel);
+  if (!llvmModule)
+    return emitError(UnknownLoc::get(&context))
+           << "translation to LLVM IR failed";
+  if (emitAction == Emit::LLVM) {
+    llvmModule->print(os, nullptr);
+    return success();
+  }
+
+  // Object and shared library go to files, never to a terminal.
+  if (outputFilename.empty() || outputFilename == "-")
+    return emitError(UnknownLoc::get(&context))
+           << "--emit=obj and --emit=so need an output file (-o)";
+  if (emitAction == Emit::Obj)
+    return torsor::emitObjectFile(*llvmModule, *machine, outputFilename, error)
+               .succeeded()
+               ? success()
+               : (emitError(UnknownLoc::get(&context)) << error, failure());
+
+  SmallString<128> objectPath;
+  int fd;
+  if (auto ec = llvm::sys::fs::createTemporaryFile("torsor", "o", fd,
+                                                   objectPath))
+    return emitError(UnknownLoc::get(&context))
+           << "cannot create a temporary object file: " << ec.message();
+  ::close(fd);
+  llvm::FileRemover removeObject(objectPath);
+  if (failed(torsor::emitObjectFile(*llvmModule, *machine, objectPath,
+                                    error)) ||
+      failed(torsor::linkSharedObject(objectPath, outputFilename, error)))
+    return emitError(UnknownLoc::get(&context)) << error;
+  return success();
+}
+
+/// Processes one buffer with the right diagnostic handler installed.
+LogicalResult processBuffer(std::unique_ptr<llvm::MemoryBuffer> buffer,
+                            llvm::raw_ostream &os,
+                            const DialectRegistry &registry) {
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  auto sourceMgr = std::make_shared<llvm::SourceMgr>();
+  sourceMgr->AddNewSourceBuffer(std::move(buffer), SMLoc());
+  if (!verifyDiagnostics) {
+    SourceMgrDiagnosticHandler handler(*sourceMgr, &context);
+    return compile(*sourceMgr, context, os);
+  }
+  SourceMgrDiagnosticVerifierHandler handler(*sourceMgr, &context);
+  (void)compile(*sourceMgr, context, os);
+  return handler.verify();
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  registerAsmPrinterCLOptions();
+  registerMLIRContextCLOptions();
+  registerPassManagerCLOptions();
+  torsor::registerAllPasses();
+  cl::HideUnrelatedOptions(torsorcCategory);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "torsorc: compile a Torsor model to a shared library\n\n"
+      "  torsorc MODEL.tsr -o OUT.so [--target=cpu|nvptx] [--dtype=f32|f64]\n"
+      "          [-O0..-O3] [--emit=ast|mlir|opt|llvm|obj|so]\n");
+
+  if (optLevel > 3) {
+    llvm::errs() << "torsorc: error: -O" << optLevel
+                 << " is not an optimization level (use -O0 to -O3)\n";
+    return 1;
+  }
+  if (dtype != "f32" && dtype != "f64") {
+    llvm::errs() << "torsorc: error: --dtype must be f32 or f64, got '"
+                 << dtype << "'\n";
+    return 1;
+  }
+
+  DialectRegistry registry;
+  torsor::registerAllDialects(registry);
+
+  std::string errorMessage;
+  auto input = openInputFile(inputFilename, &errorMessage);
+  if (!input) {
+    llvm::errs() << "torsorc: error: " << errorMessage << "\n";
+    return 1;
+  }
+  bool binaryOutput = emitAction == Emit::Obj || emitAction == Emit::SO;
+  std::unique_ptr<llvm::ToolOutputFile> output;
+  if (!binaryOutput) {
+    output = openOutputFile(outputFilename.empty() ? std::string("-")
+                                                   : outputFilename.getValue(),
+                            &errorMessage);
+    if (!output) {
+      llvm::errs() << "torsorc: error: " << errorMessage << "\n";
+      return 1;
+    }
+  }
+  llvm::raw_ostream &os = output ? output->os() : llvm::nulls();
+
+  auto process = [&](std::unique_ptr<llvm::MemoryBuffer> chunk,
+                     const llvm::MemoryBufferRef &, llvm::raw_ostream &os) {
+    return processBuffer(std::move(chunk), os, registry);
+  };
+  // `--split-input-file` alone means the standard `// -----` marker.
+  std::string marker;
+  if (splitInputFile.getNumOccurrences())
+    marker = splitInputFile.empty() ? std::string(kDefaultSplitMarker)
+                                    : splitInputFile.getValue();
+  if (failed(splitAndProcessBuffer(std::move(input), process, os, marker,
+                                   marker)))
+    return 1;
+  if (output)
+    output->keep();
+  return 0;
+}

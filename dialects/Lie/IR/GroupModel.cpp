@@ -1,0 +1,88 @@
+//===- GroupModel.cpp - Defaults shared by every group model --------------===//
+//
+// Generic builders (dense compose, homogeneous action, dist2 through
+// inverse/compose/log) and the registry of built-in models. Models override
+// a default only when they have something cheaper or more accurate.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Lie/IR/GroupModel.h"
+#include "dialects/Lie/IR/Groups/Groups.h"
+
+using namespace mlir;
+using namespace torsor::lie;
+
+GroupModel::~GroupModel() = default;
+
+SmallVector<double> GroupModel::getIdentity() const {
+  unsigned n = getMatrixSize();
+  SmallVector<double> id(n * n, 0.0);
+  for (unsigned i = 0; i < n; ++i)
+    id[i * n + i] = 1.0;
+  return id;
+}
+
+Scalars GroupModel::buildCompose(ScalarBuilder &m, ValueRange a,
+                                 ValueRange b) const {
+  unsigned n = getMatrixSize();
+  Scalars c(n * n);
+  for (unsigned i = 0; i < n; ++i)
+    for (unsigned j = 0; j < n; ++j) {
+      Value acc = m.mul(a[i * n], b[j]);
+      for (unsigned k = 1; k < n; ++k)
+        acc = m.fma(a[i * n + k], b[k * n + j], acc);
+      c[i * n + j] = acc;
+    }
+  return c;
+}
+
+Scalars GroupModel::buildAct(ScalarBuilder &m, ValueRange g,
+                             ValueRange p) const {
+  unsigned n = getMatrixSize();
+  unsigned d = getPointDim();
+  bool homogeneous = d + 1 == n;
+  Scalars q(d);
+  for (unsigned i = 0; i < d; ++i) {
+    Value acc = homogeneous ? g[i * n + d] : Value();
+    for (unsigned k = 0; k < d; ++k)
+      acc = acc ? m.fma(g[i * n + k], p[k], acc) : m.mul(g[i * n + k], p[k]);
+    q[i] = acc;
+  }
+  return q;
+}
+
+Value GroupModel::buildWeightedNorm2(ScalarBuilder &m, ValueRange w,
+                                     ValueRange lambda) const {
+  Value total;
+  for (auto [block, weight] : llvm::zip_equal(getBlocks(), lambda)) {
+    Value sum = m.sqr(w[block.offset]);
+    for (unsigned k = 1; k < block.size; ++k)
+      sum = m.fma(w[block.offset + k], w[block.offset + k], sum);
+    Value term = m.mul(weight, sum);
+    total = total ? m.add(total, term) : term;
+  }
+  return total;
+}
+
+Value GroupModel::buildDist2(ScalarBuilder &m, ValueRange a, ValueRange b,
+                             ValueRange lambda) const {
+  Scalars rel = buildCompose(m, buildInverse(m, a), b);
+  return buildWeightedNorm2(m, buildLog(m, rel), lambda);
+}
+
+const GroupModel *torsor::lie::lookupBuiltinGroupModel(StringRef name) {
+  for (const GroupModel *model : getBuiltinGroupModels())
+    if (model->getName() == name)
+      return model;
+  return nullptr;
+}
+
+ArrayRef<StringRef> torsor::lie::getBuiltinGroupNames() {
+  static const SmallVector<StringRef> names = [] {
+    SmallVector<StringRef> result;
+    for (const GroupModel *model : getBuiltinGroupModels())
+      result.push_back(model->getName());
+    return result;
+  }();
+  return names;
+}

@@ -1,0 +1,93 @@
+//===- GroupModel.h - The group model interface -----------------*- C++ -*-===//
+//
+// Every group Torsor knows implements GroupModel: its sizes, its algebra's
+// block structure (the λ weights of dist2), and IR builders for compose,
+// inverse, log, exp, act and dist2 on one element written as scalars.
+// Lowerings and fusion passes talk only to this interface; adding a group
+// means adding one model (dialects/Lie/IR/Groups/) and nothing else in the
+// compiler switches on group names.
+//
+// Builders work on one element: a matrix is its n·n entries as scalar
+// Values in row-major order, an algebra element its k coordinates. The
+// caller (e.g. convert-lie-to-arith) handles batch dims, loops and tensors.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TORSOR_DIALECTS_LIE_IR_GROUPMODEL_H
+#define TORSOR_DIALECTS_LIE_IR_GROUPMODEL_H
+
+#include "dialects/Lie/IR/ScalarBuilder.h"
+
+#include "mlir/IR/Value.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+
+namespace torsor::lie {
+
+/// A run of algebra coordinates sharing one λ weight in dist2.
+struct AlgebraBlock {
+  llvm::StringRef name;
+  unsigned offset;
+  unsigned size;
+};
+
+/// Straight-line scalar values: one matrix or one coordinate vector.
+using Scalars = llvm::SmallVector<mlir::Value, 16>;
+
+/// The math of one matrix Lie group, as IR builders.
+class GroupModel {
+public:
+  virtual ~GroupModel();
+
+  /// The keyword of `#lie.group<...>`, e.g. "se3".
+  virtual llvm::StringRef getName() const = 0;
+  /// The name users see, e.g. "SE3".
+  virtual llvm::StringRef getDisplayName() const = 0;
+  /// n for n×n homogeneous matrices.
+  virtual unsigned getMatrixSize() const = 0;
+  /// Dimension of the Lie algebra (length of log's coordinate vector).
+  virtual unsigned getAlgebraDim() const = 0;
+  /// Dimension of the points the group acts on: n − 1 for groups acting
+  /// through homogeneous coordinates, n for linear groups.
+  virtual unsigned getPointDim() const = 0;
+  /// The λ blocks of dist2, in order, covering [0, getAlgebraDim()).
+  virtual llvm::ArrayRef<AlgebraBlock> getBlocks() const = 0;
+  /// Whether exp is injective at coordinates `v`, i.e. log(exp(v)) = v.
+  virtual bool isInsideChart(llvm::ArrayRef<double> v) const = 0;
+  /// The identity as n·n row-major doubles.
+  llvm::SmallVector<double> getIdentity() const;
+
+  /// a · b. Default: dense n×n product (affine models skip the fixed row).
+  virtual Scalars buildCompose(ScalarBuilder &m, mlir::ValueRange a,
+                               mlir::ValueRange b) const;
+  /// g⁻¹ from the group's structure (never a general matrix inverse).
+  virtual Scalars buildInverse(ScalarBuilder &m, mlir::ValueRange g) const = 0;
+  /// Principal log as algebra coordinates.
+  virtual Scalars buildLog(ScalarBuilder &m, mlir::ValueRange g) const = 0;
+  /// exp of algebra coordinates, as an n×n matrix.
+  virtual Scalars buildExp(ScalarBuilder &m, mlir::ValueRange v) const = 0;
+  /// g · p. Default: homogeneous action when getPointDim() == n − 1,
+  /// matrix-vector product when getPointDim() == n.
+  virtual Scalars buildAct(ScalarBuilder &m, mlir::ValueRange g,
+                           mlir::ValueRange p) const;
+  /// ‖log(a⁻¹ b)‖²_λ with one λ value per block. Default: through
+  /// buildInverse, buildCompose and buildLog; models override it when a
+  /// cheaper exact form exists.
+  virtual mlir::Value buildDist2(ScalarBuilder &m, mlir::ValueRange a,
+                                 mlir::ValueRange b,
+                                 mlir::ValueRange lambda) const;
+
+  /// Weighted squared norm Σ_b λ_b Σ_{k∈b} w_k² of algebra coordinates.
+  mlir::Value buildWeightedNorm2(ScalarBuilder &m, mlir::ValueRange w,
+                                 mlir::ValueRange lambda) const;
+};
+
+/// The model of a built-in group by its keyword, or null.
+const GroupModel *lookupBuiltinGroupModel(llvm::StringRef name);
+/// Keywords of every built-in group, for diagnostics.
+llvm::ArrayRef<llvm::StringRef> getBuiltinGroupNames();
+
+} // namespace torsor::lie
+
+#endif // TORSOR_DIALECTS_LIE_IR_GROUPMODEL_H

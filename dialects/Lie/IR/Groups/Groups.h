@@ -1,0 +1,28 @@
+//===- Groups.h - The built-in group models ---------------------*- C++ -*-===//
+//
+// One accessor per built-in model (each defined in its own Groups/<G>.cpp)
+// and the list the registry searches. Adding a built-in group: add its file,
+// its accessor here, and one line in getBuiltinGroupModels().
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TORSOR_DIALECTS_LIE_IR_GROUPS_GROUPS_H
+#define TORSOR_DIALECTS_LIE_IR_GROUPS_GROUPS_H
+
+#include "dialects/Lie/IR/GroupModel.h"
+
+namespace torsor::lie {
+
+const GroupModel &getSO2Model();
+const GroupModel &getSE2Model();
+const GroupModel &getSO3Model();
+const GroupModel &getSE3Model();
+const GroupModel &getAff2Model();
+const GroupModel &getSim3Model();
+
+/// Every built-in model, in the order diagnostics list them.
+llvm::ArrayRef<const GroupModel *> getBuiltinGroupModels();
+
+} // namespace torsor::lie
+
+#endif // TORSOR_DIALECTS_LIE_IR_GROUPS_GROUPS_H

@@ -1,0 +1,55 @@
+//===- SO2.cpp - The SO(2) group model ------------------------------------===//
+//
+// Planar rotations [[c, −s], [s, c]]; algebra coordinate θ; one block "rot".
+// Chart: θ ∈ (−π, π]. log uses atan2 of the antisymmetric and symmetric
+// parts, which is exact at θ = 0 and at θ = π returns ±π depending on the
+// sign of the (zero) sine: both are valid logarithms and give the same
+// dist2.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Lie/IR/Groups/Groups.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace torsor::lie;
+
+namespace {
+class SO2Model final : public GroupModel {
+public:
+  StringRef getName() const override { return "so2"; }
+  StringRef getDisplayName() const override { return "SO2"; }
+  unsigned getMatrixSize() const override { return 2; }
+  unsigned getAlgebraDim() const override { return 1; }
+  unsigned getPointDim() const override { return 2; }
+  ArrayRef<AlgebraBlock> getBlocks() const override {
+    static const AlgebraBlock blocks[] = {{"rot", 0, 1}};
+    return blocks;
+  }
+  bool isInsideChart(ArrayRef<double> v) const override {
+    return std::abs(v[0]) < M_PI;
+  }
+
+  /// Rᵀ.
+  Scalars buildInverse(ScalarBuilder &, ValueRange g) const override {
+    return {g[0], g[2], g[1], g[3]};
+  }
+
+  /// θ = atan2(R₁₀ − R₀₁, R₀₀ + R₁₁): uses all four entries, so it is the
+  /// angle of the nearest rotation when the input is slightly off SO(2).
+  Scalars buildLog(ScalarBuilder &m, ValueRange g) const override {
+    return {m.atan2(m.sub(g[2], g[1]), m.add(g[0], g[3]))};
+  }
+
+  Scalars buildExp(ScalarBuilder &m, ValueRange v) const override {
+    Value c = m.cos(v[0]), s = m.sin(v[0]);
+    return {c, m.neg(s), s, c};
+  }
+};
+} // namespace
+
+const GroupModel &torsor::lie::getSO2Model() {
+  static const SO2Model model;
+  return model;
+}

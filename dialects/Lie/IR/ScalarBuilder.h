@@ -1,0 +1,106 @@
+//===- ScalarBuilder.h - Terse scalar arithmetic for group models -*- C++ -*-===//
+//
+// Group models write closed-form formulas (Rodrigues, V⁻¹, series branches)
+// as straight-line scalar IR. ScalarBuilder keeps those formulas readable:
+// `m.mul(m.c(0.5), m.sub(a, b))` instead of five builder calls, with one
+// float type for the whole formula.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TORSOR_DIALECTS_LIE_IR_SCALARBUILDER_H
+#define TORSOR_DIALECTS_LIE_IR_SCALARBUILDER_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+namespace torsor::lie {
+
+/// Builds scalar arith/math ops of one float type at one location.
+class ScalarBuilder {
+public:
+  ScalarBuilder(mlir::ImplicitLocOpBuilder &b, mlir::FloatType type)
+      : b(b), type(type) {}
+
+  mlir::ImplicitLocOpBuilder &builder() { return b; }
+  mlir::FloatType getType() const { return type; }
+  /// True when the formulas are built in float32 (series cut-offs differ).
+  bool isF32() { return type.getWidth() == 32; }
+
+  /// A constant of the formula's type.
+  mlir::Value c(double v) {
+    return mlir::arith::ConstantOp::create(b, b.getFloatAttr(type, v));
+  }
+  mlir::Value add(mlir::Value x, mlir::Value y) {
+    return mlir::arith::AddFOp::create(b, x, y);
+  }
+  mlir::Value sub(mlir::Value x, mlir::Value y) {
+    return mlir::arith::SubFOp::create(b, x, y);
+  }
+  mlir::Value mul(mlir::Value x, mlir::Value y) {
+    return mlir::arith::MulFOp::create(b, x, y);
+  }
+  mlir::Value div(mlir::Value x, mlir::Value y) {
+    return mlir::arith::DivFOp::create(b, x, y);
+  }
+  mlir::Value neg(mlir::Value x) { return mlir::arith::NegFOp::create(b, x); }
+  /// x·y + z, fused.
+  mlir::Value fma(mlir::Value x, mlir::Value y, mlir::Value z) {
+    return mlir::math::FmaOp::create(b, x, y, z);
+  }
+  mlir::Value sqr(mlir::Value x) { return mul(x, x); }
+  mlir::Value sqrt(mlir::Value x) { return mlir::math::SqrtOp::create(b, x); }
+  mlir::Value abs(mlir::Value x) { return mlir::math::AbsFOp::create(b, x); }
+  mlir::Value sin(mlir::Value x) { return mlir::math::SinOp::create(b, x); }
+  mlir::Value cos(mlir::Value x) { return mlir::math::CosOp::create(b, x); }
+  mlir::Value exp(mlir::Value x) { return mlir::math::ExpOp::create(b, x); }
+  mlir::Value expm1(mlir::Value x) { return b.create<mlir::math::ExpM1Op>(x); }
+  mlir::Value log(mlir::Value x) { return mlir::math::LogOp::create(b, x); }
+  mlir::Value log1p(mlir::Value x) { return b.create<mlir::math::Log1pOp>(x); }
+  mlir::Value atan2(mlir::Value y, mlir::Value x) {
+    return b.create<mlir::math::Atan2Op>(y, x);
+  }
+  mlir::Value atanh(mlir::Value x) { return mlir::math::AtanhOp::create(b, x); }
+  mlir::Value copysign(mlir::Value mag, mlir::Value sign) {
+    return mlir::math::CopySignOp::create(b, mag, sign);
+  }
+  mlir::Value max(mlir::Value x, mlir::Value y) {
+    return mlir::arith::MaximumFOp::create(b, x, y);
+  }
+  mlir::Value min(mlir::Value x, mlir::Value y) {
+    return mlir::arith::MinimumFOp::create(b, x, y);
+  }
+  /// Ordered x < y (false on NaN).
+  mlir::Value lt(mlir::Value x, mlir::Value y) {
+    return mlir::arith::CmpFOp::create(b, mlir::arith::CmpFPredicate::OLT, x, y);
+  }
+  mlir::Value gt(mlir::Value x, mlir::Value y) { return lt(y, x); }
+  mlir::Value select(mlir::Value cond, mlir::Value x, mlir::Value y) {
+    return mlir::arith::SelectOp::create(b, cond, x, y);
+  }
+  mlir::Value andI(mlir::Value x, mlir::Value y) {
+    return mlir::arith::AndIOp::create(b, x, y);
+  }
+  /// Horner evaluation of Σ coeffs[k] xᵏ.
+  mlir::Value poly(mlir::Value x, llvm::ArrayRef<double> coeffs) {
+    mlir::Value acc = c(coeffs.back());
+    for (double k : llvm::reverse(coeffs.drop_back()))
+      acc = fma(acc, x, c(k));
+    return acc;
+  }
+  /// Σ xs[i]·ys[i].
+  mlir::Value dot(mlir::ValueRange xs, mlir::ValueRange ys) {
+    mlir::Value acc = mul(xs[0], ys[0]);
+    for (size_t i = 1; i < xs.size(); ++i)
+      acc = fma(xs[i], ys[i], acc);
+    return acc;
+  }
+
+private:
+  mlir::ImplicitLocOpBuilder &b;
+  mlir::FloatType type;
+};
+
+} // namespace torsor::lie
+
+#endif // TORSOR_DIALECTS_LIE_IR_SCALARBUILDER_H

@@ -1,0 +1,58 @@
+# -*- Python -*-
+"""lit configuration for Torsor's FileCheck/IR/numerics suites.
+
+Features:
+  ptxas     - CUDA's ptxas is installed (PTX can be assembled)
+  libdevice - CUDA's libdevice bitcode is present
+  cuda      - a GPU is present (libcuda.so.1 loads and reports a device);
+              only test/Integration/ uses it.
+"""
+import ctypes
+import os
+import shutil
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "Torsor"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".tsr", ".test", ".py"]
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "lib", "Inputs", "CMakeLists.txt"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.torsor_obj_root, "test")
+
+# CUDA: gpu-module-to-binary silently skips libdevice unless CUDA_HOME is set.
+cuda_home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+config.environment["CUDA_HOME"] = cuda_home
+if os.path.exists(os.path.join(cuda_home, "bin", "ptxas")):
+    config.available_features.add("ptxas")
+if os.path.exists(os.path.join(cuda_home, "nvvm", "libdevice", "libdevice.10.bc")):
+    config.available_features.add("libdevice")
+
+
+def _has_gpu():
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    count = ctypes.c_int(0)
+    if cuda.cuInit(0) != 0 or cuda.cuDeviceGetCount(ctypes.byref(count)) != 0:
+        return False
+    return count.value > 0
+
+
+if _has_gpu():
+    config.available_features.add("cuda")
+
+llvm_config.use_default_substitutions()
+config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%torsor_src", config.torsor_src_root))
+config.substitutions.append(("%torsor_bin", config.torsor_tools_dir))
+config.environment["PYTHONPATH"] = os.path.join(config.torsor_src_root, "test", "lib")
+config.environment["TORSOR_BIN"] = config.torsor_tools_dir
+
+# Our tools first, then LLVM's (FileCheck, not, count).
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.torsor_tools_dir, append_path=True)
+tools = ["torsor-opt", "torsorc", "torsor-run", "FileCheck", "not", "count"]
+llvm_config.add_tool_substitutions(tools, [config.torsor_tools_dir, config.llvm_tools_dir])
