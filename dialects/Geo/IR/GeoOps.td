@@ -1,0 +1,189 @@
+//===- GeoOps.td - Geo dialect operations ------------------*- tablegen -*-===//
+//
+// Sequence-level ops. Token tensors are `[batch...] x L x features` with `L`
+// usually dynamic; weights are static-shaped. Semantics are MATH.md §1, §3,
+// §4; the reference lowering is compiler/Conversion/GeoToLinalg.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TORSOR_GEO_OPS
+#define TORSOR_GEO_OPS
+
+include "dialects/Geo/IR/GeoDialect.td"
+include "dialects/Lie/IR/LieAttrs.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/CommonAttrConstraints.td"
+include "mlir/IR/CommonTypeConstraints.td"
+
+/// Any ranked f32/f64 tensor; ranks and shapes are checked by the verifiers,
+/// which can say what was expected.
+def Geo_FloatTensor : RankedTensorOf<[F32, F64]>;
+
+//===----------------------------------------------------------------------===//
+// LieAttentionOp
+//===----------------------------------------------------------------------===//
+
+def Geo_LieAttentionOp : Geo_Op<"lie_attention", [Pure]> {
+  let summary = "multi-head attention scored by Lie-algebra distance";
+  let description = [{
+    Tokens are group elements `g_i` (`[batch...] x L x n x n`, the group's
+    homogeneous matrices) with already-projected values `v_i`
+    (`[batch...] x L x D`). The D features split into `heads` contiguous
+    slices of D/heads. For head h (MATH.md §1):
+
+        s_ij   = −‖log(g_i⁻¹ g_j)‖²_λh / τ_h
+        out_i  = Σ_j softmax_j(s_ij) · v_j        (on head h's slice)
+
+    `tau` has one temperature per head; `lambda` has one weight per head per
+    algebra block of the group (blocks in the group model's order),
+    row-major: `lambda[h * blocks + b]`. With `causal`, token i attends to
+    j ≤ i only. Scores depend on relative poses only, so the op is invariant
+    under g_i ↦ h·g_i.
+
+    ```mlir
+    %out = geo.lie_attention %g, %v {group = #lie.group<se3>, heads = 2 : i64,
+             tau = array<f64: 1.0, 2.0>,
+             lambda = array<f64: 1.0, 0.5, 1.0, 0.25>, causal}
+        : (tensor<?x4x4xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+    ```
+  }];
+  let arguments = (ins Geo_FloatTensor:$elements, Geo_FloatTensor:$values,
+                       Lie_GroupAttr:$group, I64Attr:$heads,
+                       DenseF64ArrayAttr:$tau, DenseF64ArrayAttr:$lambda,
+                       UnitAttr:$causal);
+  let results = (outs Geo_FloatTensor:$result);
+  let assemblyFormat = [{
+    $elements `,` $values attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// PluckerOp
+//===----------------------------------------------------------------------===//
+
+def Geo_PluckerOp : Geo_Op<"plucker", [Pure]> {
+  let summary = "Plücker coordinates of the plane spanned by two vectors";
+  let description = [{
+    Row-wise exterior product `u ∧ v` of r-vectors, in lexicographic order
+    of the pairs a < b (C(r,2) = r(r−1)/2 coordinates):
+
+        p_ab = u_a v_b − u_b v_a
+
+    Leading dims are element-wise.
+
+    ```mlir
+    %p = geo.plucker %u, %v
+        : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x6xf32>
+    ```
+    For r = 4 the coordinates are ordered p01, p02, p03, p12, p13, p23.
+  }];
+  let arguments = (ins Geo_FloatTensor:$lhs, Geo_FloatTensor:$rhs);
+  let results = (outs Geo_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// GrassmannMixOp
+//===----------------------------------------------------------------------===//
+
+def Geo_GrassmannMixOp : Geo_Op<"grassmann_mix", [Pure]> {
+  let summary = "attention-free Grassmann (Plücker) token mixing";
+  let description = [{
+    MATH.md §3 with h `[batch...] x L x d`, W_red `r x d`, b_red `r`,
+    W_plu `d x C(r,2)`, b_plu `d`, W_gate `d x 2d`, b_gate `d`:
+
+        z_t   = W_red h_t + b_red
+        p_t^Δ = z_t ∧ z_{t+Δ}   (z_t ∧ z_{t−Δ} with `causal`)
+        g_t^Δ = W_plu p_t^Δ / max(‖p_t^Δ‖, eps) + b_plu
+        g_t   = mean of g_t^Δ over the offsets Δ whose partner index lies
+                inside [0, L); g_t = 0 when none does
+        α_t   = σ(W_gate [h_t; g_t] + b_gate)
+        out_t = α_t ⊙ h_t + (1 − α_t) ⊙ g_t
+
+    `offsets` are positive. LayerNorm, FFN and the residual around the mixer
+    are not part of the op. The result has the type of h.
+
+    ```mlir
+    %y = geo.grassmann_mix %h, %wr, %br, %wp, %bp, %wg, %bg
+           {offsets = array<i64: 1, 2, 4>, eps = 1.0e-06 : f64, causal}
+        : (tensor<?x8xf32>, tensor<4x8xf32>, tensor<4xf32>, tensor<8x6xf32>,
+           tensor<8xf32>, tensor<8x16xf32>, tensor<8xf32>) -> tensor<?x8xf32>
+    ```
+  }];
+  let arguments = (ins Geo_FloatTensor:$input, Geo_FloatTensor:$w_red,
+                       Geo_FloatTensor:$b_red, Geo_FloatTensor:$w_plu,
+                       Geo_FloatTensor:$b_plu, Geo_FloatTensor:$w_gate,
+                       Geo_FloatTensor:$b_gate, DenseI64ArrayAttr:$offsets,
+                       F64Attr:$eps, UnitAttr:$causal);
+  let results = (outs Geo_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $w_red `,` $b_red `,` $w_plu `,` $b_plu `,` $w_gate `,` $b_gate
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// RelationalAttentionOp
+//===----------------------------------------------------------------------===//
+
+def Geo_RelationalAttentionOp : Geo_Op<"relational_attention", [Pure]> {
+  let summary = "attention written in the O(d)-invariants G_QK and G_VO";
+  let description = [{
+    MATH.md §4. With x `[batch...] x L x d` and per-head bilinear forms
+    G_QK = W_Q W_Kᵀ and G_VO = W_V W_O (each `heads x d x d`):
+
+        score_ij^h = scale · x_i G_QK^h x_jᵀ
+        out_i      = Σ_h Σ_j softmax_j(score^h)_ij · x_j G_VO^h
+
+    With `causal`, j ≤ i. The result has the type of x. Using the products
+    instead of the factors removes the GL(d_h) gauge per head.
+
+    ```mlir
+    %y = geo.relational_attention %x, %gqk, %gvo
+           {heads = 2 : i64, scale = 0.25 : f64, causal}
+        : (tensor<?x8xf32>, tensor<2x8x8xf32>, tensor<2x8x8xf32>)
+          -> tensor<?x8xf32>
+    ```
+  }];
+  let arguments = (ins Geo_FloatTensor:$input, Geo_FloatTensor:$g_qk,
+                       Geo_FloatTensor:$g_vo, I64Attr:$heads, F64Attr:$scale,
+                       UnitAttr:$causal);
+  let results = (outs Geo_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $g_qk `,` $g_vo attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// RelationalNormOp
+//===----------------------------------------------------------------------===//
+
+def Geo_RelationalNormOp : Geo_Op<"relational_norm",
+                                  [Pure, SameOperandsAndResultType]> {
+  let summary = "gain-free RMS normalisation (O(d)-invariant)";
+  let description = [{
+    Normalises each row (last dim, size d) to unit RMS:
+
+        out = x / sqrt(mean_k(x_k²) + eps)
+
+    No centering and no per-channel gain: both would break the O(d)
+    symmetry relational models rely on (MATH.md §4).
+
+    ```mlir
+    %y = geo.relational_norm %x {eps = 1.0e-05 : f64} : tensor<?x8xf32>
+    ```
+  }];
+  let arguments = (ins Geo_FloatTensor:$input, F64Attr:$eps);
+  let results = (outs Geo_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+#endif // TORSOR_GEO_OPS

@@ -1,0 +1,83 @@
+// RUN: torsor-opt %s | torsor-opt | FileCheck %s
+
+// Round trip of every geo op, with and without optional attributes and
+// batch dims.
+
+// CHECK-LABEL: func.func @lie_attention
+//  CHECK-SAME:   (%[[G:.*]]: tensor<?x2x2xf32>, %[[V:.*]]: tensor<?x8xf32>)
+//       CHECK:   %[[OUT:.*]] = geo.lie_attention %[[G]], %[[V]]
+//  CHECK-SAME:     causal
+//  CHECK-SAME:     group = #lie.group<so2>
+//  CHECK-SAME:     heads = 2 : i64
+//  CHECK-SAME:     lambda = array<f64: 1.000000e+00, 5.000000e-01>
+//  CHECK-SAME:     tau = array<f64: 1.000000e+00, 2.000000e+00>
+//  CHECK-SAME:     : (tensor<?x2x2xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+//       CHECK:   return %[[OUT]]
+func.func @lie_attention(%g: tensor<?x2x2xf32>, %v: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %out = geo.lie_attention %g, %v {group = #lie.group<so2>, heads = 2 : i64,
+           tau = array<f64: 1.0, 2.0>, lambda = array<f64: 1.0, 0.5>,
+           causal}
+      : (tensor<?x2x2xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  return %out : tensor<?x8xf32>
+}
+
+// CHECK-LABEL: func.func @lie_attention_batched
+//       CHECK:   geo.lie_attention
+//   CHECK-NOT:     causal
+//  CHECK-SAME:     group = #lie.group<so2>
+//  CHECK-SAME:     : (tensor<3x?x2x2xf64>, tensor<3x?x4xf64>) -> tensor<3x?x4xf64>
+func.func @lie_attention_batched(%g: tensor<3x?x2x2xf64>, %v: tensor<3x?x4xf64>) -> tensor<3x?x4xf64> {
+  %out = geo.lie_attention %g, %v {group = #lie.group<so2>, heads = 1 : i64,
+           tau = array<f64: 0.5>, lambda = array<f64: 1.0>}
+      : (tensor<3x?x2x2xf64>, tensor<3x?x4xf64>) -> tensor<3x?x4xf64>
+  return %out : tensor<3x?x4xf64>
+}
+
+// CHECK-LABEL: func.func @plucker
+//  CHECK-SAME:   (%[[U:.*]]: tensor<?x4xf32>, %[[W:.*]]: tensor<?x4xf32>)
+//       CHECK:   %[[P:.*]] = geo.plucker %[[U]], %[[W]] : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x6xf32>
+//       CHECK:   return %[[P]]
+func.func @plucker(%u: tensor<?x4xf32>, %w: tensor<?x4xf32>) -> tensor<?x6xf32> {
+  %p = geo.plucker %u, %w : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x6xf32>
+  return %p : tensor<?x6xf32>
+}
+
+// CHECK-LABEL: func.func @grassmann_mix
+//  CHECK-SAME:   (%[[H:[^:]*]]: tensor<?x8xf32>, %[[WR:[^:]*]]: tensor<4x8xf32>, %[[BR:[^:]*]]: tensor<4xf32>, %[[WP:[^:]*]]: tensor<8x6xf32>, %[[BP:[^:]*]]: tensor<8xf32>, %[[WG:[^:]*]]: tensor<8x16xf32>, %[[BG:[^:]*]]: tensor<8xf32>)
+//       CHECK:   %[[Y:.*]] = geo.grassmann_mix %[[H]], %[[WR]], %[[BR]], %[[WP]], %[[BP]], %[[WG]], %[[BG]]
+//  CHECK-SAME:     causal
+//  CHECK-SAME:     eps = 9.9999999999999995E-7 : f64
+//  CHECK-SAME:     offsets = array<i64: 1, 2, 4>
+//       CHECK:   return %[[Y]]
+func.func @grassmann_mix(%h: tensor<?x8xf32>, %wr: tensor<4x8xf32>, %br: tensor<4xf32>,
+                         %wp: tensor<8x6xf32>, %bp: tensor<8xf32>,
+                         %wg: tensor<8x16xf32>, %bg: tensor<8xf32>) -> tensor<?x8xf32> {
+  %y = geo.grassmann_mix %h, %wr, %br, %wp, %bp, %wg, %bg
+         {offsets = array<i64: 1, 2, 4>, eps = 1.0e-6 : f64, causal}
+      : (tensor<?x8xf32>, tensor<4x8xf32>, tensor<4xf32>, tensor<8x6xf32>,
+         tensor<8xf32>, tensor<8x16xf32>, tensor<8xf32>) -> tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
+}
+
+// CHECK-LABEL: func.func @relational_attention
+//  CHECK-SAME:   (%[[X:.*]]: tensor<2x?x8xf64>, %[[QK:.*]]: tensor<2x8x8xf64>, %[[VO:.*]]: tensor<2x8x8xf64>)
+//       CHECK:   %[[Y:.*]] = geo.relational_attention %[[X]], %[[QK]], %[[VO]]
+//  CHECK-SAME:     heads = 2 : i64
+//  CHECK-SAME:     scale = 2.500000e-01 : f64
+//  CHECK-SAME:     : (tensor<2x?x8xf64>, tensor<2x8x8xf64>, tensor<2x8x8xf64>) -> tensor<2x?x8xf64>
+//       CHECK:   return %[[Y]]
+func.func @relational_attention(%x: tensor<2x?x8xf64>, %gqk: tensor<2x8x8xf64>,
+                                %gvo: tensor<2x8x8xf64>) -> tensor<2x?x8xf64> {
+  %y = geo.relational_attention %x, %gqk, %gvo {heads = 2 : i64, scale = 0.25 : f64}
+      : (tensor<2x?x8xf64>, tensor<2x8x8xf64>, tensor<2x8x8xf64>) -> tensor<2x?x8xf64>
+  return %y : tensor<2x?x8xf64>
+}
+
+// CHECK-LABEL: func.func @relational_norm
+//  CHECK-SAME:   (%[[X:.*]]: tensor<?x8xf32>)
+//       CHECK:   %[[Y:.*]] = geo.relational_norm %[[X]] {eps = 1.000000e-05 : f64} : tensor<?x8xf32>
+//       CHECK:   return %[[Y]]
+func.func @relational_norm(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %y = geo.relational_norm %x {eps = 1.0e-5 : f64} : tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
+}
