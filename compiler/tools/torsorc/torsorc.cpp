@@ -17,6 +17,7 @@
 #include "compiler/InitAll.h"
 #include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Target/CPUTarget.h"
+#include "frontend/MLIRGen.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -98,12 +99,8 @@ bool isModelSource(StringRef filename) {
 /// Parses one buffer (a whole file or one split chunk) into a module.
 OwningOpRef<ModuleOp> parseInput(llvm::SourceMgr &sourceMgr,
                                  MLIRContext &context) {
-  if (isModelSource(inputFilename)) {
-    emitError(FileLineColLoc::get(&context, inputFilename, 1, 1))
-        << "the .tsr frontend is not available in this build yet; pass MLIR "
-           "(.mlir) input";
-    return nullptr;
-  }
+  if (isModelSource(inputFilename))
+    return torsor::frontend::importTorsorSource(sourceMgr, context);
   return parseSourceFile<ModuleOp>(sourceMgr, &context);
 }
 
@@ -113,6 +110,8 @@ LogicalResult compile(llvm::SourceMgr &sourceMgr, MLIRContext &context,
   if (emitAction == Emit::AST && !isModelSource(inputFilename))
     return emitError(UnknownLoc::get(&context))
            << "--emit=ast needs a .tsr model as input";
+  if (emitAction == Emit::AST)
+    return torsor::frontend::dumpTorsorAST(sourceMgr, context, os);
   OwningOpRef<ModuleOp> module = parseInput(sourceMgr, context);
   if (!module)
     return failure();
@@ -190,6 +189,9 @@ LogicalResult processBuffer(std::unique_ptr<llvm::MemoryBuffer> buffer,
                             const DialectRegistry &registry) {
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
+  // Users read these diagnostics: the located message and caret say it
+  // all, the generic-form dump of the op would only add noise.
+  context.printOpOnDiagnostic(false);
   auto sourceMgr = std::make_shared<llvm::SourceMgr>();
   sourceMgr->AddNewSourceBuffer(std::move(buffer), SMLoc());
   if (!verifyDiagnostics) {

@@ -1,0 +1,377 @@
+//===- MLIRGen.cpp - Torsor AST to MLIR -----------------------------------===//
+//
+// Emits one `func.func @<Model>` per model. Arguments are the inputs, then
+// the model params, then the params of each block instance in the order
+// they are used (named `<prefix>.<index>.<param>`); results are the
+// outputs. Argument and result attributes carry what the manifest writer
+// needs: `torsor.name`, `torsor.kind`, `torsor.dims` (symbol names and
+// fixed sizes per dim), and for group inputs `torsor.group` and
+// `torsor.left_invariant` (from Sema's analysis). Group operations become
+// `lie` ops and the geometric layers `geo` ops, created by name so this
+// file does not depend on those dialects' C++ headers; dense layers are in
+// MLIRGenDense.cpp. The module is verified before it is returned.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/MLIRGenImpl.h"
+#include "frontend/Sema.h"
+#include "mlir/AsmParser/AsmParser.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+
+using namespace torsor::frontend;
+using namespace mlir;
+using FType = torsor::frontend::Type;
+using llvm::SMLoc;
+using llvm::StringRef;
+
+//===----------------------------------------------------------------------===//
+// Diagnostics and driver entry points
+//===----------------------------------------------------------------------===//
+
+Location MLIRDiagnosticEngine::translateLocation(SMLoc l) const {
+  unsigned bufId = srcMgr.FindBufferContainingLoc(l);
+  if (!bufId)
+    return UnknownLoc::get(&ctx);
+  auto lineCol = srcMgr.getLineAndColumn(l, bufId);
+  StringRef file = srcMgr.getMemoryBuffer(bufId)->getBufferIdentifier();
+  return FileLineColLoc::get(&ctx, file, lineCol.first, lineCol.second);
+}
+
+void MLIRDiagnosticEngine::report(SMLoc l, const llvm::Twine &msg) {
+  mlir::emitError(translateLocation(l)) << msg.str();
+}
+
+/// Parses and checks the main buffer, reporting through MLIR.
+static std::unique_ptr<Module> parseChecked(llvm::SourceMgr &srcMgr,
+                                            MLIRDiagnosticEngine &diags) {
+  return parseAndCheck(srcMgr, srcMgr.getMainFileID(), diags);
+}
+
+OwningOpRef<ModuleOp>
+torsor::frontend::importTorsorSource(llvm::SourceMgr &srcMgr,
+                                     MLIRContext &ctx) {
+  MLIRDiagnosticEngine diags(srcMgr, ctx);
+  std::unique_ptr<Module> module = parseChecked(srcMgr, diags);
+  if (!module)
+    return nullptr;
+  return mlirGen(ctx, *module, diags);
+}
+
+LogicalResult torsor::frontend::dumpTorsorAST(llvm::SourceMgr &srcMgr,
+                                              MLIRContext &ctx,
+                                              llvm::raw_ostream &os) {
+  MLIRDiagnosticEngine diags(srcMgr, ctx);
+  std::unique_ptr<Module> module = parseChecked(srcMgr, diags);
+  if (!module)
+    return failure();
+  dumpAST(*module, os, &srcMgr);
+  return success();
+}
+
+OwningOpRef<ModuleOp> torsor::frontend::mlirGen(MLIRContext &ctx,
+                                                const Module &module,
+                                                MLIRDiagnosticEngine &diags) {
+  return MLIRGenImpl(ctx, diags).emitModule(module);
+}
+
+//===----------------------------------------------------------------------===//
+// Types and small helpers
+//===----------------------------------------------------------------------===//
+
+mlir::Type MLIRGenImpl::elementType(DType dtype) {
+  switch (dtype) {
+  case DType::F16:
+    return b.getF16Type();
+  case DType::BF16:
+    return b.getBF16Type();
+  case DType::F32:
+    return b.getF32Type();
+  case DType::F64:
+    return b.getF64Type();
+  case DType::I32:
+    return b.getI32Type();
+  case DType::I64:
+    return b.getI64Type();
+  }
+  return b.getF32Type();
+}
+
+RankedTensorType MLIRGenImpl::tensorType(const FType &type) {
+  SmallVector<int64_t> shape;
+  for (const Dim &d : type.shape)
+    shape.push_back(d.symbolic ? ShapedType::kDynamic : d.value);
+  if (type.isGroup()) {
+    shape.push_back(type.group->matrixSize);
+    shape.push_back(type.group->matrixSize);
+  }
+  return RankedTensorType::get(shape, elementType(type.dtype));
+}
+
+Value MLIRGenImpl::dimValue(const Dim &dim, Location l) {
+  if (!dim.symbolic)
+    return arith::ConstantIndexOp::create(b, l, dim.value);
+  return symDims.lookup(dim.name);
+}
+
+Value MLIRGenImpl::emptyTensor(const FType &type, Location l) {
+  SmallVector<Value> dynSizes;
+  for (const Dim &d : type.shape)
+    if (d.symbolic)
+      dynSizes.push_back(symDims.lookup(d.name));
+  return tensor::EmptyOp::create(b, l, tensorType(type), dynSizes);
+}
+
+Value MLIRGenImpl::floatConst(DType dtype, double v, Location l) {
+  auto ft = cast<FloatType>(elementType(dtype));
+  return arith::ConstantOp::create(b, l, b.getFloatAttr(ft, v));
+}
+
+/// `torsor.dims`: one entry per dim, a symbol name or a fixed size.
+static ArrayAttr dimsAttr(OpBuilder &b, const FType &type) {
+  SmallVector<Attribute> dims;
+  for (const Dim &d : type.shape)
+    dims.push_back(d.symbolic ? Attribute(b.getStringAttr(d.name))
+                              : Attribute(b.getI64IntegerAttr(d.value)));
+  if (type.isGroup()) {
+    dims.push_back(b.getI64IntegerAttr(type.group->matrixSize));
+    dims.push_back(b.getI64IntegerAttr(type.group->matrixSize));
+  }
+  return b.getArrayAttr(dims);
+}
+
+Value MLIRGenImpl::addArgument(StringRef name, const FType &type,
+                               StringRef kind, SMLoc l) {
+  Block &entry = func.getBody().front();
+  Value arg = entry.addArgument(tensorType(type), loc(l));
+  argTypes.push_back(arg.getType());
+  NamedAttrList attrs;
+  attrs.set("torsor.name", b.getStringAttr(name));
+  attrs.set("torsor.kind", b.getStringAttr(kind));
+  attrs.set("torsor.dims", dimsAttr(b, type));
+  argAttrs.push_back(attrs);
+  // Symbolic dims become SSA values once, read from the first argument
+  // that has them; they are placed at the top of the function.
+  OpBuilder::InsertionGuard guard(b);
+  for (size_t i = 0; i < type.shape.size(); ++i) {
+    const Dim &d = type.shape[i];
+    if (!d.symbolic || symDims.count(d.name))
+      continue;
+    if (lastDimOp)
+      b.setInsertionPointAfter(lastDimOp);
+    else
+      b.setInsertionPointToStart(&entry);
+    auto dimOp = tensor::DimOp::create(b, arg.getLoc(), arg, i);
+    lastDimOp = dimOp;
+    symDims[d.name] = dimOp;
+  }
+  return arg;
+}
+
+//===----------------------------------------------------------------------===//
+// Module, models and blocks
+//===----------------------------------------------------------------------===//
+
+/// Describes declared groups as a module attribute so later tools (and a
+/// future generator-based lie group model) can read them.
+static DictionaryAttr groupsAttr(OpBuilder &b, const Module &module) {
+  SmallVector<NamedAttribute> groups;
+  for (const auto &decl : module.groups) {
+    const GroupInfo &g = decl->info;
+    SmallVector<Attribute> gens, blocks;
+    for (size_t i = 0; i < g.generators.size(); ++i)
+      gens.push_back(b.getDictionaryAttr(
+          {b.getNamedAttr("name", b.getStringAttr(g.generatorNames[i])),
+           b.getNamedAttr("matrix", b.getDenseF64ArrayAttr(g.generators[i]))}));
+    for (const NormBlock &nb : g.blocks)
+      blocks.push_back(b.getDictionaryAttr(
+          {b.getNamedAttr("name", b.getStringAttr(nb.name)),
+           b.getNamedAttr("size", b.getI64IntegerAttr(nb.size))}));
+    groups.push_back(b.getNamedAttr(
+        g.name,
+        b.getDictionaryAttr(
+            {b.getNamedAttr("matrix", b.getI64IntegerAttr(g.matrixSize)),
+             b.getNamedAttr("generators", b.getArrayAttr(gens)),
+             b.getNamedAttr("blocks", b.getArrayAttr(blocks))})));
+  }
+  return b.getDictionaryAttr(groups);
+}
+
+OwningOpRef<ModuleOp> MLIRGenImpl::emitModule(const Module &module) {
+  Location moduleLoc = module.models.empty() ? b.getUnknownLoc()
+                                             : loc(module.models.front()->loc);
+  OwningOpRef<ModuleOp> mod = ModuleOp::create(moduleLoc);
+  if (!module.groups.empty())
+    (*mod)->setAttr("torsor.groups", groupsAttr(b, module));
+  for (const auto &model : module.models) {
+    b.setInsertionPointToEnd(mod->getBody());
+    emitModel(*model);
+    if (hadError)
+      return nullptr;
+  }
+  if (failed(mlir::verify(*mod)))
+    return nullptr;
+  return mod;
+}
+
+void MLIRGenImpl::emitModel(const ModelDecl &model) {
+  func = func::FuncOp::create(b, loc(model.loc), model.name,
+                              b.getFunctionType({}, {}));
+  Block *entry = func.addEntryBlock();
+  argTypes.clear();
+  argAttrs.clear();
+  symDims.clear();
+  instanceCount.clear();
+  lastDimOp = nullptr;
+  path.clear();
+  Env env;
+  modelEnv = &env;
+  // Inputs first, then model params, so the signature reads like the model.
+  for (auto kind : {Stmt::Input, Stmt::Param})
+    for (const StmtPtr &stmt : model.body)
+      if (stmt->getKind() == kind) {
+        auto &decl = llvm::cast<ValueDecl>(*stmt);
+        env.values[decl.name] =
+            addArgument(decl.name, decl.type,
+                        kind == Stmt::Input ? "input" : "param", decl.getLoc());
+        if (decl.type.isGroup()) {
+          argAttrs.back().set("torsor.group",
+                              b.getStringAttr(decl.type.group->name));
+          argAttrs.back().set("torsor.left_invariant",
+                              b.getBoolAttr(decl.leftInvariant));
+        }
+      }
+  b.setInsertionPointToEnd(entry);
+  SmallVector<Value> results;
+  SmallVector<NamedAttrList> resultAttrs;
+  for (const StmtPtr &stmt : model.body) {
+    auto *bind = llvm::dyn_cast<BindStmt>(stmt.get());
+    if (!bind)
+      continue;
+    Value v = emitExpr(*bind->value, env);
+    if (!v)
+      return;
+    if (bind->getKind() == Stmt::Let) {
+      env.values[bind->name] = v;
+      continue;
+    }
+    results.push_back(v);
+    NamedAttrList attrs;
+    attrs.set("torsor.name", b.getStringAttr(bind->name));
+    attrs.set("torsor.dims", dimsAttr(b, bind->value->type));
+    resultAttrs.push_back(attrs);
+  }
+  func::ReturnOp::create(b, func.getLoc(), results);
+  SmallVector<mlir::Type> resultTypes;
+  for (Value v : results)
+    resultTypes.push_back(v.getType());
+  func.setType(b.getFunctionType(argTypes, resultTypes));
+  for (size_t i = 0; i < argAttrs.size(); ++i)
+    func.setArgAttrs(i, argAttrs[i].getDictionary(&ctx));
+  for (size_t i = 0; i < resultAttrs.size(); ++i)
+    func.setResultAttrs(i, resultAttrs[i].getDictionary(&ctx));
+  b.setInsertionPointAfter(func);
+}
+
+Value MLIRGenImpl::emitBlockCall(const CallExpr &call, const Env &env) {
+  const BlockDecl &block = *call.block;
+  SmallVector<Value> args;
+  for (const ExprPtr &arg : call.args) {
+    args.push_back(emitExpr(*arg, env));
+    if (!args.back())
+      return nullptr;
+  }
+  std::string base = call.prefix.empty() ? block.name : call.prefix;
+  std::string family = path.empty() ? base : path + "." + base;
+  int64_t iterations = call.repeatCount ? call.repeatCount : 1;
+  Value result;
+  for (int64_t i = 0; i < iterations; ++i) {
+    // Each use (and each repeat) is a fresh instance with its own params.
+    std::string instance =
+        family + "." + std::to_string(instanceCount[family]++);
+    std::string savedPath = path;
+    path = instance;
+    Env local;
+    local.parent = modelEnv;
+    for (size_t a = 0; a < block.args.size(); ++a)
+      local.values[block.args[a].name] = args[a];
+    for (const StmtPtr &stmt : block.body) {
+      if (auto *decl = llvm::dyn_cast<ValueDecl>(stmt.get())) {
+        local.values[decl->name] = addArgument(
+            instance + "." + decl->name, decl->type, "param", decl->getLoc());
+        continue;
+      }
+      auto &bind = llvm::cast<BindStmt>(*stmt);
+      Value v = emitExpr(*bind.value, local);
+      if (!v)
+        return nullptr;
+      if (bind.getKind() == Stmt::Return)
+        result = v;
+      else
+        local.values[bind.name] = v;
+    }
+    path = savedPath;
+    if (!args.empty())
+      args[0] = result;
+  }
+  return result;
+}
+
+//===----------------------------------------------------------------------===//
+// Expressions
+//===----------------------------------------------------------------------===//
+
+Value MLIRGenImpl::emitExpr(const Expr &expr, const Env &env) {
+  Location l = loc(expr.getLoc());
+  switch (expr.getKind()) {
+  case Expr::Number:
+  case Expr::Var:
+    if (expr.type.weak ||
+        (llvm::isa<VarExpr>(expr) && llvm::cast<VarExpr>(expr).dim)) {
+      Operand op = emitOperand(expr, env);
+      auto type = RankedTensorType::get({}, elementType(expr.type.dtype));
+      return arith::ConstantOp::create(
+          b, l,
+          DenseElementsAttr::get(
+              type, b.getFloatAttr(type.getElementType(), op.constant)));
+    }
+    return env.lookup(llvm::cast<VarExpr>(expr).name);
+  case Expr::Unary: {
+    Operand x = emitOperand(*llvm::cast<UnaryExpr>(expr).operand, env);
+    if (!x.value && !x.type)
+      return nullptr;
+    return elementwise(expr.type, {x}, l,
+                       [](OpBuilder &nb, Location nl, ArrayRef<Value> v) {
+                         return arith::NegFOp::create(nb, nl, v[0]);
+                       });
+  }
+  case Expr::Binary:
+    return emitBinary(llvm::cast<BinaryExpr>(expr), env);
+  case Expr::Call:
+    return emitCall(llvm::cast<CallExpr>(expr), env);
+  default:
+    mlir::emitError(l) << "internal error: cannot emit this expression";
+    hadError = true;
+    return nullptr;
+  }
+}
+
+Value MLIRGenImpl::emitCall(const CallExpr &call, const Env &env) {
+  if (call.block)
+    return emitBlockCall(call, env);
+  static const char *const groupOps[] = {"compose", "inverse", "log", "act",
+                                         "dist2"};
+  static const char *const geoLayers[] = {"lie_attention", "grassmann_mix",
+                                          "relational_attention",
+                                          "relational_norm"};
+  StringRef name = call.callee;
+  if (llvm::is_contained(groupOps, name) || (name == "exp" && call.group))
+    return emitGroupOp(call, env);
+  if (llvm::is_contained(geoLayers, name))
+    return emitGeoLayer(call, env);
+  return emitDense(call, env);
+}

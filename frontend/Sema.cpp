@@ -1,0 +1,513 @@
+//===- Sema.cpp - Torsor semantic analysis: declarations ------------------===//
+//
+// Scopes, types, statements, blocks and `group` declarations. Expressions
+// are in SemaExpr.cpp and built-ins in SemaBuiltins.cpp. Every check
+// reports a located error and carries on with an Invalid type, which later
+// checks accept silently, so one mistake produces one message.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/Sema.h"
+#include "frontend/Parser.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include <cmath>
+
+using namespace torsor::frontend;
+using llvm::SMLoc;
+using llvm::StringRef;
+using llvm::Twine;
+
+/// Largest fixed dim (keeps products of dims far from overflow).
+static constexpr int64_t kMaxDimSize = int64_t(1) << 32;
+/// Largest rank of a written type.
+static constexpr size_t kMaxRank = 8;
+/// Largest matrix of a declared group.
+static constexpr int64_t kMaxGroupMatrix = 8;
+
+std::unique_ptr<Module>
+torsor::frontend::parseAndCheck(const llvm::SourceMgr &srcMgr,
+                                unsigned bufferId, DiagnosticEngine &diags) {
+  std::unique_ptr<Module> module = parseTorsor(srcMgr, bufferId, diags);
+  // Sema still runs after parse errors: the parser dropped the broken
+  // statements, and the rest may hold independent mistakes.
+  Sema sema(diags);
+  sema.check(*module);
+  if (diags.getNumErrors())
+    return nullptr;
+  return module;
+}
+
+bool Sema::check(Module &mod) {
+  module = &mod;
+  unsigned before = diags.getNumErrors();
+  for (auto &group : mod.groups)
+    checkGroup(*group);
+  llvm::StringMap<SMLoc> modelNames;
+  for (auto &model : mod.models) {
+    if (!modelNames.insert({model->name, model->loc}).second)
+      diags.emitError(model->loc,
+                      "redefinition of model '" + model->name + "'");
+    unsigned modelErrors = diags.getNumErrors();
+    checkModel(*model);
+    if (diags.getNumErrors() == modelErrors)
+      analyzeLeftInvariance(*model);
+  }
+  return diags.getNumErrors() == before;
+}
+
+//===----------------------------------------------------------------------===//
+// Scopes and types
+//===----------------------------------------------------------------------===//
+
+bool Sema::declare(StringRef name, SMLoc loc, Symbol symbol) {
+  symbol.loc = loc;
+  if (lookupGroup(name)) {
+    diags.emitError(loc, "'" + name + "' is a group and cannot be redefined");
+    return false;
+  }
+  for (auto &scope : scopes) {
+    auto it = scope.find(name);
+    if (it == scope.end())
+      continue;
+    // Block bodies may reuse names of model values they cannot see anyway.
+    bool visible = &scope == &scopes.back() ||
+                   it->second.kind != Symbol::Value || it->second.isModelParam;
+    if (visible) {
+      diags.emitError(loc, "redefinition of '" + name + "'");
+      return false;
+    }
+  }
+  scopes.back()[name] = std::move(symbol);
+  return true;
+}
+
+const Symbol *Sema::lookup(StringRef name) const {
+  for (auto it = scopes.rbegin(); it != scopes.rend(); ++it) {
+    auto found = it->find(name);
+    if (found != it->end())
+      return &found->second;
+  }
+  return nullptr;
+}
+
+const GroupInfo *Sema::lookupGroup(StringRef name) const {
+  if (const GroupInfo *g = lookupBuiltinGroup(name))
+    return g;
+  auto it = groups.find(name);
+  return it == groups.end() ? nullptr : it->second;
+}
+
+/// "SO2, SE2, ..." for messages.
+static std::string builtinGroupList() {
+  std::string s;
+  for (const GroupInfo &g : getBuiltinGroups())
+    s += (s.empty() ? "" : ", ") + g.name;
+  return s;
+}
+
+Type Sema::resolveType(const TypeExpr &t) {
+  if (t.dims.size() > kMaxRank) {
+    diags.emitError(t.loc, "type has rank " + Twine(t.dims.size()) +
+                               "; the limit is " + Twine(kMaxRank));
+    return Type();
+  }
+  std::vector<Dim> shape;
+  bool ok = true;
+  for (const DimExpr &d : t.dims) {
+    if (d.name.empty()) {
+      if (d.value <= 0 || d.value > kMaxDimSize) {
+        diags.emitError(d.loc, "dim size must be between 1 and 2^32, got " +
+                                   Twine(d.value));
+        ok = false;
+      }
+      shape.push_back(Dim::fixed(d.value));
+      continue;
+    }
+    const Symbol *sym = lookup(d.name);
+    if (!sym || sym->kind != Symbol::DimSym) {
+      diags.emitError(d.loc, "unknown dim '" + d.name +
+                                 "'; declare it with 'dim " + d.name + ";'");
+      ok = false;
+      continue;
+    }
+    shape.push_back(sym->dim->isFixed ? Dim::fixed(sym->dim->value)
+                                      : Dim::sym(d.name));
+  }
+  if (!ok)
+    return Type();
+  if (std::optional<DType> dt = parseDType(t.base)) {
+    if (!t.elemDType.empty()) {
+      diags.emitError(t.elemDTypeLoc, "an element dtype '<" + t.elemDType +
+                                          ">' is only allowed on group "
+                                          "types");
+      return Type();
+    }
+    return Type::tensor(*dt, std::move(shape));
+  }
+  const GroupInfo *group = lookupGroup(t.base);
+  if (!group) {
+    if (!t.base.empty() && llvm::isUpper(t.base[0]))
+      diags.emitError(t.loc, "unknown group '" + t.base + "'; expected " +
+                                 builtinGroupList() + " or a declared group");
+    else
+      diags.emitError(t.loc, "unknown type '" + t.base +
+                                 "'; expected a dtype (f16, bf16, f32, f64, "
+                                 "i32, i64) or a group");
+    return Type();
+  }
+  DType dt = DType::F32;
+  if (!t.elemDType.empty()) {
+    std::optional<DType> elem = parseDType(t.elemDType);
+    if (!elem || (*elem != DType::F32 && *elem != DType::F64)) {
+      diags.emitError(t.elemDTypeLoc, "group elements must be f32 or f64, "
+                                      "got '" +
+                                          t.elemDType + "'");
+      return Type();
+    }
+    dt = *elem;
+  }
+  if (shape.size() + 2 > kMaxRank) {
+    diags.emitError(t.loc, "group type has too many sequence dims");
+    return Type();
+  }
+  return Type::groupSeq(group, dt, std::move(shape));
+}
+
+//===----------------------------------------------------------------------===//
+// Models and statements
+//===----------------------------------------------------------------------===//
+
+void Sema::checkModel(ModelDecl &model) {
+  scopes.clear();
+  scopes.emplace_back();
+  bool hasOutput = false;
+  for (StmtPtr &stmt : model.body) {
+    checkStmt(*stmt);
+    hasOutput |= stmt->getKind() == Stmt::Output;
+  }
+  if (!hasOutput)
+    diags.emitError(model.loc, "model '" + model.name +
+                                   "' has no outputs; add 'output NAME = "
+                                   "EXPR;'");
+  scopes.clear();
+}
+
+void Sema::checkStmt(Stmt &stmt) {
+  Symbol sym;
+  switch (stmt.getKind()) {
+  case Stmt::Dim: {
+    auto &dim = llvm::cast<DimDecl>(stmt);
+    if (dim.isFixed && (dim.value <= 0 || dim.value > kMaxDimSize))
+      diags.emitError(dim.valueLoc, "dim '" + dim.name +
+                                        "' must be between 1 and 2^32, got " +
+                                        Twine(dim.value));
+    sym.kind = Symbol::DimSym;
+    sym.dim = &dim;
+    declare(dim.name, dim.getLoc(), sym);
+    return;
+  }
+  case Stmt::Input:
+  case Stmt::Param: {
+    auto &decl = llvm::cast<ValueDecl>(stmt);
+    decl.type = resolveType(decl.typeExpr);
+    if (stmt.getKind() == Stmt::Param && decl.type.isGroup()) {
+      diags.emitError(decl.typeExpr.loc,
+                      "params must be tensors; group elements are inputs");
+      decl.type = Type();
+    }
+    if (decl.type.isTensor() && stmt.getKind() == Stmt::Param &&
+        !isFloatDType(decl.type.dtype)) {
+      diags.emitError(decl.typeExpr.loc, "params must have a floating-point "
+                                         "dtype, got " +
+                                             decl.type.str());
+      decl.type = Type();
+    }
+    sym.type = decl.type;
+    sym.isModelParam = stmt.getKind() == Stmt::Param && !currentBlock;
+    declare(decl.name, decl.getLoc(), sym);
+    return;
+  }
+  case Stmt::Block:
+    checkBlock(llvm::cast<BlockDecl>(stmt));
+    return;
+  case Stmt::Let:
+  case Stmt::Output:
+  case Stmt::Return: {
+    auto &bind = llvm::cast<BindStmt>(stmt);
+    Type type = checkExpr(*bind.value);
+    if (!type.isInvalid() && type.kind != Type::Tensor &&
+        type.kind != Type::Group) {
+      diags.emitError(bind.value->getLoc(),
+                      Twine("a ") + type.str() +
+                          " cannot be bound to a name; only tensors and "
+                          "group elements can");
+      type = Type();
+    }
+    if (type.weak)
+      type.weak = false;
+    if (bind.hasType) {
+      Type declared = resolveType(bind.typeExpr);
+      if (!declared.isInvalid() && !type.isInvalid() && declared != type)
+        diags.emitError(bind.typeExpr.loc,
+                        "'" + bind.name + "' is declared as " + declared.str() +
+                            " but its value has type " + type.str());
+    }
+    if (stmt.getKind() == Stmt::Return) {
+      sawReturn = true;
+      if (!type.isInvalid() && !currentBlock->resultType.isInvalid() &&
+          type != currentBlock->resultType)
+        diags.emitError(bind.value->getLoc(),
+                        "block '" + currentBlock->name + "' returns " +
+                            currentBlock->resultType.str() +
+                            " but this value has type " + type.str());
+      return;
+    }
+    sym.type = type;
+    declare(bind.name, bind.getLoc(), sym);
+    return;
+  }
+  }
+}
+
+void Sema::checkBlock(BlockDecl &block) {
+  Symbol blockSym;
+  blockSym.kind = Symbol::BlockSym;
+  blockSym.block = &block;
+  // Resolve the signature in the model scope, then check the body in a
+  // scope of its own that sees the model's dims and params only.
+  for (BlockArg &arg : block.args)
+    arg.type = resolveType(arg.typeExpr);
+  block.resultType = resolveType(block.resultTypeExpr);
+  scopes.emplace_back();
+  currentBlock = &block;
+  sawReturn = false;
+  for (BlockArg &arg : block.args) {
+    Symbol sym;
+    sym.type = arg.type;
+    declare(arg.name, arg.loc, sym);
+  }
+  for (size_t i = 0; i < block.body.size(); ++i) {
+    Stmt &stmt = *block.body[i];
+    if (sawReturn) {
+      diags.emitError(stmt.getLoc(),
+                      "statement after 'return' in block '" + block.name + "'");
+      break;
+    }
+    checkStmt(stmt);
+  }
+  if (!sawReturn)
+    diags.emitError(block.getLoc(),
+                    "block '" + block.name + "' has no 'return' statement");
+  currentBlock = nullptr;
+  scopes.pop_back();
+  declare(block.name, block.getLoc(), blockSym);
+}
+
+//===----------------------------------------------------------------------===//
+// Declared groups
+//===----------------------------------------------------------------------===//
+
+/// Evaluates a literal number, allowing a leading minus.
+static bool evalNumber(const Expr &e, double &value) {
+  if (auto *num = llvm::dyn_cast<NumberExpr>(&e)) {
+    value = num->value;
+    return true;
+  }
+  if (auto *un = llvm::dyn_cast<UnaryExpr>(&e)) {
+    if (!evalNumber(*un->operand, value))
+      return false;
+    value = -value;
+    return true;
+  }
+  return false;
+}
+
+/// Orthogonalises `v` against the orthonormal `basis` (modified
+/// Gram–Schmidt) and returns the remainder.
+static std::vector<double>
+remainder(const std::vector<std::vector<double>> &basis,
+          std::vector<double> v) {
+  for (const auto &b : basis) {
+    double dot = 0;
+    for (size_t i = 0; i < v.size(); ++i)
+      dot += v[i] * b[i];
+    for (size_t i = 0; i < v.size(); ++i)
+      v[i] -= dot * b[i];
+  }
+  return v;
+}
+
+/// Euclidean norm.
+static double norm2(const std::vector<double> &v) {
+  double sum = 0;
+  for (double x : v)
+    sum += x * x;
+  return std::sqrt(sum);
+}
+
+void Sema::checkGroup(GroupDecl &group) {
+  GroupInfo &info = group.info;
+  info.name = group.name;
+  info.mnemonic = group.name;
+  info.builtin = false;
+  if (lookupBuiltinGroup(group.name)) {
+    diags.emitError(group.loc, "group '" + group.name +
+                                   "' is built in and cannot be redeclared");
+    return;
+  }
+  if (groups.count(group.name)) {
+    diags.emitError(group.loc, "redefinition of group '" + group.name + "'");
+    return;
+  }
+  int64_t n = group.matrixSize;
+  if (n == 0) {
+    diags.emitError(group.loc,
+                    "group '" + group.name + "' needs a 'matrix N;' line");
+    return;
+  }
+  if (n < 2 || n > kMaxGroupMatrix) {
+    diags.emitError(group.matrixLoc, "matrix size must be between 2 and " +
+                                         Twine(kMaxGroupMatrix) + ", got " +
+                                         Twine(n));
+    return;
+  }
+  info.matrixSize = n;
+  if (group.generators.empty()) {
+    diags.emitError(group.loc,
+                    "group '" + group.name + "' declares no generators");
+    return;
+  }
+  llvm::StringMap<unsigned> genIndex;
+  std::vector<std::vector<double>> basis; // orthonormal, for span tests
+  bool ok = true;
+  for (GeneratorDecl &gen : group.generators) {
+    if (!genIndex.insert({gen.name, genIndex.size()}).second) {
+      diags.emitError(gen.loc, "redefinition of generator '" + gen.name + "'");
+      ok = false;
+      continue;
+    }
+    auto *rows = llvm::dyn_cast<ListExpr>(gen.matrix.get());
+    bool shapeOk = rows && rows->elements.size() == size_t(n);
+    for (size_t r = 0; shapeOk && r < rows->elements.size(); ++r) {
+      auto *row = llvm::dyn_cast<ListExpr>(rows->elements[r].get());
+      shapeOk = row && row->elements.size() == size_t(n);
+      for (size_t c = 0; shapeOk && c < row->elements.size(); ++c) {
+        double v;
+        if (!evalNumber(*row->elements[c], v)) {
+          diags.emitError(row->elements[c]->getLoc(),
+                          "generator entries must be number literals");
+          ok = false;
+          shapeOk = false;
+          gen.values.clear();
+          break;
+        }
+        gen.values.push_back(v);
+      }
+    }
+    if (!shapeOk) {
+      if (ok)
+        diags.emitError(gen.matrix->getLoc(),
+                        "generator '" + gen.name + "' must be a " + Twine(n) +
+                            "x" + Twine(n) + " matrix (a list of " + Twine(n) +
+                            " rows of " + Twine(n) + " numbers)");
+      ok = false;
+      continue;
+    }
+    std::vector<double> rem = remainder(basis, gen.values);
+    double res = norm2(rem);
+    if (res < 1e-9 * std::max(1.0, norm2(gen.values))) {
+      diags.emitError(gen.loc, "generator '" + gen.name +
+                                   "' is linearly dependent on the "
+                                   "generators before it");
+      ok = false;
+      continue;
+    }
+    for (double &x : rem)
+      x /= res;
+    basis.push_back(std::move(rem));
+    info.generators.push_back(gen.values);
+    info.generatorNames.push_back(gen.name);
+  }
+  if (!ok)
+    return;
+  // The span must be a Lie algebra: closed under [X, Y] = XY − YX.
+  size_t k = info.generators.size();
+  for (size_t a = 0; a < k && ok; ++a) {
+    for (size_t b = a + 1; b < k && ok; ++b) {
+      const auto &x = info.generators[a], &y = info.generators[b];
+      std::vector<double> br(n * n, 0.0);
+      double scale = 0;
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j)
+          for (int64_t l = 0; l < n; ++l) {
+            br[i * n + j] +=
+                x[i * n + l] * y[l * n + j] - y[i * n + l] * x[l * n + j];
+            scale += std::abs(x[i * n + l] * y[l * n + j]);
+          }
+      if (norm2(remainder(basis, br)) > 1e-9 * std::max(1.0, scale)) {
+        diags.emitError(group.generators[b].loc,
+                        "generators do not form a Lie algebra: [" +
+                            info.generatorNames[a] + ", " +
+                            info.generatorNames[b] + "] is not in their span");
+        ok = false;
+      }
+    }
+  }
+  if (!ok)
+    return;
+  // Norm blocks: consecutive generators, each generator in exactly one.
+  std::vector<int> owner(k, -1);
+  size_t next = 0;
+  for (size_t bi = 0; bi < group.norms.size(); ++bi) {
+    NormBlockDecl &norm = group.norms[bi];
+    for (const NormBlock &prev : info.blocks)
+      if (prev.name == norm.name) {
+        diags.emitError(norm.loc,
+                        "redefinition of norm block '" + norm.name + "'");
+        return;
+      }
+    for (const auto &[loc, name] : norm.generators) {
+      auto it = genIndex.find(name);
+      if (it == genIndex.end()) {
+        diags.emitError(loc, "unknown generator '" + name +
+                                 "' in norm block '" + norm.name + "'");
+        return;
+      }
+      unsigned idx = it->second;
+      if (owner[idx] >= 0) {
+        diags.emitError(loc, "generator '" + name +
+                                 "' is already in norm "
+                                 "block '" +
+                                 info.blocks[owner[idx]].name + "'");
+        return;
+      }
+      if (idx != next) {
+        diags.emitError(loc, "norm blocks must list the generators in "
+                             "declaration order; expected '" +
+                                 info.generatorNames[next] + "' here");
+        return;
+      }
+      owner[idx] = info.blocks.size();
+      ++next;
+    }
+    info.blocks.push_back({norm.name, unsigned(norm.generators.size())});
+  }
+  if (group.norms.empty()) {
+    info.blocks.push_back({"all", unsigned(k)});
+  } else if (next != k) {
+    diags.emitError(group.generators[next].loc, "generator '" +
+                                                    info.generatorNames[next] +
+                                                    "' is in no norm block");
+    return;
+  }
+  info.algebraDim = k;
+  // A zero last row in every generator means the group fixes the
+  // homogeneous coordinate and acts on points of dimension n − 1.
+  bool affine = true;
+  for (const auto &g : info.generators)
+    for (int64_t j = 0; j < n; ++j)
+      affine &= g[(n - 1) * n + j] == 0.0;
+  info.pointDim = affine ? n - 1 : n;
+  groups[group.name] = &info;
+}

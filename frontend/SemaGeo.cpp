@@ -1,0 +1,295 @@
+//===- SemaGeo.cpp - Torsor semantic analysis: geometric layers -----------===//
+//
+// Argument rules of the sequence-level layers that map to the `geo`
+// dialect: lie_attention (MATH.md §1), grassmann_mix (§3) and the
+// relational layers (§4). Weight layouts follow dialects/Geo/IR/GeoOps.td
+// so MLIRGen can pass the params through unchanged.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/Sema.h"
+#include "llvm/ADT/STLExtras.h"
+#include <cmath>
+#include <set>
+
+using namespace torsor::frontend;
+using llvm::SMLoc;
+using llvm::StringRef;
+using llvm::Twine;
+
+/// Reports unless `t` is an f32/f64 tensor: the geo ops take only those.
+static bool expectGeoDType(DiagnosticEngine &diags, const Expr &e,
+                           const Twine &what) {
+  DType dt = e.type.dtype;
+  if (dt == DType::F32 || dt == DType::F64)
+    return true;
+  diags.emitError(e.getLoc(),
+                  what + " must be f32 or f64, got " + e.type.str());
+  return false;
+}
+
+/// Checks a required keyword weight against `want`.
+static bool checkWeight(Sema &sema, DiagnosticEngine &diags, CallExpr &call,
+                        StringRef name, const Type &want, SMLoc callLoc) {
+  const KeywordArg *kw = call.getKeyword(name);
+  if (!kw) {
+    diags.emitError(callLoc, "'" + call.callee + "' needs keyword argument '" +
+                                 name + "' of type " + want.str());
+    return false;
+  }
+  (void)sema;
+  if (kw->value->type.isInvalid())
+    return false;
+  if (kw->value->type != want) {
+    diags.emitError(kw->value->getLoc(), "'" + name + "' of '" + call.callee +
+                                             "' must have type " + want.str() +
+                                             ", got " + kw->value->type.str());
+    return false;
+  }
+  return true;
+}
+
+Type Sema::checkGeoLayer(CallExpr &call) {
+  StringRef name = call.callee;
+  if (!llvm::all_of(call.args,
+                    [](const ExprPtr &e) { return !e->type.isInvalid(); }))
+    return Type();
+
+  if (name == "lie_attention") {
+    if (!checkKeywords(call, {"heads", "tau", "lambda", "causal"}) ||
+        !checkArgCount(call, 2, 2))
+      return Type();
+    const Type *g = expectGroup(diags, *call.args[0],
+                                "the first argument of 'lie_attention'");
+    if (!g || !expectFloatTensor(*call.args[1], "the values of "
+                                                "'lie_attention'"))
+      return Type();
+    call.group = g->group;
+    const Type &v = call.args[1]->type;
+    std::vector<Dim> want = g->shape;
+    if (v.rank() != want.size() + 1 ||
+        !std::equal(want.begin(), want.end(), v.shape.begin()) ||
+        v.shape.back().symbolic || v.dtype != g->dtype) {
+      std::vector<Dim> shown = want;
+      shown.push_back(Dim::sym("D"));
+      diags.emitError(call.args[1]->getLoc(),
+                      "'lie_attention' needs values of type " +
+                          Type::tensor(g->dtype, shown).str() +
+                          " with a fixed D for elements " + g->str() +
+                          ", got " + v.str());
+      return Type();
+    }
+    int64_t heads = 1;
+    if (const KeywordArg *kw = call.getKeyword("heads"))
+      if (!getInteger(*kw->value, heads, "'heads'"))
+        return Type();
+    if (heads < 1 || v.shape.back().value % heads != 0) {
+      diags.emitError(call.getKeyword("heads")->value->getLoc(),
+                      "'heads' must divide the value dim " +
+                          Twine(v.shape.back().value) + ", got " +
+                          Twine(heads));
+      return Type();
+    }
+    std::vector<double> tau(heads, 1.0);
+    if (const KeywordArg *kw = call.getKeyword("tau")) {
+      std::vector<double> values;
+      if (!getNumberList(*kw, values))
+        return Type();
+      if (values.size() == 1)
+        values.assign(heads, values[0]);
+      if (values.size() != size_t(heads)) {
+        diags.emitError(kw->value->getLoc(),
+                        "'tau' needs one temperature per head (" +
+                            Twine(heads) + "), got " + Twine(values.size()));
+        return Type();
+      }
+      if (llvm::any_of(values, [](double t) { return !(t > 0); })) {
+        diags.emitError(kw->value->getLoc(), "'tau' temperatures must be "
+                                             "positive");
+        return Type();
+      }
+      tau = values;
+    }
+    if (!getLambda(*this, diags, call, *g->group, heads))
+      return Type();
+    bool causal = false;
+    if (const KeywordArg *kw = call.getKeyword("causal"))
+      if (!getBool(*kw, causal))
+        return Type();
+    call.constants["heads"] = {double(heads)};
+    call.constants["tau"] = tau;
+    call.constants["causal"] = {causal ? 1.0 : 0.0};
+    return v;
+  }
+
+  if (name == "grassmann_mix") {
+    if (!checkKeywords(call,
+                       {"w_red", "b_red", "w_plucker", "b_plucker", "w_gate",
+                        "b_gate", "offsets", "causal", "r", "eps"}) ||
+        !checkArgCount(call, 1, 1) ||
+        !expectFloatTensor(*call.args[0], "the input of 'grassmann_mix'") ||
+        !expectGeoDType(diags, *call.args[0], "the input of 'grassmann_mix'"))
+      return Type();
+    const Type &h = call.args[0]->type;
+    if (h.rank() < 2 || h.shape.back().symbolic) {
+      diags.emitError(call.args[0]->getLoc(),
+                      "'grassmann_mix' needs an input [L, d] with a fixed d, "
+                      "got " +
+                          h.str());
+      return Type();
+    }
+    Dim d = h.shape.back();
+    const KeywordArg *wRed = call.getKeyword("w_red");
+    if (!wRed) {
+      diags.emitError(call.getLoc(), "'grassmann_mix' needs keyword argument "
+                                     "'w_red' of type " +
+                                         getDTypeName(h.dtype) + "[r, " +
+                                         d.str() + "]");
+      return Type();
+    }
+    const Type &wr = wRed->value->type;
+    if (wr.isInvalid())
+      return Type();
+    if (wr.rank() != 2 || wr.shape[0].symbolic || wr.shape[1] != d ||
+        wr.dtype != h.dtype || !wr.isTensor()) {
+      diags.emitError(wRed->value->getLoc(),
+                      "'w_red' of 'grassmann_mix' must have type " +
+                          getDTypeName(h.dtype) + "[r, " + d.str() +
+                          "] with a fixed r, got " + wr.str());
+      return Type();
+    }
+    int64_t r = wr.shape[0].value;
+    if (const KeywordArg *kw = call.getKeyword("r")) {
+      int64_t given;
+      if (!getInteger(*kw->value, given, "'r'"))
+        return Type();
+      if (given != r) {
+        diags.emitError(kw->value->getLoc(), "'r' is " + Twine(given) +
+                                                 " but 'w_red' reduces to " +
+                                                 Twine(r) + " dims");
+        return Type();
+      }
+    }
+    if (r < 2) {
+      diags.emitError(wRed->value->getLoc(), "'grassmann_mix' needs a "
+                                             "reduced dim r of at least 2");
+      return Type();
+    }
+    DType dt = h.dtype;
+    SMLoc loc = call.getLoc();
+    if (!checkWeight(*this, diags, call, "b_red",
+                     Type::tensor(dt, {Dim::fixed(r)}), loc) ||
+        !checkWeight(*this, diags, call, "w_plucker",
+                     Type::tensor(dt, {d, Dim::fixed(r * (r - 1) / 2)}), loc) ||
+        !checkWeight(*this, diags, call, "b_plucker", Type::tensor(dt, {d}),
+                     loc) ||
+        !checkWeight(*this, diags, call, "w_gate",
+                     Type::tensor(dt, {d, Dim::fixed(2 * d.value)}), loc) ||
+        !checkWeight(*this, diags, call, "b_gate", Type::tensor(dt, {d}), loc))
+      return Type();
+    const KeywordArg *offKw = call.getKeyword("offsets");
+    if (!offKw) {
+      diags.emitError(loc, "'grassmann_mix' needs keyword argument 'offsets', "
+                           "e.g. 'offsets = [1, 2, 4, 8]'");
+      return Type();
+    }
+    std::vector<double> offsets;
+    if (!getNumberList(*offKw, offsets))
+      return Type();
+    std::set<double> seen;
+    for (double o : offsets)
+      if (o < 1 || o != double(int64_t(o)) || o > 1e9 ||
+          !seen.insert(o).second) {
+        diags.emitError(offKw->value->getLoc(),
+                        "'offsets' must be distinct positive integers");
+        return Type();
+      }
+    bool causal = false;
+    if (const KeywordArg *kw = call.getKeyword("causal"))
+      if (!getBool(*kw, causal))
+        return Type();
+    double eps = 1e-6;
+    if (const KeywordArg *kw = call.getKeyword("eps"))
+      if (!getNumber(*kw, eps))
+        return Type();
+    call.constants["offsets"] = offsets;
+    call.constants["causal"] = {causal ? 1.0 : 0.0};
+    call.constants["eps"] = {eps};
+    call.constants["r"] = {double(r)};
+    return h;
+  }
+
+  if (name == "relational_attention") {
+    if (!checkKeywords(call, {"g_qk", "g_vo", "heads", "scale", "causal"}) ||
+        !checkArgCount(call, 1, 1) ||
+        !expectFloatTensor(*call.args[0],
+                           "the input of 'relational_attention'") ||
+        !expectGeoDType(diags, *call.args[0],
+                        "the input of 'relational_attention'"))
+      return Type();
+    const Type &x = call.args[0]->type;
+    if (x.rank() < 2 || x.shape.back().symbolic) {
+      diags.emitError(call.args[0]->getLoc(),
+                      "'relational_attention' needs an input [L, d] with a "
+                      "fixed d, got " +
+                          x.str());
+      return Type();
+    }
+    Dim d = x.shape.back();
+    const KeywordArg *gqk = call.getKeyword("g_qk");
+    int64_t heads = 1;
+    if (gqk && gqk->value->type.rank() == 3 &&
+        !gqk->value->type.shape[0].symbolic)
+      heads = gqk->value->type.shape[0].value;
+    if (const KeywordArg *kw = call.getKeyword("heads")) {
+      int64_t given;
+      if (!getInteger(*kw->value, given, "'heads'"))
+        return Type();
+      if (given != heads && gqk && gqk->value->type.rank() == 3) {
+        diags.emitError(kw->value->getLoc(), "'heads' is " + Twine(given) +
+                                                 " but 'g_qk' has " +
+                                                 Twine(heads) + " heads");
+        return Type();
+      }
+      heads = given;
+    }
+    Type want = Type::tensor(x.dtype, {Dim::fixed(heads), d, d});
+    if (!checkWeight(*this, diags, call, "g_qk", want, call.getLoc()) ||
+        !checkWeight(*this, diags, call, "g_vo", want, call.getLoc()))
+      return Type();
+    double scale = 1.0 / std::sqrt(double(d.value) / double(heads));
+    if (const KeywordArg *kw = call.getKeyword("scale"))
+      if (!getNumber(*kw, scale))
+        return Type();
+    bool causal = false;
+    if (const KeywordArg *kw = call.getKeyword("causal"))
+      if (!getBool(*kw, causal))
+        return Type();
+    call.constants["heads"] = {double(heads)};
+    call.constants["scale"] = {scale};
+    call.constants["causal"] = {causal ? 1.0 : 0.0};
+    return x;
+  }
+
+  // relational_norm
+  if (!checkKeywords(call, {"eps"}) || !checkArgCount(call, 1, 1) ||
+      !expectFloatTensor(*call.args[0], "the input of 'relational_norm'") ||
+      !expectGeoDType(diags, *call.args[0], "the input of 'relational_norm'"))
+    return Type();
+  if (call.args[0]->type.rank() == 0) {
+    diags.emitError(call.args[0]->getLoc(), "'relational_norm' needs a "
+                                            "tensor of rank 1 or more");
+    return Type();
+  }
+  double eps = 1e-5;
+  if (const KeywordArg *kw = call.getKeyword("eps"))
+    if (!getNumber(*kw, eps))
+      return Type();
+  if (eps <= 0) {
+    diags.emitError(call.getKeyword("eps")->value->getLoc(),
+                    "eps must be positive");
+    return Type();
+  }
+  call.constants["eps"] = {eps};
+  return call.args[0]->type;
+}
