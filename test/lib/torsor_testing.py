@@ -13,12 +13,9 @@ import tempfile
 
 import numpy as np
 
-TORSOR_BIN = os.environ.get("TORSOR_BIN", "")
-
-
 def tool(name):
-    """Path of a Torsor tool in the build tree (or on PATH)."""
-    path = os.path.join(TORSOR_BIN, name)
+    """Path of a Torsor tool in $TORSOR_BIN (the build's bin/) or on PATH."""
+    path = os.path.join(os.environ.get("TORSOR_BIN", ""), name)
     return path if os.path.exists(path) else name
 
 
