@@ -49,6 +49,7 @@ constexpr int kMaxDepth = 256;
 /// Cursor over the text with line/column tracking.
 class Parser {
 public:
+  /// Parses `text`, which must outlive the parser.
   explicit Parser(const std::string &text) : text(text) {}
 
   /// Parses one document: a value then only whitespace.
@@ -72,7 +73,9 @@ private:
   Status error(const std::string &what) const {
     return ioError(format("%d:%d: ", line, column) + what);
   }
+  /// True at the end of the text.
   bool atEnd() const { return pos >= text.size(); }
+  /// The next character, or NUL at the end.
   char peek() const { return atEnd() ? '\0' : text[pos]; }
   /// Consumes one character, updating line and column.
   char next() {
@@ -85,6 +88,7 @@ private:
     }
     return c;
   }
+  /// Skips JSON whitespace.
   void skipSpace() {
     while (!atEnd() && (peek() == ' ' || peek() == '\t' || peek() == '\n' ||
                         peek() == '\r'))
@@ -100,6 +104,7 @@ private:
     return format("'%c'", c);
   }
 
+  /// Parses any value at nesting `depth`.
   Status parseValue(Value &out, int depth) {
     if (depth > kMaxDepth)
       return error("nesting deeper than 256 levels");
@@ -142,6 +147,7 @@ private:
     return true;
   }
 
+  /// Parses {...}; keys must be unique.
   Status parseObject(Value &out, int depth) {
     out.kind = Value::Object;
     next(); // '{'
@@ -184,6 +190,7 @@ private:
     }
   }
 
+  /// Parses [...].
   Status parseArray(Value &out, int depth) {
     out.kind = Value::Array;
     next(); // '['
@@ -250,6 +257,7 @@ private:
     }
   }
 
+  /// Parses a string literal, decoding escapes to UTF-8.
   Status parseString(std::string &out) {
     next(); // '"'
     while (true) {
@@ -328,6 +336,7 @@ private:
     return n;
   }
 
+  /// Parses a number per the JSON grammar.
   Status parseNumber(Value &out) {
     out.kind = Value::Number;
     size_t start = pos;

@@ -34,6 +34,7 @@ namespace {
 /// Schema checker with the file path for messages.
 class Reader {
 public:
+  /// Checks a manifest read from `path`.
   explicit Reader(const std::string &path) : path(path) {}
 
   /// An error at value `v` about field `field`.
@@ -58,6 +59,7 @@ public:
     return Status();
   }
 
+  /// Reads one tensor entry `v` (at `field`, e.g. "inputs[1]").
   Status tensor(const json::Value &v, const std::string &field,
                 const std::set<std::string> &dims, TensorSpec &out) const {
     if (v.kind != json::Value::Object)
@@ -142,6 +144,7 @@ public:
     return Status();
   }
 
+  /// Reads the required tensor list `key` of the manifest.
   Status tensorList(const json::Value &root, const std::string &key,
                     const std::set<std::string> &dims,
                     std::vector<TensorSpec> &out) const {

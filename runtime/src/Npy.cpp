@@ -49,13 +49,16 @@ namespace {
 /// Parser for the header's dict literal.
 class HeaderParser {
 public:
+  /// Parses `text`; `path` labels errors.
   HeaderParser(const std::string &text, const std::string &path)
       : text(text), path(path) {}
 
+  /// Parsed fields.
   std::string descr;
   bool fortranOrder = false;
   std::vector<int64_t> shape;
 
+  /// Parses the whole dict; all three keys are required.
   Status parse() {
     bool haveDescr = false, haveOrder = false, haveShape = false;
     skip();
@@ -108,14 +111,17 @@ private:
   const std::string &path;
   size_t pos = 0;
 
+  /// A malformed-header error.
   Status error(const std::string &what) const {
     return ioError(path + ": malformed .npy header: " + what);
   }
+  /// Skips whitespace.
   void skip() {
     while (pos < text.size() &&
            (text[pos] == ' ' || text[pos] == '\n' || text[pos] == '\t'))
       ++pos;
   }
+  /// Consumes `c` if it is next.
   bool eat(char c) {
     if (pos < text.size() && text[pos] == c) {
       ++pos;
@@ -123,6 +129,7 @@ private:
     }
     return false;
   }
+  /// Parses a '...' or "..." string (no escapes occur in headers).
   Status parseStr(std::string &out) {
     char quote = pos < text.size() ? text[pos] : '\0';
     if (quote != '\'' && quote != '"')
@@ -134,6 +141,7 @@ private:
     pos = end + 1;
     return Status();
   }
+  /// Parses True or False.
   Status parseBool(bool &out) {
     if (text.compare(pos, 4, "True") == 0) {
       out = true;
@@ -146,6 +154,7 @@ private:
     }
     return Status();
   }
+  /// Parses a tuple of non-negative integers: (), (3,), (2, 3).
   Status parseShape() {
     if (!eat('('))
       return error("expected a tuple for 'shape'");

@@ -41,6 +41,7 @@ struct TorsorModule {
   bool checkGroups = false;
   double groupTol = 1e-4;
 
+  /// Unloads the model library (outputs and owned params free themselves).
   ~TorsorModule() {
     if (handle)
       dlclose(handle);
@@ -76,6 +77,7 @@ void promoteRuntimeSymbols() {
   }
 }
 
+/// Reads the manifest beside `soPath`, dlopens the model and checks its ABI.
 Status load(const std::string &soPath, TorsorModule &m) {
   struct stat st;
   if (stat(soPath.c_str(), &st) != 0)
@@ -138,6 +140,7 @@ void appendDescriptor(std::vector<int64_t> &storage, void *data,
   storage.insert(storage.end(), strides.begin(), strides.end());
 }
 
+/// Validates the bindings, allocates the outputs and calls the entry point.
 Status run(TorsorModule &m) {
   m.haveOutputs = false;
   std::map<std::string, int64_t> dims;

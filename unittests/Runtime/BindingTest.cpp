@@ -17,6 +17,7 @@ namespace {
 /// Fixture with the PoseAttention-style manifest (small extents).
 class BindingTest : public ::testing::Test {
 protected:
+  /// Parses the manifest.
   void SetUp() override {
     Status s = parseManifest(R"({"model": "M", "target": "cpu", "abi": 1,
       "dims": ["L", "K"],

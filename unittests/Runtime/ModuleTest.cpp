@@ -38,6 +38,7 @@ std::string msg(TorsorStatus *s) {
 class ModuleTest : public ::testing::Test {
 protected:
   static constexpr int64_t L = 5;
+  /// Loads the model and fills pose (identity + x shift), x and w.
   void SetUp() override {
     ASSERT_EQ(msg(torsorModuleLoad(kModel.c_str(), &module)), "");
     pose.assign(L * 16, 0.0f);
@@ -53,6 +54,7 @@ protected:
     for (int j = 0; j < 8; ++j)
       w[j] = 100.0f * j;
   }
+  /// Frees the module.
   void TearDown() override { torsorModuleFree(module); }
 
   /// Binds pose, x and w with their valid shapes.

@@ -26,9 +26,11 @@ struct Coverage {
   int64_t base;
   std::vector<std::atomic<int>> hits;
   std::atomic<int> calls{0};
+  /// Zero counts for n indices from `base`.
   Coverage(int64_t base, size_t n) : base(base), hits(n) {}
 };
 
+/// Loop body: counts each visited index.
 void countBody(int64_t lo, int64_t hi, void *ctx) {
   auto &c = *static_cast<Coverage *>(ctx);
   c.calls.fetch_add(1);

@@ -9,6 +9,7 @@
 
 #include "torsor/runtime.h"
 
+#include "Binding.h"
 #include "Npy.h"
 #include "Options.h"
 
@@ -80,6 +81,17 @@ void printSummary(const char *name, const TorsorTensor &t) {
   std::printf("%s]\n", n > shown ? ", ..." : "");
 }
 
+/// Checks that the model has a tensor `name` of `kind`; the message lists
+/// the names it does have ("unknown input 'posee'; model inputs are: ...").
+Status checkName(const TorsorModule *m, TorsorTensorKind kind,
+                 const std::string &name) {
+  std::vector<rt::TensorSpec> specs(torsorModuleNumTensors(m, kind));
+  for (size_t i = 0; i < specs.size(); ++i)
+    specs[i].name = torsorModuleTensorName(m, kind, static_cast<int32_t>(i));
+  size_t index;
+  return rt::findTensor(specs, kind, name, index);
+}
+
 /// Runs once and returns the wall time in milliseconds.
 Status timedRun(TorsorModule *m, double &ms) {
   auto t0 = std::chrono::steady_clock::now();
@@ -103,6 +115,16 @@ int runTool(const run::Options &opts) {
     return fail(s.message);
   std::unique_ptr<TorsorModule, ModuleDeleter> module(raw);
 
+  // Check every name before reading files or running, so a typo is
+  // reported as such (and costs no run).
+  for (const auto &[name, file] : opts.inputs)
+    if (!(s = checkName(module.get(), TORSOR_INPUT, name)).ok())
+      return fail(s.message);
+  for (const auto &[name, file] : opts.outputs)
+    if (!(s = checkName(module.get(), TORSOR_OUTPUT, name)).ok())
+      return fail(s.message);
+  int32_t numOut = torsorModuleNumTensors(module.get(), TORSOR_OUTPUT);
+
   // Inputs stay alive until the runs are done (the runtime borrows them).
   std::vector<HostTensor> inputs(opts.inputs.size());
   std::vector<std::vector<int64_t>> strides(opts.inputs.size());
@@ -121,19 +143,6 @@ int runTool(const run::Options &opts) {
     s = take(torsorModuleLoadWeights(module.get(), opts.weights.c_str()));
     if (!s.ok())
       return fail(s.message);
-  }
-  // Check --output names before running, so a typo costs no run.
-  int32_t numOut = torsorModuleNumTensors(module.get(), TORSOR_OUTPUT);
-  for (const auto &[name, file] : opts.outputs) {
-    bool found = false;
-    std::string known;
-    for (int32_t i = 0; i < numOut; ++i) {
-      const char *n = torsorModuleTensorName(module.get(), TORSOR_OUTPUT, i);
-      found |= name == n;
-      known += (i ? ", " : "") + std::string(n);
-    }
-    if (!found)
-      return fail("unknown output '" + name + "'; model outputs are: " + known);
   }
   torsorModuleSetCheckGroups(module.get(), opts.checkGroups, opts.groupTol);
 
