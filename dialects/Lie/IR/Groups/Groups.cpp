@@ -12,6 +12,7 @@ using namespace torsor::lie;
 llvm::ArrayRef<const GroupModel *> torsor::lie::getBuiltinGroupModels() {
   static const GroupModel *const models[] = {
       &getSO2Model(),
+      &getSE2Model(),
   };
   return models;
 }
