@@ -10,6 +10,7 @@
 
 #include "compiler/Conversion/Passes.h"
 #include "compiler/Pipelines/Pipelines.h"
+#include "compiler/Transforms/Passes.h"
 #include "dialects/Geo/IR/GeoDialect.h"
 #include "dialects/Lie/IR/LieDialect.h"
 
@@ -29,5 +30,6 @@ void torsor::registerAllDialects(mlir::DialectRegistry &registry) {
 void torsor::registerAllPasses() {
   mlir::registerAllPasses();
   registerTorsorConversionPasses();
+  registerTorsorTransformsPasses();
   registerPipelines();
 }

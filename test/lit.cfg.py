@@ -45,6 +45,9 @@ if _has_gpu():
     config.available_features.add("cuda")
 
 llvm_config.use_default_substitutions()
+# lit's defaults map %python to lit's own interpreter; the tests need the one
+# CMake found (with numpy/scipy/mpmath).
+config.substitutions = [(k, v) for k, v in config.substitutions if k != "%python"]
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%torsor_src", config.torsor_src_root))
 config.substitutions.append(("%torsor_bin", config.torsor_tools_dir))

@@ -2,15 +2,18 @@
 //
 // The CPU pipeline, top to bottom:
 //   1. simplify   canonicalize + CSE (lie folds, DRR identities)
-//   2. lower      lie → scalar loops (convert-lie-to-arith)
-//   3. bufferize  one-shot, function boundaries included, identity layouts
-//   4. LLVM       loops → cf, math → libm/intrinsics, memref/func → LLVM
+//   2. ABI        the model in destination-passing style (torsor-wrap-model)
+//   3. lower      geo → linalg/lie, lie → scalar loops
+//   4. bufferize  one-shot, function boundaries included, identity layouts
+//   5. LLVM       loops → cf, math → libm/intrinsics, memref/func → LLVM
+//   6. entry      torsor_forward / torsor_abi_version (torsor-emit-entry)
 //
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Pipelines/Pipelines.h"
 
 #include "compiler/Conversion/Passes.h"
+#include "compiler/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
@@ -32,7 +35,13 @@ void torsor::buildTorsorOptimizationPipeline(OpPassManager &pm,
 
 void torsor::buildCPULoweringPipeline(OpPassManager &pm,
                                       const PipelineOptions &options) {
+  // The runtime's calling convention: it owns every buffer.
+  pm.addPass(createTorsorWrapModel());
+  pm.addPass(createInlinerPass());
+  pm.addPass(createSymbolDCEPass());
+
   // Sequence-level and group ops to loops of scalar arith/math on tensors.
+  pm.addPass(createConvertGeoToLinalg());
   pm.addPass(createConvertLieToArith());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
@@ -60,6 +69,7 @@ void torsor::buildCPULoweringPipeline(OpPassManager &pm,
   pm.addPass(createConvertToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
+  pm.addPass(createTorsorEmitEntry());
 }
 
 void torsor::registerPipelines() {

@@ -56,9 +56,9 @@ torsor::createCPUTargetMachine(const CPUTargetOptions &options,
                : options.optLevel == 1 ? llvm::CodeGenOptLevel::Less
                : options.optLevel == 2 ? llvm::CodeGenOptLevel::Default
                                        : llvm::CodeGenOptLevel::Aggressive;
-  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
-      triple, cpu, features, targetOptions, llvm::Reloc::PIC_, std::nullopt,
-      level));
+  std::unique_ptr<llvm::TargetMachine> machine(
+      target->createTargetMachine(triple, cpu, features, targetOptions,
+                                  llvm::Reloc::PIC_, std::nullopt, level));
   if (!machine)
     error = "cannot create a target machine for " + triple.str() + " / " + cpu;
   return machine;
@@ -139,13 +139,20 @@ mlir::LogicalResult torsor::linkSharedObject(llvm::StringRef objectPath,
     }
     lld = *found;
   }
-  llvm::SmallVector<llvm::StringRef> args = {
-      lld,        "-shared", "--as-needed", "-o", outputPath, objectPath,
-      "-L/lib64", "-L/usr/lib64", "-L/lib/x86_64-linux-gnu",
-      "-L/usr/lib/x86_64-linux-gnu", "-lm"};
+  llvm::SmallVector<llvm::StringRef> args = {lld,
+                                             "-shared",
+                                             "--as-needed",
+                                             "-o",
+                                             outputPath,
+                                             objectPath,
+                                             "-L/lib64",
+                                             "-L/usr/lib64",
+                                             "-L/lib/x86_64-linux-gnu",
+                                             "-L/usr/lib/x86_64-linux-gnu",
+                                             "-lm"};
   std::string message;
-  int rc = llvm::sys::ExecuteAndWait(lld, args, std::nullopt, {}, 0, 0,
-                                     &message);
+  int rc =
+      llvm::sys::ExecuteAndWait(lld, args, std::nullopt, {}, 0, 0, &message);
   if (rc != 0) {
     error = "linking '" + outputPath.str() + "' with ld.lld failed" +
             (message.empty() ? "" : ": " + message);

@@ -39,8 +39,8 @@ struct ElementOperand {
 };
 
 /// Builds the result scalars of one element from each operand's scalars.
-using ElementBody = llvm::function_ref<Scalars(ScalarBuilder &,
-                                               ArrayRef<Scalars> operands)>;
+using ElementBody =
+    llvm::function_ref<Scalars(ScalarBuilder &, ArrayRef<Scalars> operands)>;
 
 /// Replaces `op` (one result of type `resultType`, `resultTrailing` element
 /// dims) with a loop nest over the batch dims running `body` per element.
@@ -83,8 +83,8 @@ void lowerElementwise(Operation *op, PatternRewriter &rewriter,
         SmallVector<Scalars> scalars;
         for (const ElementOperand &operand : operands) {
           auto type = cast<RankedTensorType>(operand.value.getType());
-          ArrayRef<int64_t> element = type.getShape().take_back(
-              operand.trailing);
+          ArrayRef<int64_t> element =
+              type.getShape().take_back(operand.trailing);
           int64_t count = 1;
           for (int64_t size : element)
             count *= size;
@@ -275,8 +275,7 @@ struct ConvertLieToArith
 
 } // namespace
 
-void torsor::populateLieToArithConversionPatterns(
-    RewritePatternSet &patterns) {
+void torsor::populateLieToArithConversionPatterns(RewritePatternSet &patterns) {
   patterns.add<LowerIdentity, LowerCompose, LowerInverse, LowerLog, LowerExp,
                LowerAct, LowerDist2>(patterns.getContext());
 }

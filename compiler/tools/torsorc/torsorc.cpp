@@ -17,6 +17,7 @@
 #include "compiler/InitAll.h"
 #include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Target/CPUTarget.h"
+#include "compiler/Target/Manifest.h"
 #include "frontend/MLIRGen.h"
 
 #include "mlir/IR/AsmState.h"
@@ -49,8 +50,9 @@ enum class Target { CPU, NVPTX };
 
 cl::OptionCategory torsorcCategory("torsorc options");
 
-cl::opt<std::string> inputFilename(cl::Positional, cl::desc("<model.tsr|.mlir>"),
-                                   cl::init("-"), cl::cat(torsorcCategory));
+cl::opt<std::string> inputFilename(cl::Positional,
+                                   cl::desc("<model.tsr|.mlir>"), cl::init("-"),
+                                   cl::cat(torsorcCategory));
 cl::opt<std::string> outputFilename("o", cl::desc("Output file"),
                                     cl::value_desc("filename"), cl::init(""),
                                     cl::cat(torsorcCategory));
@@ -63,12 +65,13 @@ cl::opt<Emit> emitAction(
                clEnumValN(Emit::Obj, "obj", "an object file"),
                clEnumValN(Emit::SO, "so", "a shared library (default)")),
     cl::cat(torsorcCategory));
-cl::opt<Target> target(
-    "target", cl::desc("Code generation target"), cl::init(Target::CPU),
-    cl::values(clEnumValN(Target::CPU, "cpu", "the host CPU (default)"),
-               clEnumValN(Target::NVPTX, "nvptx", "NVIDIA GPUs")),
-    cl::cat(torsorcCategory));
-cl::opt<std::string> gpuArch("gpu-arch", cl::desc("GPU chip for --target=nvptx"),
+cl::opt<Target>
+    target("target", cl::desc("Code generation target"), cl::init(Target::CPU),
+           cl::values(clEnumValN(Target::CPU, "cpu", "the host CPU (default)"),
+                      clEnumValN(Target::NVPTX, "nvptx", "NVIDIA GPUs")),
+           cl::cat(torsorcCategory));
+cl::opt<std::string> gpuArch("gpu-arch",
+                             cl::desc("GPU chip for --target=nvptx"),
                              cl::init("sm_90"), cl::cat(torsorcCategory));
 cl::opt<std::string> mcpu("mcpu",
                           cl::desc("CPU: host (default), generic (portable "
@@ -77,10 +80,12 @@ cl::opt<std::string> mcpu("mcpu",
 cl::opt<std::string> mtriple("mtriple",
                              cl::desc("Target triple (default: the host's)"),
                              cl::init(""), cl::cat(torsorcCategory));
-cl::opt<std::string> dtype("dtype", cl::desc("Float type of the model: f32|f64"),
+cl::opt<std::string> dtype("dtype",
+                           cl::desc("Float type of the model: f32|f64"),
                            cl::init("f32"), cl::cat(torsorcCategory));
-cl::opt<unsigned> optLevel("O", cl::desc("Optimization level 0-3 (-O0 keeps "
-                                         "the unfused oracle lowering)"),
+cl::opt<unsigned> optLevel("O",
+                           cl::desc("Optimization level 0-3 (-O0 keeps "
+                                    "the unfused oracle lowering)"),
                            cl::Prefix, cl::init(2), cl::cat(torsorcCategory));
 cl::opt<bool> verifyDiagnostics(
     "verify-diagnostics",
@@ -118,6 +123,17 @@ LogicalResult compile(llvm::SourceMgr &sourceMgr, MLIRContext &context,
   if (emitAction == Emit::MLIR) {
     module->print(os);
     return success();
+  }
+
+  // The manifest is read off the model signature before lowering rewrites
+  // it; it is written next to the library once that exists.
+  std::optional<std::string> manifest;
+  if (emitAction == Emit::SO) {
+    auto built =
+        torsor::buildManifest(*module, target == Target::CPU ? "cpu" : "nvptx");
+    if (failed(built))
+      return failure();
+    manifest = *built;
   }
 
   torsor::PipelineOptions pipelineOptions;
@@ -164,22 +180,32 @@ LogicalResult compile(llvm::SourceMgr &sourceMgr, MLIRContext &context,
            << "--emit=obj and --emit=so need an output file (-o)";
   if (emitAction == Emit::Obj)
     return torsor::emitObjectFile(*llvmModule, *machine, outputFilename, error)
-               .succeeded()
+                   .succeeded()
                ? success()
                : (emitError(UnknownLoc::get(&context)) << error, failure());
 
   SmallString<128> objectPath;
   int fd;
-  if (auto ec = llvm::sys::fs::createTemporaryFile("torsor", "o", fd,
-                                                   objectPath))
+  if (auto ec =
+          llvm::sys::fs::createTemporaryFile("torsor", "o", fd, objectPath))
     return emitError(UnknownLoc::get(&context))
            << "cannot create a temporary object file: " << ec.message();
   ::close(fd);
   llvm::FileRemover removeObject(objectPath);
-  if (failed(torsor::emitObjectFile(*llvmModule, *machine, objectPath,
-                                    error)) ||
+  if (failed(
+          torsor::emitObjectFile(*llvmModule, *machine, objectPath, error)) ||
       failed(torsor::linkSharedObject(objectPath, outputFilename, error)))
     return emitError(UnknownLoc::get(&context)) << error;
+  if (manifest) {
+    SmallString<128> manifestPath(outputFilename);
+    llvm::sys::path::replace_extension(manifestPath, "json");
+    std::string message;
+    auto file = openOutputFile(manifestPath, &message);
+    if (!file)
+      return emitError(UnknownLoc::get(&context)) << message;
+    file->os() << *manifest;
+    file->keep();
+  }
   return success();
 }
 
@@ -223,8 +249,8 @@ int main(int argc, char **argv) {
     return 1;
   }
   if (dtype != "f32" && dtype != "f64") {
-    llvm::errs() << "torsorc: error: --dtype must be f32 or f64, got '"
-                 << dtype << "'\n";
+    llvm::errs() << "torsorc: error: --dtype must be f32 or f64, got '" << dtype
+                 << "'\n";
     return 1;
   }
 
@@ -259,8 +285,8 @@ int main(int argc, char **argv) {
   if (splitInputFile.getNumOccurrences())
     marker = splitInputFile.empty() ? std::string(kDefaultSplitMarker)
                                     : splitInputFile.getValue();
-  if (failed(splitAndProcessBuffer(std::move(input), process, os, marker,
-                                   marker)))
+  if (failed(
+          splitAndProcessBuffer(std::move(input), process, os, marker, marker)))
     return 1;
   if (output)
     output->keep();

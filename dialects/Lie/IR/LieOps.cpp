@@ -76,8 +76,7 @@ LogicalResult IdentityOp::verify() {
 }
 
 LogicalResult ComposeOp::verify() {
-  return verifyGroupTensor(*this, getType(), getGroup().getModel(),
-                           "operands");
+  return verifyGroupTensor(*this, getType(), getGroup().getModel(), "operands");
 }
 
 LogicalResult InverseOp::verify() {
@@ -111,8 +110,8 @@ LogicalResult ActOp::verify() {
   auto g = getElement().getType();
   auto p = getPoint().getType();
   if (failed(verifyGroupTensor(*this, g, model, "element")) ||
-      failed(verifyVectorTensor(*this, p, model.getPointDim(), model,
-                                "point")) ||
+      failed(
+          verifyVectorTensor(*this, p, model.getPointDim(), model, "point")) ||
       failed(verifyBatchDims(*this, g, 2, p, 1, "element", "point")))
     return failure();
   if (p != getType())
@@ -147,8 +146,8 @@ LogicalResult Dist2Op::verify() {
                            << lambda->size();
     for (double w : *lambda)
       if (!(w >= 0.0))
-        return emitOpError() << "expects non-negative lambda weights, got "
-                             << w;
+        return emitOpError()
+               << "expects non-negative lambda weights, got " << w;
   }
   return success();
 }

@@ -1,4 +1,5 @@
-//===- ScalarBuilder.h - Terse scalar arithmetic for group models -*- C++ -*-===//
+//===- ScalarBuilder.h - Terse scalar arithmetic for group models -*- C++
+//-*-===//
 //
 // Group models write closed-form formulas (Rodrigues, V⁻¹, series branches)
 // as straight-line scalar IR. ScalarBuilder keeps those formulas readable:
@@ -72,7 +73,8 @@ public:
   }
   /// Ordered x < y (false on NaN).
   mlir::Value lt(mlir::Value x, mlir::Value y) {
-    return mlir::arith::CmpFOp::create(b, mlir::arith::CmpFPredicate::OLT, x, y);
+    return mlir::arith::CmpFOp::create(b, mlir::arith::CmpFPredicate::OLT, x,
+                                       y);
   }
   mlir::Value gt(mlir::Value x, mlir::Value y) { return lt(y, x); }
   mlir::Value select(mlir::Value cond, mlir::Value x, mlir::Value y) {

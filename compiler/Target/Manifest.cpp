@@ -1,0 +1,146 @@
+//===- Manifest.cpp - The compiled model's manifest -----------------------===//
+//
+// Reads the `torsor.*` argument and result attributes of the model function
+// and writes the manifest JSON the runtime validates against. Nothing is
+// assumed: a group input is `left_invariant` only if MLIRGen recorded the
+// frontend's proof of it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Target/Manifest.h"
+
+#include "compiler/Transforms/Passes.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/Support/JSON.h"
+
+using namespace mlir;
+using namespace torsor;
+
+/// "f32", "f64" or "i64" for a tensor's element type.
+static FailureOr<std::string> dtypeName(Type type) {
+  if (type.isF32())
+    return std::string("f32");
+  if (type.isF64())
+    return std::string("f64");
+  if (type.isInteger(64))
+    return std::string("i64");
+  return failure();
+}
+
+/// One tensor entry; `dims` collects symbolic dim names in first-use order.
+static FailureOr<llvm::json::Object>
+describeTensor(func::FuncOp model, Type type, DictionaryAttr attrs,
+               StringRef what, unsigned index, std::vector<std::string> &dims) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  auto name = attrs ? attrs.getAs<StringAttr>("torsor.name") : StringAttr();
+  if (!tensor || !name) {
+    model.emitError() << what << " #" << index
+                      << " needs a ranked tensor type and a torsor.name";
+    return failure();
+  }
+  FailureOr<std::string> dtype = dtypeName(tensor.getElementType());
+  if (failed(dtype)) {
+    model.emitError() << what << " '" << name.getValue()
+                      << "' has an element type the runtime does not support: "
+                      << tensor.getElementType();
+    return failure();
+  }
+  llvm::json::Array shape;
+  auto symbolic = attrs.getAs<ArrayAttr>("torsor.dims");
+  for (int64_t d = 0; d < tensor.getRank(); ++d) {
+    Attribute dim =
+        symbolic && d < int64_t(symbolic.size()) ? symbolic[d] : Attribute();
+    if (auto sym = dyn_cast_or_null<StringAttr>(dim)) {
+      shape.push_back(sym.getValue());
+      if (llvm::find(dims, sym.getValue().str()) == dims.end())
+        dims.push_back(sym.getValue().str());
+    } else if (!tensor.isDynamicDim(d)) {
+      shape.push_back(tensor.getDimSize(d));
+    } else {
+      model.emitError() << what << " '" << name.getValue() << "' dim " << d
+                        << " is dynamic but has no symbolic name";
+      return failure();
+    }
+  }
+  llvm::json::Object entry{{"name", name.getValue()},
+                           {"dtype", *dtype},
+                           {"shape", std::move(shape)}};
+  if (auto group = attrs.getAs<StringAttr>("torsor.group")) {
+    entry["group"] = group.getValue();
+    entry["group_n"] = tensor.getDimSize(tensor.getRank() - 1);
+    Attribute proof = attrs.get("torsor.left_invariant");
+    entry["left_invariant"] =
+        isa_and_nonnull<UnitAttr>(proof) ||
+        (isa_and_nonnull<BoolAttr>(proof) && cast<BoolAttr>(proof).getValue());
+  }
+  return entry;
+}
+
+FailureOr<std::optional<std::string>> torsor::buildManifest(ModuleOp module,
+                                                            StringRef target) {
+  FailureOr<func::FuncOp> found = findModelFunction(module);
+  if (failed(found))
+    return failure();
+  func::FuncOp model = *found;
+  if (!model)
+    return std::optional<std::string>();
+
+  std::vector<std::string> dims;
+  llvm::json::Array inputs, params, outputs;
+  std::string modelDType;
+  FunctionType type = model.getFunctionType();
+  for (unsigned i = 0; i < type.getNumInputs(); ++i) {
+    DictionaryAttr attrs = model.getArgAttrDict(i);
+    auto entry =
+        describeTensor(model, type.getInput(i), attrs, "argument", i, dims);
+    if (failed(entry))
+      return failure();
+    auto kind = attrs.getAs<StringAttr>("torsor.kind");
+    bool isParam = kind && kind.getValue() == "param";
+    if (modelDType.empty() && !entry->getObject("group"))
+      modelDType = entry->getString("dtype")->str();
+    (isParam ? params : inputs).push_back(std::move(*entry));
+  }
+  for (unsigned i = 0; i < type.getNumResults(); ++i) {
+    auto entry = describeTensor(model, type.getResult(i),
+                                model.getResultAttrDict(i), "result", i, dims);
+    if (failed(entry))
+      return failure();
+    outputs.push_back(std::move(*entry));
+  }
+  // The ABI passes inputs, then params, then outputs: the model function's
+  // arguments must already be in that order.
+  bool seenParam = false;
+  for (unsigned i = 0; i < type.getNumInputs(); ++i) {
+    auto kind = model.getArgAttrOfType<StringAttr>(i, "torsor.kind");
+    bool isParam = kind && kind.getValue() == "param";
+    if (!isParam && seenParam) {
+      model.emitError() << "model inputs must come before params, but "
+                           "argument #"
+                        << i << " is an input after a param";
+      return failure();
+    }
+    seenParam |= isParam;
+  }
+
+  llvm::json::Array dimArray;
+  for (const std::string &d : dims)
+    dimArray.push_back(d);
+  llvm::json::Object manifest{
+      {"model", model.getName()},
+      {"target", target},
+      {"dtype", modelDType.empty() ? "f32" : modelDType},
+      {"abi", kModelABIVersion},
+      {"entry", "torsor_forward"},
+      {"dims", std::move(dimArray)},
+      {"inputs", std::move(inputs)},
+      {"params", std::move(params)},
+      {"outputs", std::move(outputs)},
+  };
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(manifest)));
+  os << "\n";
+  return std::optional<std::string>(text);
+}

@@ -1,0 +1,27 @@
+//===- Manifest.h - The compiled model's manifest ---------------*- C++ -*-===//
+//
+// OUT.json beside OUT.so: the model's name, target, dtype, symbolic dims
+// and its inputs, params and outputs in ABI order (docs/runtime.md). Built
+// from the attributes MLIRGen put on the model function, before lowering.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TORSOR_COMPILER_TARGET_MANIFEST_H
+#define TORSOR_COMPILER_TARGET_MANIFEST_H
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <optional>
+#include <string>
+
+namespace torsor {
+
+/// The manifest of the model in `module` for `target` ("cpu" or "nvptx"),
+/// as JSON text; std::nullopt when the module has no model function.
+/// Emits an error and fails on a malformed model signature.
+mlir::FailureOr<std::optional<std::string>>
+buildManifest(mlir::ModuleOp module, llvm::StringRef target);
+
+} // namespace torsor
+
+#endif // TORSOR_COMPILER_TARGET_MANIFEST_H

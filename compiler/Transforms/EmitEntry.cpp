@@ -1,0 +1,74 @@
+//===- EmitEntry.cpp - The runtime's entry points -------------------------===//
+//
+// The runtime calls every model the same way, whatever its arity:
+// `torsor_forward(void **descriptors)` with one memref descriptor pointer
+// per tensor. This pass builds that trampoline (and `torsor_abi_version`)
+// in the LLVM dialect around `_mlir_ciface_torsor_model`, the C interface
+// the func-to-LLVM lowering generated for the wrapper of torsor-wrap-model.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace torsor {
+#define GEN_PASS_DEF_TORSOREMITENTRY
+#include "compiler/Transforms/Passes.h.inc"
+} // namespace torsor
+
+using namespace mlir;
+using namespace torsor;
+
+namespace {
+struct TorsorEmitEntry : torsor::impl::TorsorEmitEntryBase<TorsorEmitEntry> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    std::string cifaceName = ("_mlir_ciface_" + kModelWrapperName).str();
+    auto ciface = module.lookupSymbol<LLVM::LLVMFuncOp>(cifaceName);
+    if (!ciface)
+      return; // Not a model (plain MLIR input): nothing to export.
+    for (StringRef reserved : {"torsor_forward", "torsor_abi_version"})
+      if (module.lookupSymbol(reserved)) {
+        module.emitError() << "the symbol '" << reserved
+                           << "' is reserved for the runtime entry points";
+        return signalPassFailure();
+      }
+
+    MLIRContext *context = &getContext();
+    Location loc = ciface.getLoc();
+    OpBuilder builder(module.getBodyRegion());
+    builder.setInsertionPointToEnd(module.getBody());
+    auto ptrType = LLVM::LLVMPointerType::get(context);
+    auto voidType = LLVM::LLVMVoidType::get(context);
+    auto i32Type = IntegerType::get(context, 32);
+
+    // void torsor_forward(void **descriptors)
+    auto forward = LLVM::LLVMFuncOp::create(
+        builder, loc, "torsor_forward",
+        LLVM::LLVMFunctionType::get(voidType, {ptrType}));
+    Block *body = forward.addEntryBlock(builder);
+    builder.setInsertionPointToStart(body);
+    SmallVector<Value> descriptors;
+    for (unsigned i = 0, e = ciface.getNumArguments(); i < e; ++i) {
+      Value slot = LLVM::GEPOp::create(builder, loc, ptrType, ptrType,
+                                       body->getArgument(0),
+                                       ArrayRef<LLVM::GEPArg>{int32_t(i)});
+      descriptors.push_back(LLVM::LoadOp::create(builder, loc, ptrType, slot));
+    }
+    LLVM::CallOp::create(builder, loc, ciface, descriptors);
+    LLVM::ReturnOp::create(builder, loc, ValueRange{});
+
+    // int32_t torsor_abi_version(void)
+    builder.setInsertionPointToEnd(module.getBody());
+    auto version =
+        LLVM::LLVMFuncOp::create(builder, loc, "torsor_abi_version",
+                                 LLVM::LLVMFunctionType::get(i32Type, {}));
+    Block *versionBody = version.addEntryBlock(builder);
+    builder.setInsertionPointToStart(versionBody);
+    Value constant = LLVM::ConstantOp::create(
+        builder, loc, i32Type, builder.getI32IntegerAttr(kModelABIVersion));
+    LLVM::ReturnOp::create(builder, loc, constant);
+  }
+};
+} // namespace

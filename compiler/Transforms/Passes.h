@@ -1,0 +1,38 @@
+//===- Passes.h - Torsor model-level passes ---------------------*- C++ -*-===//
+//
+// Declarations generated from Passes.td, plus the helper that finds the
+// model function the frontend emitted.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TORSOR_COMPILER_TRANSFORMS_PASSES_H
+#define TORSOR_COMPILER_TRANSFORMS_PASSES_H
+
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace torsor {
+
+/// Version of the compiled-model ABI (docs/runtime.md).
+constexpr int kModelABIVersion = 1;
+/// Name of the destination-passing wrapper torsor-wrap-model creates.
+constexpr llvm::StringLiteral kModelWrapperName = "torsor_model";
+
+/// The model function: the public func.func whose arguments carry
+/// `torsor.name`. Null when the module has none (plain MLIR input); an
+/// error when it has several.
+mlir::FailureOr<mlir::func::FuncOp> findModelFunction(mlir::ModuleOp module);
+
+#define GEN_PASS_DECL
+#include "compiler/Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "compiler/Transforms/Passes.h.inc"
+
+} // namespace torsor
+
+#endif // TORSOR_COMPILER_TRANSFORMS_PASSES_H
