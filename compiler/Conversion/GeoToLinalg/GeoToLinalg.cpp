@@ -362,14 +362,21 @@ struct LowerLieAttention : OpRewritePattern<LieAttentionOp> {
           logShape.push_back(m);
           Value w = lie::LogOp::create(
               lb, nloc, RankedTensorType::get(logShape, r.elt), rel, group);
-          // w is [batch..., L, m]; it becomes the slab [batch..., i, :, :].
+          // w is [batch..., L, m]; it becomes the slab [batch..., i, :, :],
+          // copied by a linalg.copy into that slab so that bufferization
+          // writes it in place (an insert_slice of a fresh tensor would
+          // become a strided memref.copy, i.e. a runtime memrefCopy call).
           SmallVector<OpFoldResult> wOffs(wShape.size(), zero);
           wOffs[nb] = i;
           SmallVector<OpFoldResult> wSizes = wShape;
           wSizes[nb] = one;
           SmallVector<OpFoldResult> wStrides(wShape.size(), one);
-          Value next = tensor::InsertSliceOp::create(lb, nloc, w, iterArgs[0],
-                                                     wOffs, wSizes, wStrides);
+          Value slab = tensor::ExtractSliceOp::create(
+              lb, nloc, cast<RankedTensorType>(w.getType()), iterArgs[0], wOffs,
+              wSizes, wStrides);
+          Value filled = linalg::CopyOp::create(lb, nloc, w, slab).getResult(0);
+          Value next = tensor::InsertSliceOp::create(
+              lb, nloc, filled, iterArgs[0], wOffs, wSizes, wStrides);
           scf::YieldOp::create(lb, nloc, next);
         });
     Value w = loop.getResult(0);
@@ -525,10 +532,12 @@ struct LowerGrassmannMix : OpRewritePattern<GrassmannMixOp> {
       gShape.back() = rewriter.getIndexAttr(d);
       Value gDelta =
           e.linear(pHat, op.getWPlu(), e.broadcastBias(op.getBPlu(), gShape));
+      // The sum is written into the accumulator's own rows (outs = the
+      // slice), so bufferization updates them in place.
       Value rows = slice(acc, self);
       Value sum =
           linalg::AddOp::create(rewriter, e.loc, ValueRange{rows, gDelta},
-                                ValueRange{e.empty(e.sizes(rows))})
+                                ValueRange{rows})
               .getResult(0);
       SmallVector<OpFoldResult> offs(rank, zero), sz = e.sizes(rows);
       offs[seq] = self;

@@ -16,7 +16,9 @@
 //       CHECK:     %[[ROWS:.*]] = linalg.broadcast ins(%[[ROW]] : tensor<2x2xf32>) outs(%{{.*}} : tensor<?x2x2xf32>) dimensions = [0]
 //       CHECK:     %[[REL:.*]] = lie.compose %[[ROWS]], %[[G]]
 //       CHECK:     %[[LOG:.*]] = lie.log %[[REL]] {{.*}} -> tensor<?x1xf32>
-//       CHECK:     %[[NEXT:.*]] = tensor.insert_slice %[[LOG]] into %[[ACC]][%[[I]], 0, 0]
+//       CHECK:     %[[SLAB:.*]] = tensor.extract_slice %[[ACC]][%[[I]], 0, 0]
+//       CHECK:     %[[COPY:.*]] = linalg.copy ins(%[[LOG]] : tensor<?x1xf32>) outs(%[[SLAB]] : tensor<?x1xf32>)
+//       CHECK:     %[[NEXT:.*]] = tensor.insert_slice %[[COPY]] into %[[ACC]][%[[I]], 0, 0]
 //       CHECK:     scf.yield %[[NEXT]]
 //       CHECK:   %[[COEF:.*]] = arith.constant dense<{{\[}}[-1.000000e+00], [-2.500000e-01]]> : tensor<2x1xf32>
 //       CHECK:   %[[S:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%[[W]], %[[COEF]] : tensor<?x?x1xf32>, tensor<2x1xf32>) outs(%{{.*}} : tensor<2x?x?xf32>)
@@ -107,7 +109,8 @@ func.func @plucker(%u: tensor<?x4xf32>, %w: tensor<?x4xf32>) -> tensor<?x6xf32> 
 //  CHECK-NEXT:   arith.divf
 //       CHECK:   linalg.broadcast ins(%[[BP]] : tensor<8xf32>)
 //       CHECK:   %[[G1:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %[[WP]] : tensor<?x6xf32>, tensor<8x6xf32>)
-//       CHECK:   %[[SUM1:.*]] = linalg.add ins(%{{.*}}, %[[G1]] : tensor<?x8xf32>, tensor<?x8xf32>)
+//       CHECK:   %[[ROWS1:.*]] = tensor.extract_slice %{{.*}}[%[[F1]], 0] [%[[N1]], 8]
+//       CHECK:   %[[SUM1:.*]] = linalg.add ins(%[[ROWS1]], %[[G1]] : tensor<?x8xf32>, tensor<?x8xf32>) outs(%[[ROWS1]] : tensor<?x8xf32>)
 //       CHECK:   %[[ACC1:.*]] = tensor.insert_slice %[[SUM1]] into %{{.*}}[%[[F1]], 0]
 // Offset 3.
 //       CHECK:   arith.constant 3 : index
