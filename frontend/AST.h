@@ -18,6 +18,7 @@
 #include "llvm/Support/raw_ostream.h"
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -255,6 +256,10 @@ struct ModelDecl {
   llvm::SMLoc loc;
   std::string name;
   std::vector<StmtPtr> body;
+  /// Statements the parser dropped after an error. Sema stays quiet about
+  /// their names (and about missing outputs) to avoid cascading errors.
+  bool hadParseError = false;
+  std::set<std::string> droppedNames;
 };
 
 /// `generator X = [[...], ...];` inside a group.

@@ -144,6 +144,18 @@ ExprPtr Parser::parseCall(SMLoc loc, std::string callee) {
   consume(); // '('
   if (tok.isNot(Token::r_paren)) {
     do {
+      // `group = SE3` uses a keyword as the argument name.
+      if (tok.is(Token::kw_group)) {
+        SMLoc kwLoc = tok.getLoc();
+        consume();
+        if (!expect(Token::equal, "'=' after 'group'"))
+          return nullptr;
+        KeywordArg kw{kwLoc, "group", parseExpr()};
+        if (!kw.value)
+          return nullptr;
+        call->kwargs.push_back(std::move(kw));
+        continue;
+      }
       // `name = expr` is a keyword argument; look ahead one token.
       if (tok.is(Token::identifier)) {
         Token nameTok = tok;

@@ -56,6 +56,12 @@ bool Parser::expect(Token::Kind kind, const Twine &what) {
     consume();
     return true;
   }
+  if (kind == Token::semi && prevEnd && tok.isNot(Token::error) && !inError) {
+    inError = true;
+    diags.emitError(SMLoc::getFromPointer(prevEnd),
+                    "expected " + what + ", got " + describeToken());
+    return false;
+  }
   errorHere("expected " + what + ", got " + describeToken());
   return false;
 }
@@ -110,6 +116,15 @@ void Parser::skipToNextItem() {
     }
     consume();
   }
+}
+
+void Parser::noteDropped() {
+  if (!currentModel)
+    return;
+  currentModel->hadParseError = true;
+  if (!pendingName.empty())
+    currentModel->droppedNames.insert(pendingName);
+  pendingName.clear();
 }
 
 void Parser::skipToNextDecl() {
@@ -222,15 +237,23 @@ std::unique_ptr<ModelDecl> Parser::parseModel() {
   if (!expectIdent(model->name, model->loc, "model name") ||
       !expect(Token::l_brace, "'{' after model name"))
     return nullptr;
+  currentModel = model.get();
   while (tok.isNot(Token::r_brace) && tok.isNot(Token::eof) &&
          tok.isNot(Token::kw_model) && tok.isNot(Token::kw_group)) {
-    if (StmtPtr item = parseItem(/*inBlock=*/false))
+    pendingName.clear();
+    if (StmtPtr item = parseItem(/*inBlock=*/false)) {
       model->body.push_back(std::move(item));
-    else
+    } else {
+      noteDropped();
       skipToNextItem();
+    }
   }
-  if (!expect(Token::r_brace, "'}' at end of model '" + model->name + "'"))
-    return nullptr;
+  currentModel = nullptr;
+  if (!expect(Token::r_brace, "'}' at end of model '" + model->name + "'")) {
+    // Keep what was parsed so Sema can still check it.
+    model->hadParseError = true;
+    skipToNextDecl();
+  }
   return model;
 }
 
@@ -281,6 +304,7 @@ StmtPtr Parser::parseDim() {
   SMLoc loc;
   if (!expectIdent(name, loc, "dim name"))
     return nullptr;
+  pendingName = name;
   auto dim = std::make_unique<DimDecl>(loc, name);
   if (tok.is(Token::equal)) {
     consume();
@@ -304,8 +328,10 @@ StmtPtr Parser::parseValueDecl(Stmt::StmtKind kind) {
   std::string name;
   SMLoc loc;
   TypeExpr type;
-  if (!expectIdent(name, loc, Twine(what) + " name") ||
-      !expect(Token::colon,
+  if (!expectIdent(name, loc, Twine(what) + " name"))
+    return nullptr;
+  pendingName = name;
+  if (!expect(Token::colon,
               Twine("':' and a type after ") + what + " '" + name + "'") ||
       !parseType(type) ||
       !expect(Token::semi, Twine("';' after ") + what + " declaration"))
@@ -319,6 +345,7 @@ StmtPtr Parser::parseBlock() {
   SMLoc loc;
   if (!expectIdent(name, loc, "block name"))
     return nullptr;
+  pendingName = name;
   auto block = std::make_unique<BlockDecl>(loc, name);
   if (!expect(Token::l_paren, "'(' after block name"))
     return nullptr;
@@ -338,13 +365,18 @@ StmtPtr Parser::parseBlock() {
       !parseType(block->resultTypeExpr) ||
       !expect(Token::l_brace, "'{' to start the block body"))
     return nullptr;
+  std::string blockName = pendingName;
   while (tok.isNot(Token::r_brace) && tok.isNot(Token::eof) &&
          tok.isNot(Token::kw_model) && tok.isNot(Token::kw_group)) {
-    if (StmtPtr item = parseItem(/*inBlock=*/true))
+    pendingName.clear();
+    if (StmtPtr item = parseItem(/*inBlock=*/true)) {
       block->body.push_back(std::move(item));
-    else
+    } else {
+      noteDropped();
       skipToNextItem();
+    }
   }
+  pendingName = blockName;
   if (!expect(Token::r_brace, "'}' at end of block '" + name + "'"))
     return nullptr;
   return block;
@@ -363,6 +395,7 @@ StmtPtr Parser::parseBind(Stmt::StmtKind kind) {
                      kind == Stmt::Let ? "name after 'let'"
                                        : "name after 'output'"))
       return nullptr;
+    pendingName = name;
     bind = std::make_unique<BindStmt>(kind, loc, name);
     if (tok.is(Token::colon)) {
       consume();

@@ -95,7 +95,10 @@ private:
   ExprPtr parseList();
 
   // Helpers.
-  void consume() { tok = lexer.lexToken(); }
+  void consume() {
+    prevEnd = tok.getSpelling().end();
+    tok = lexer.lexToken();
+  }
   /// Consumes a token of `kind` or reports "expected <what>, got ...".
   bool expect(Token::Kind kind, const llvm::Twine &what);
   /// Parses an identifier into `name`/`loc`; reports with `what` on failure.
@@ -114,9 +117,18 @@ private:
   Lexer &lexer;
   DiagnosticEngine &diags;
   Token tok;
+  /// End of the previous token: a missing ';' is reported there, on the
+  /// line that lacks it, rather than at the next statement.
+  const char *prevEnd = nullptr;
   unsigned depth = 0;
   /// Set when an error was reported in this statement, to avoid cascades.
   bool inError = false;
+  /// The model being parsed and the name the current statement declares
+  /// (recorded as dropped if the statement fails).
+  ModelDecl *currentModel = nullptr;
+  std::string pendingName;
+  /// Records a failed statement in the current model.
+  void noteDropped();
 };
 
 /// Lexes and parses buffer `bufferId`; errors go to `diags`.

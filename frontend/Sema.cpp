@@ -125,6 +125,10 @@ Type Sema::resolveType(const TypeExpr &t) {
       continue;
     }
     const Symbol *sym = lookup(d.name);
+    if (!sym && isDropped(d.name)) {
+      ok = false;
+      continue;
+    }
     if (!sym || sym->kind != Symbol::DimSym) {
       diags.emitError(d.loc, "unknown dim '" + d.name +
                                  "'; declare it with 'dim " + d.name + ";'");
@@ -179,6 +183,7 @@ Type Sema::resolveType(const TypeExpr &t) {
 //===----------------------------------------------------------------------===//
 
 void Sema::checkModel(ModelDecl &model) {
+  currentModel = &model;
   scopes.clear();
   scopes.emplace_back();
   bool hasOutput = false;
@@ -186,7 +191,7 @@ void Sema::checkModel(ModelDecl &model) {
     checkStmt(*stmt);
     hasOutput |= stmt->getKind() == Stmt::Output;
   }
-  if (!hasOutput)
+  if (!hasOutput && !model.hadParseError)
     diags.emitError(model.loc, "model '" + model.name +
                                    "' has no outputs; add 'output NAME = "
                                    "EXPR;'");

@@ -89,6 +89,11 @@ private:
   /// Scopes: [0] is the model, [1] a block body while checking one.
   std::vector<llvm::StringMap<Symbol>> scopes;
   const BlockDecl *currentBlock = nullptr;
+  const ModelDecl *currentModel = nullptr;
+  /// True for names of statements the parser dropped (already reported).
+  bool isDropped(llvm::StringRef name) const {
+    return currentModel && currentModel->droppedNames.count(name.str());
+  }
   bool sawReturn = false;
 };
 

@@ -202,6 +202,11 @@ Type Sema::checkCall(CallExpr &call) {
   const Symbol *sym = lookup(call.callee);
   if (sym && sym->kind == Symbol::BlockSym)
     return checkBlockCall(call, *sym->block);
+  if (!sym && isDropped(call.callee)) {
+    for (ExprPtr &arg : call.args)
+      checkExpr(*arg);
+    return Type();
+  }
   if (call.repeatCount) {
     diags.emitError(call.repeatLoc, "'repeat' applies to blocks, and '" +
                                         call.callee + "' is not a block");
