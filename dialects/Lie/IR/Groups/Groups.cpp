@@ -13,6 +13,7 @@ llvm::ArrayRef<const GroupModel *> torsor::lie::getBuiltinGroupModels() {
   static const GroupModel *const models[] = {
       &getSO2Model(),
       &getSE2Model(),
+      &getSO3Model(),
   };
   return models;
 }
