@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Conversion/GeoToLinalg/GeoToLinalg.h"
+#include "compiler/Conversion/GeoToLinalg/LinalgEmitter.h"
 #include "compiler/Conversion/Passes.h"
 #include "dialects/Geo/IR/GeoOps.h"
 #include "dialects/Lie/IR/LieOps.h"
@@ -32,265 +33,9 @@ namespace torsor {
 using namespace mlir;
 using namespace torsor;
 using namespace torsor::geo;
+using namespace torsor::geotolinalg;
 
 namespace {
-
-/// The body of a linalg.generic: gets the block arguments (inputs, then the
-/// output) and returns the value to yield.
-using BodyFn = function_ref<Value(OpBuilder &, Location, ValueRange)>;
-
-/// Loop indices [begin, end), for building indexing maps.
-static SmallVector<unsigned> iota(unsigned begin, unsigned end) {
-  return llvm::to_vector(llvm::seq<unsigned>(begin, end));
-}
-
-/// Concatenation of loop-index lists, for building indexing maps.
-static SmallVector<unsigned> cat(ArrayRef<unsigned> a, ArrayRef<unsigned> b) {
-  SmallVector<unsigned> r(a);
-  r.append(b.begin(), b.end());
-  return r;
-}
-
-/// Concatenation of size lists, for building tensor shapes.
-static SmallVector<OpFoldResult> catSizes(ArrayRef<OpFoldResult> a,
-                                          ArrayRef<OpFoldResult> b) {
-  SmallVector<OpFoldResult> r(a);
-  r.append(b.begin(), b.end());
-  return r;
-}
-
-/// Builds the IR of one lowering: one location and one float element type.
-/// Helpers return tensors; each names the formula it computes.
-class Emitter {
-public:
-  Emitter(OpBuilder &b, Location loc, Type elt) : b(b), loc(loc), elt(elt) {}
-
-  /// A scalar constant of the element type.
-  Value cst(double v) {
-    return arith::ConstantOp::create(b, loc, b.getFloatAttr(elt, v));
-  }
-  /// −∞, the score of a masked pair (exp(−∞ − max) = 0 exactly).
-  Value negInf() {
-    const llvm::fltSemantics &sem = cast<FloatType>(elt).getFloatSemantics();
-    return arith::ConstantOp::create(
-        b, loc, b.getFloatAttr(elt, APFloat::getInf(sem, /*Negative=*/true)));
-  }
-  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-
-  /// The sizes of `t`: constants for static dims, tensor.dim for dynamic.
-  SmallVector<OpFoldResult> sizes(Value t) {
-    return tensor::getMixedSizes(b, loc, t);
-  }
-  /// Size `dim` of `t` as an index value.
-  Value dimValue(Value t, int64_t dim) {
-    return getValueOrCreateConstantIndexOp(b, loc, sizes(t)[dim]);
-  }
-  /// Size `dim` of `t` as a scalar of the element type (a constant when
-  /// static).
-  Value dimAsFloat(Value t, int64_t dim) {
-    int64_t size = cast<RankedTensorType>(t.getType()).getDimSize(dim);
-    if (!ShapedType::isDynamic(size))
-      return cst(static_cast<double>(size));
-    Value i64 =
-        arith::IndexCastOp::create(b, loc, b.getI64Type(), dimValue(t, dim));
-    return arith::SIToFPOp::create(b, loc, elt, i64);
-  }
-
-  Value empty(ArrayRef<OpFoldResult> shape) {
-    return tensor::EmptyOp::create(b, loc, shape, elt);
-  }
-  /// A tensor of `shape` filled with `v` (accumulator inits).
-  Value full(ArrayRef<OpFoldResult> shape, Value v) {
-    return linalg::FillOp::create(b, loc, ValueRange{v},
-                                  ValueRange{empty(shape)})
-        .getResult(0);
-  }
-  Value full(ArrayRef<OpFoldResult> shape, double v) {
-    return full(shape, cst(v));
-  }
-
-  /// The indexing map selecting loops `dims` out of `numLoops`.
-  AffineMap map(unsigned numLoops, ArrayRef<unsigned> dims) {
-    SmallVector<AffineExpr> exprs;
-    for (unsigned d : dims)
-      exprs.push_back(b.getAffineDimExpr(d));
-    return AffineMap::get(numLoops, 0, exprs, b.getContext());
-  }
-
-  /// A linalg.generic over `numLoops` loops with one output `init`; loops in
-  /// `reductions` are reductions, the others parallel. `maps` lists inputs'
-  /// maps then the output's.
-  Value generic(ValueRange inputs, Value init, ArrayRef<AffineMap> maps,
-                unsigned numLoops, ArrayRef<unsigned> reductions, BodyFn body) {
-    SmallVector<utils::IteratorType> iters(numLoops,
-                                           utils::IteratorType::parallel);
-    for (unsigned r : reductions)
-      iters[r] = utils::IteratorType::reduction;
-    return linalg::GenericOp::create(
-               b, loc, init.getType(), inputs, ValueRange{init}, maps, iters,
-               [&](OpBuilder &nb, Location nloc, ValueRange args) {
-                 linalg::YieldOp::create(nb, nloc, body(nb, nloc, args));
-               })
-        .getResult(0);
-  }
-
-  /// `y[..., o] = init[..., o] + Σ_c x[..., c] · w[o, c]`: a row-wise
-  /// linear layer `x Wᵀ` accumulated into `init` (which holds the bias or an
-  /// earlier partial product).
-  Value linear(Value x, Value w, Value init) {
-    unsigned rank = cast<RankedTensorType>(x.getType()).getRank();
-    unsigned o = rank - 1, c = rank; // loops: leading..., o, c
-    SmallVector<unsigned> lead = iota(0, rank - 1);
-    return generic({x, w}, init,
-                   {map(rank + 1, cat(lead, {c})), map(rank + 1, {o, c}),
-                    map(rank + 1, cat(lead, {o}))},
-                   rank + 1, {c},
-                   [](OpBuilder &nb, Location nloc, ValueRange a) -> Value {
-                     Value p = arith::MulFOp::create(nb, nloc, a[0], a[1]);
-                     return arith::AddFOp::create(nb, nloc, a[2], p);
-                   });
-  }
-
-  /// `bias` (one vector of the last dim) broadcast to `shape`.
-  Value broadcastBias(Value bias, ArrayRef<OpFoldResult> shape) {
-    return linalg::BroadcastOp::create(
-               b, loc, bias, empty(shape),
-               llvm::to_vector_of<int64_t>(iota(0, shape.size() - 1)))
-        .getResult()[0];
-  }
-
-  /// `Σ_k x[..., k]²`: the squared norm of each row.
-  Value rowSumSquares(Value x) {
-    unsigned rank = cast<RankedTensorType>(x.getType()).getRank();
-    SmallVector<OpFoldResult> shape = sizes(x);
-    shape.pop_back();
-    return generic(x, full(shape, 0.0),
-                   {map(rank, iota(0, rank)), map(rank, iota(0, rank - 1))},
-                   rank, {rank - 1},
-                   [](OpBuilder &nb, Location nloc, ValueRange a) -> Value {
-                     Value sq = arith::MulFOp::create(nb, nloc, a[0], a[0]);
-                     return arith::AddFOp::create(nb, nloc, a[1], sq);
-                   });
-  }
-
-  /// Row-wise softmax over the last dim of `scores` (`[..., i, j]`), after
-  /// multiplying by `scale` and, with `causal`, masking j > i to −∞. Stable:
-  /// the row max is subtracted before exp. Row i always keeps j = i, so no
-  /// row is fully masked.
-  Value softmax(Value scores, double scale, bool causal);
-
-  /// Plücker coordinates `p_k = u_a v_b − u_b v_a` over the lexicographic
-  /// pairs (a, b) = pairs[k], a < b, of the last dim.
-  Value plucker(Value u, Value v);
-
-  /// Casts `v` to `type` when the lowering's static shape information
-  /// differs from the op's result type (e.g. `?` vs a static dim).
-  Value castTo(Value v, Type type) {
-    if (v.getType() == type)
-      return v;
-    return tensor::CastOp::create(b, loc, type, v);
-  }
-
-  OpBuilder &b;
-  Location loc;
-  Type elt;
-};
-
-Value Emitter::softmax(Value scores, double scale, bool causal) {
-  unsigned rank = cast<RankedTensorType>(scores.getType()).getRank();
-  SmallVector<OpFoldResult> shape = sizes(scores);
-  SmallVector<OpFoldResult> rowShape(shape.begin(), shape.end() - 1);
-  AffineMap all = map(rank, iota(0, rank));
-  AffineMap row = map(rank, iota(0, rank - 1));
-  Value ninf = negInf();
-
-  // s = scale · s, then mask: causal attention sees j ≤ i only.
-  if (scale != 1.0 || causal) {
-    Value scaleV = scale != 1.0 ? cst(scale) : Value();
-    scores = generic(scores, empty(shape), {all, all}, rank, {},
-                     [&](OpBuilder &nb, Location nloc, ValueRange a) -> Value {
-                       Value s = a[0];
-                       if (scale != 1.0)
-                         s = arith::MulFOp::create(nb, nloc, s, scaleV);
-                       if (!causal)
-                         return s;
-                       Value i = linalg::IndexOp::create(nb, nloc, rank - 2);
-                       Value j = linalg::IndexOp::create(nb, nloc, rank - 1);
-                       Value seen = arith::CmpIOp::create(
-                           nb, nloc, arith::CmpIPredicate::ule, j, i);
-                       return arith::SelectOp::create(nb, nloc, seen, s, ninf);
-                     });
-  }
-  // m_i = max_j s_ij.
-  Value rowMax =
-      generic(scores, full(rowShape, ninf), {all, row}, rank, {rank - 1},
-              [](OpBuilder &nb, Location nloc, ValueRange a) -> Value {
-                return arith::MaximumFOp::create(nb, nloc, a[0], a[1]);
-              });
-  // e_ij = exp(s_ij − m_i).
-  Value exps =
-      generic({scores, rowMax}, empty(shape), {all, row, all}, rank, {},
-              [](OpBuilder &nb, Location nloc, ValueRange a) -> Value {
-                Value d = arith::SubFOp::create(nb, nloc, a[0], a[1]);
-                return math::ExpOp::create(nb, nloc, d);
-              });
-  // z_i = Σ_j e_ij.
-  Value rowSum =
-      generic(exps, full(rowShape, 0.0), {all, row}, rank, {rank - 1},
-              [](OpBuilder &nb, Location nloc, ValueRange a) -> Value {
-                return arith::AddFOp::create(nb, nloc, a[1], a[0]);
-              });
-  // p_ij = e_ij / z_i.
-  return generic({exps, rowSum}, empty(shape), {all, row, all}, rank, {},
-                 [](OpBuilder &nb, Location nloc, ValueRange a) -> Value {
-                   return arith::DivFOp::create(nb, nloc, a[0], a[1]);
-                 });
-}
-
-Value Emitter::plucker(Value u, Value v) {
-  auto uType = cast<RankedTensorType>(u.getType());
-  unsigned rank = uType.getRank();
-  int64_t r = uType.getShape().back();
-  if (ShapedType::isDynamic(r))
-    r = cast<RankedTensorType>(v.getType()).getShape().back();
-
-  // The pair (a, b) of coordinate k, as two constant index tables: the
-  // generic runs over the C(r,2) outputs and gathers its two operands' a-th
-  // and b-th entries, so no r×r outer product is formed.
-  SmallVector<Attribute> as, bs;
-  for (int64_t a = 0; a < r; ++a)
-    for (int64_t c = a + 1; c < r; ++c) {
-      as.push_back(b.getIndexAttr(a));
-      bs.push_back(b.getIndexAttr(c));
-    }
-  auto tableType = RankedTensorType::get({static_cast<int64_t>(as.size())},
-                                         b.getIndexType());
-  Value tableA =
-      arith::ConstantOp::create(b, loc, DenseElementsAttr::get(tableType, as));
-  Value tableB =
-      arith::ConstantOp::create(b, loc, DenseElementsAttr::get(tableType, bs));
-
-  SmallVector<OpFoldResult> shape = sizes(u);
-  shape.back() = b.getIndexAttr(as.size());
-  return generic(
-      {tableA, tableB}, empty(shape),
-      {map(rank, {rank - 1}), map(rank, {rank - 1}), map(rank, iota(0, rank))},
-      rank, {}, [&](OpBuilder &nb, Location nloc, ValueRange args) -> Value {
-        SmallVector<Value> ia, ib;
-        for (unsigned d = 0; d + 1 < rank; ++d)
-          ia.push_back(linalg::IndexOp::create(nb, nloc, d));
-        ib = ia;
-        ia.push_back(args[0]);
-        ib.push_back(args[1]);
-        Value ua = tensor::ExtractOp::create(nb, nloc, u, ia);
-        Value ub = tensor::ExtractOp::create(nb, nloc, u, ib);
-        Value va = tensor::ExtractOp::create(nb, nloc, v, ia);
-        Value vb = tensor::ExtractOp::create(nb, nloc, v, ib);
-        Value lhs = arith::MulFOp::create(nb, nloc, ua, vb);
-        Value rhs = arith::MulFOp::create(nb, nloc, ub, va);
-        return arith::SubFOp::create(nb, nloc, lhs, rhs);
-      });
-}
 
 //===----------------------------------------------------------------------===//
 // LieAttentionOp
@@ -314,7 +59,7 @@ struct LowerLieAttention : OpRewritePattern<LieAttentionOp> {
     Value g = op.getElements(), v = op.getValues();
     auto gType = cast<RankedTensorType>(g.getType());
     auto vType = cast<RankedTensorType>(v.getType());
-    Emitter e(rewriter, op.getLoc(), vType.getElementType());
+    LinalgEmitter e(rewriter, op.getLoc(), vType.getElementType());
     lie::GroupAttr group = op.getGroup();
     const lie::GroupModel &model = group.getModel();
     unsigned nb = vType.getRank() - 2; // batch dims
@@ -340,7 +85,7 @@ struct LowerLieAttention : OpRewritePattern<LieAttentionOp> {
     auto loop = scf::ForOp::create(
         rewriter, e.loc, lb0, lenV, step, ValueRange{wInit},
         [&](OpBuilder &lb, Location nloc, Value i, ValueRange iterArgs) {
-          Emitter r(lb, nloc, e.elt);
+          LinalgEmitter r(lb, nloc, e.elt);
           // g_i⁻¹ as [batch..., n, n] (the sequence dim dropped) ...
           SmallVector<OpFoldResult> offs(gType.getRank(), zero);
           offs[nb] = i;
@@ -446,13 +191,13 @@ struct LowerLieAttention : OpRewritePattern<LieAttentionOp> {
 // PluckerOp
 //===----------------------------------------------------------------------===//
 
-/// Lowers geo.plucker to one gathering linalg.generic (Emitter::plucker).
+/// Lowers geo.plucker to one gathering linalg.generic (LinalgEmitter::plucker).
 struct LowerPlucker : OpRewritePattern<PluckerOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(PluckerOp op,
                                 PatternRewriter &rewriter) const override {
-    Emitter e(rewriter, op.getLoc(), op.getType().getElementType());
+    LinalgEmitter e(rewriter, op.getLoc(), op.getType().getElementType());
     Value p = e.plucker(op.getLhs(), op.getRhs());
     rewriter.replaceOp(op, e.castTo(p, op.getType()));
     return success();
@@ -478,7 +223,7 @@ struct LowerGrassmannMix : OpRewritePattern<GrassmannMixOp> {
                                 PatternRewriter &rewriter) const override {
     Value h = op.getInput();
     auto hType = cast<RankedTensorType>(h.getType());
-    Emitter e(rewriter, op.getLoc(), hType.getElementType());
+    LinalgEmitter e(rewriter, op.getLoc(), hType.getElementType());
     unsigned rank = hType.getRank(), seq = rank - 2;
     int64_t d = hType.getShape().back();
     bool causal = op.getCausal();
@@ -551,7 +296,7 @@ struct LowerGrassmannMix : OpRewritePattern<GrassmannMixOp> {
     Value g = e.generic(
         acc, e.empty(hShape), {all, all}, rank, {},
         [&](OpBuilder &nb, Location nloc, ValueRange a) -> Value {
-          Emitter s(nb, nloc, e.elt);
+          LinalgEmitter s(nb, nloc, e.elt);
           Value t = linalg::IndexOp::create(nb, nloc, seq);
           Value zeroF = s.cst(0.0), oneF = s.cst(1.0);
           Value count = zeroF;
@@ -586,7 +331,7 @@ struct LowerGrassmannMix : OpRewritePattern<GrassmannMixOp> {
     Value out = e.generic(
         {h, g, pre}, e.empty(hShape), {all, all, all, all}, rank, {},
         [&](OpBuilder &nb, Location nloc, ValueRange a) -> Value {
-          Emitter s(nb, nloc, e.elt);
+          LinalgEmitter s(nb, nloc, e.elt);
           Value one = s.cst(1.0);
           Value en = math::ExpOp::create(nb, nloc,
                                          arith::NegFOp::create(nb, nloc, a[2]));
@@ -616,7 +361,7 @@ struct LowerRelationalAttention : OpRewritePattern<RelationalAttentionOp> {
 
   /// `y[.., h, i, e] = Σ_c x[.., i, c] G[h, c, e]`: x through each head's
   /// d×d form.
-  static Value perHead(Emitter &e, Value x, Value form, unsigned nb) {
+  static Value perHead(LinalgEmitter &e, Value x, Value form, unsigned nb) {
     SmallVector<OpFoldResult> shape = e.sizes(x);
     shape.insert(shape.begin() + nb, e.sizes(form)[0]);
     unsigned h = nb, i = nb + 1, o = nb + 2, c = nb + 3, n = nb + 4;
@@ -635,7 +380,7 @@ struct LowerRelationalAttention : OpRewritePattern<RelationalAttentionOp> {
                                 PatternRewriter &rewriter) const override {
     Value x = op.getInput();
     auto xType = cast<RankedTensorType>(x.getType());
-    Emitter e(rewriter, op.getLoc(), xType.getElementType());
+    LinalgEmitter e(rewriter, op.getLoc(), xType.getElementType());
     unsigned nb = xType.getRank() - 2;
     SmallVector<unsigned> bL = iota(0, nb);
     SmallVector<OpFoldResult> xShape = e.sizes(x);
@@ -685,7 +430,7 @@ struct LowerRelationalNorm : OpRewritePattern<RelationalNormOp> {
                                 PatternRewriter &rewriter) const override {
     Value x = op.getInput();
     auto xType = cast<RankedTensorType>(x.getType());
-    Emitter e(rewriter, op.getLoc(), xType.getElementType());
+    LinalgEmitter e(rewriter, op.getLoc(), xType.getElementType());
     unsigned rank = xType.getRank();
     Value ss = e.rowSumSquares(x);
     Value d = e.dimAsFloat(x, rank - 1);
