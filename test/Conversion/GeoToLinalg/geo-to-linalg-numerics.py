@@ -191,11 +191,23 @@ def se2(theta, t):
     return g
 
 
+def so3(omega):
+    """Rotations exp(hat ω) by Rodrigues (float64)."""
+    theta = np.linalg.norm(omega, axis=-1)[..., None, None]
+    k = np.zeros(omega.shape[:-1] + (3, 3))
+    k[..., 0, 1], k[..., 0, 2], k[..., 1, 2] = -omega[..., 2], omega[..., 1], -omega[..., 0]
+    k = k - np.swapaxes(k, -1, -2)
+    return (np.eye(3) + np.sin(theta) / theta * k
+            + (1 - np.cos(theta)) / theta ** 2 * k @ k)
+
+
 # Each group: a sampler, its λ block sizes, and the algebra coordinates of a
 # log matrix X in block order (only block norms matter, not the basis order).
 GROUPS = {
     "so2": (lambda n: so2(rng.uniform(-3, 3, n)),
             [1], lambda X: np.array([X[1, 0]])),
+    "so3": (lambda n: so3(rng.standard_normal(n + (3,))),
+            [3], lambda X: np.array([X[2, 1], X[0, 2], X[1, 0]])),
     "se2": (lambda n: se2(rng.uniform(-3, 3, n), rng.standard_normal(n + (2,))),
             [1, 2], lambda X: np.array([X[1, 0], X[0, 2], X[1, 2]])),
 }
@@ -221,7 +233,8 @@ def lie_attention_ref(blocks, vee, heads, tau, lam, causal):
 
 
 for group, heads, causal in (("so2", 1, False), ("so2", 2, True),
-                             ("se2", 2, False), ("se2", 3, True)):
+                             ("so3", 2, True), ("se2", 2, False),
+                             ("se2", 3, True)):
     sample, blocks, vee = GROUPS[group]
     tau = rng.uniform(0.5, 2.0, heads)
     lam = rng.uniform(0.1, 1.5, (heads, len(blocks)))

@@ -66,6 +66,18 @@ func.func @lie_attention_batched(%g: tensor<3x?x2x2xf64>, %v: tensor<3x?x4xf64>)
   return %out : tensor<3x?x4xf64>
 }
 
+// λ is per head per block; the coefficient table repeats each block's
+// −λ/τ over the block's coordinates (SE(2): rot = θ, trans = ρ₀, ρ₁).
+// CHECK-LABEL: func.func @lie_attention_blocks
+//       CHECK:   lie.log {{.*}} : tensor<?x3x3xf32> -> tensor<?x3xf32>
+//       CHECK:   arith.constant dense<{{\[}}[-1.000000e+00, -5.000000e-01, -5.000000e-01], [-1.000000e+00, -2.000000e+00, -2.000000e+00]]> : tensor<2x3xf32>
+func.func @lie_attention_blocks(%g: tensor<?x3x3xf32>, %v: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  %out = geo.lie_attention %g, %v {group = #lie.group<se2>, heads = 2 : i64,
+           tau = array<f64: 1.0, 2.0>, lambda = array<f64: 1.0, 0.5, 2.0, 4.0>}
+      : (tensor<?x3x3xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
+  return %out : tensor<?x4xf32>
+}
+
 // One generic over the C(r,2) outputs gathering u_a, u_b, v_a, v_b through
 // constant pair tables (lexicographic a < b).
 // CHECK-LABEL: func.func @plucker

@@ -117,11 +117,11 @@ func.func @lie_attention_tau_sign(%g: tensor<?x2x2xf32>, %v: tensor<?x8xf32>) ->
 
 // -----
 
-func.func @lie_attention_lambda_count(%g: tensor<?x2x2xf32>, %v: tensor<?x8xf32>) -> tensor<?x8xf32> {
-  // expected-error @+1 {{expects `lambda` with heads x blocks = 2 x 1 = 2 entries (row-major; blocks of SO2: rot), got 1}}
-  %o = geo.lie_attention %g, %v {group = #lie.group<so2>, heads = 2 : i64,
-         tau = array<f64: 1.0, 1.0>, lambda = array<f64: 1.0>}
-      : (tensor<?x2x2xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+func.func @lie_attention_lambda_count(%g: tensor<?x3x3xf32>, %v: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{expects `lambda` with heads x blocks = 2 x 2 = 4 entries (row-major; blocks of SE2: rot, trans), got 3}}
+  %o = geo.lie_attention %g, %v {group = #lie.group<se2>, heads = 2 : i64,
+         tau = array<f64: 1.0, 1.0>, lambda = array<f64: 1.0, 1.0, 1.0>}
+      : (tensor<?x3x3xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
   return %o : tensor<?x8xf32>
 }
 
