@@ -122,7 +122,8 @@ def mp_logm_group(spec, A):
         A = spec.project(A)
     try:
         return mp_logm_matrix(A)
-    except (ZeroDivisionError, ArithmeticError):
+    except (ZeroDivisionError, ArithmeticError, TypeError):
+        # (mpmath 1.3 LU raises TypeError on an exactly singular pivot.)
         eta = [mpmath.mpf(10) ** -40 * (j + 1) for j in range(spec.k)]
         return mp_logm_matrix(A * mpmath.expm(mpmath.matrix(spec.hat(eta))))
 

@@ -14,6 +14,7 @@ llvm::ArrayRef<const GroupModel *> torsor::lie::getBuiltinGroupModels() {
       &getSO2Model(),
       &getSE2Model(),
       &getSO3Model(),
+      &getSE3Model(),
   };
   return models;
 }
