@@ -53,13 +53,13 @@ static std::unique_ptr<Module> parseChecked(llvm::SourceMgr &srcMgr,
 }
 
 OwningOpRef<ModuleOp>
-torsor::frontend::importTorsorSource(llvm::SourceMgr &srcMgr,
-                                     MLIRContext &ctx) {
+torsor::frontend::importTorsorSource(llvm::SourceMgr &srcMgr, MLIRContext &ctx,
+                                     bool useF64) {
   MLIRDiagnosticEngine diags(srcMgr, ctx);
   std::unique_ptr<Module> module = parseChecked(srcMgr, diags);
   if (!module)
     return nullptr;
-  return mlirGen(ctx, *module, diags);
+  return mlirGen(ctx, *module, diags, useF64);
 }
 
 LogicalResult torsor::frontend::dumpTorsorAST(llvm::SourceMgr &srcMgr,
@@ -75,8 +75,11 @@ LogicalResult torsor::frontend::dumpTorsorAST(llvm::SourceMgr &srcMgr,
 
 OwningOpRef<ModuleOp> torsor::frontend::mlirGen(MLIRContext &ctx,
                                                 const Module &module,
-                                                MLIRDiagnosticEngine &diags) {
-  return MLIRGenImpl(ctx, diags).emitModule(module);
+                                                MLIRDiagnosticEngine &diags,
+                                                bool useF64) {
+  MLIRGenImpl gen(ctx, diags);
+  gen.useF64 = useF64;
+  return gen.emitModule(module);
 }
 
 //===----------------------------------------------------------------------===//
@@ -90,7 +93,7 @@ mlir::Type MLIRGenImpl::elementType(DType dtype) {
   case DType::BF16:
     return b.getBF16Type();
   case DType::F32:
-    return b.getF32Type();
+    return useF64 ? b.getF64Type() : b.getF32Type();
   case DType::F64:
     return b.getF64Type();
   case DType::I32:

@@ -40,13 +40,17 @@ private:
 /// Emits a checked module as MLIR: one `func.func @<Model>` per model.
 /// Returns null after reporting through `diags` (e.g. a declared group that
 /// the lie dialect cannot represent yet). The result is verified.
+/// With `useF64` (torsorc --dtype=f64), every f32 in the model (tensors
+/// and group elements) is emitted as f64.
 mlir::OwningOpRef<mlir::ModuleOp> mlirGen(mlir::MLIRContext &ctx,
                                           const Module &module,
-                                          MLIRDiagnosticEngine &diags);
+                                          MLIRDiagnosticEngine &diags,
+                                          bool useF64 = false);
 
 /// Parses, checks and emits the main buffer of `srcMgr` (driver entry).
 mlir::OwningOpRef<mlir::ModuleOp> importTorsorSource(llvm::SourceMgr &srcMgr,
-                                                     mlir::MLIRContext &ctx);
+                                                     mlir::MLIRContext &ctx,
+                                                     bool useF64 = false);
 
 /// Parses and checks the main buffer of `srcMgr` and prints its AST
 /// (`torsorc --emit=ast`).

@@ -105,7 +105,8 @@ bool isModelSource(StringRef filename) {
 OwningOpRef<ModuleOp> parseInput(llvm::SourceMgr &sourceMgr,
                                  MLIRContext &context) {
   if (isModelSource(inputFilename))
-    return torsor::frontend::importTorsorSource(sourceMgr, context);
+    return torsor::frontend::importTorsorSource(sourceMgr, context,
+                                                /*useF64=*/dtype == "f64");
   return parseSourceFile<ModuleOp>(sourceMgr, &context);
 }
 
