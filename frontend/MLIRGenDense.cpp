@@ -4,7 +4,8 @@
 // elementwise arithmetic and activations are `linalg.generic` with
 // numpy-style broadcasting maps and `arith`/`math` bodies; `@` is
 // `linalg.matmul` for 2-D operands and a `linalg.generic` contraction
-// otherwise; softmax is `linalg.softmax`; layer/RMS norms are two-pass
+// otherwise; softmax is upstream's decomposition of `linalg.softmax`;
+// layer/RMS norms are two-pass
 // reductions; concat is `tensor.concat`; heads are `tensor.expand_shape` +
 // `linalg.transpose`. Literal scalars are folded and materialised inside
 // the generic bodies.
@@ -304,10 +305,19 @@ Value MLIRGenImpl::emitDense(const CallExpr &call, const Env &env) {
   const FType &type = call.type;
   DType dt = type.dtype;
   if (name == "softmax") {
-    return linalg::SoftmaxOp::create(b, l, TypeRange{tensorType(type)}, args[0],
-                                     emptyTensor(type, l),
-                                     int64_t(call.getConstant("axis")))
-        ->getResult(0);
+    // Built as linalg.softmax and expanded at once into upstream's own
+    // decomposition (max, exp(x - max), sum, divide) so that every pipeline
+    // sees plain linalg.generic ops.
+    auto softmax = linalg::SoftmaxOp::create(b, l, TypeRange{tensorType(type)},
+                                             args[0], emptyTensor(type, l),
+                                             int64_t(call.getConstant("axis")));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(softmax);
+    FailureOr<SmallVector<Value>> parts = softmax.decomposeOperation(b);
+    if (failed(parts))
+      return softmax->getResult(0);
+    softmax->erase();
+    return (*parts)[0];
   }
   if (name == "concat")
     return tensor::ConcatOp::create(b, l, int64_t(call.getConstant("axis")),
