@@ -15,6 +15,7 @@ llvm::ArrayRef<const GroupModel *> torsor::lie::getBuiltinGroupModels() {
       &getSE2Model(),
       &getSO3Model(),
       &getSE3Model(),
+      &getAff2Model(),
   };
   return models;
 }

@@ -1,0 +1,405 @@
+//===- Aff2.cpp - The Aff(2) = GL⁺(2) ⋉ ℝ² group model --------------------===//
+//
+// Orientation-preserving planar affine maps [[A, b], [0, 1]] (3×3). Algebra
+// coordinates (L₀₀, L₀₁, L₁₀, L₁₁, u₁, u₂) of log g = [[L, u], [0, 0]]: the
+// entries of L = log A row-major (an orthonormal basis E_ij for the Frobenius
+// product), then u. Blocks "lin" [0, 4) and "trans" [4, 6); points are
+// 2-vectors acted on homogeneously.
+//
+// Every 2×2 matrix is M = αI + K with α = tr M/2 and K traceless, K² = κI,
+// so every analytic F has F(M) = F₀(α, κ)·I + F₁(α, κ)·K with
+// F₀ = ½(F(α+√κ) + F(α−√κ)) and F₁ the divided difference F[α+√κ, α−√κ]
+// (κ < 0: complex-conjugate eigenvalues, real and imaginary part / √−κ).
+//
+// log: with t = tr A/2, δ = det A, s = t² − δ and N = A − tI (N² = sI),
+// log A = ½ ln δ·I + f·N with
+//   f = atanh(√s/t)/√s = ½ log1p(2√s(t+√s)/δ)/√s   (s > 0; the second form
+//       stays accurate as the small eigenvalue t − √s = δ/(t+√s) → 0),
+//   f = atan2(√−s, t)/√−s                           (s < 0),
+//   f = t⁻¹ Σ_k (s/t²)ᵏ/(2k+1)                      (|s| < η t², t > 0).
+// s is formed as ((a−d)/2)² + bc (no t² − δ cancellation), δ with Kahan's
+// fma determinant, and δ − 1 with compensated products so that ½ ln δ keeps
+// its relative accuracy next to the identity (log1p for |δ − 1| < ½; Kahan's
+// δ − 1 replaces the compensated sum once ‖X‖₁ ≥ 1).
+// u = ψ(L)·b, ψ(z) = z/(eᶻ − 1); exp: A = e^α(C(κ)I + S(κ)K) with
+// C = cosh √κ, S = sinh √κ/√κ (cos, sin/· for κ < 0) and t = φ(L)·u,
+// φ(z) = (eᶻ − 1)/z. The coefficients of φ(L) and ψ(L) come from one of
+// three exact forms, chosen by where they are well conditioned
+// (r = |α| + √|κ| bounds the eigenvalues of L):
+//   Taylor  r ≤ ½: Horner in L, φ to degree 14 (f32: 8), ψ (Bernoulli) to
+//           degree 14 (f32: 6); truncation < 2e-18 (f32 < 4e-9).
+//   split   κ > 0 and √κ > min(1, |α|/2): real eigenvalues μ± = α ± √κ far
+//           enough apart for the divided difference (F(μ+) − F(μ−))/(2√κ).
+//   merged  otherwise: φ(L) = (e^L − I)L⁻¹, ψ(L) = L(e^L − I)⁻¹ through
+//           E₀ − 1 = expm1(α)C + κ(C−1)/κ and E₁ = e^α S; here det L =
+//           α² − κ ≥ ¾α² and det(e^L − I) ≥ c·r² do not cancel.
+// Each form is exact; the switches sit where both neighbours are accurate to
+// a few ulps, so the result is continuous to rounding.
+// Other thresholds: f series |s| < η t² with η = 1e-2 (f64, 8 terms, error
+// < 6e-18) or 0.1 (f32, 7 terms); C, S series for |κ| < 1 (to κ⁹);
+// (eᶻ − 1)/z series for |z| < 1e-3 (f64) / 1e-2 (f32), only to avoid 0/0.
+//
+// dist2 is overridden: the relative element is formed both as A⁻¹B and as
+// the deviation X = A⁻¹(B − A) (u = A⁻¹(b_B − b_A)); log uses X next to the
+// identity (‖X‖₁ < 1, where rounding I + X would lose ε/‖X‖) and A⁻¹B far
+// from it (where X would lose the small entries). Same for buildLog with
+// X = A − I, whose diagonal is exact next to the identity.
+//
+// Chart: eigenvalues of L with imaginary parts in (−π, π), i.e. κ > −π².
+// Out of chart: A with a real eigenvalue ≤ 0 (det A ≤ 0, or s ≥ 0 with
+// tr A ≤ 0, e.g. −I) has no real principal logarithm; log returns NaN in
+// all six coordinates (so dist2 is NaN too) rather than a clamped value
+// that would silently give a wrong, discontinuous distance.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Lie/IR/Groups/Groups.h"
+
+#include <array>
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+using namespace torsor::lie;
+
+namespace {
+
+/// Taylor coefficients of φ(z) = (eᶻ − 1)/z: 1/(k+1)!.
+constexpr double kPhi[] = {1.0,
+                           1.0 / 2,
+                           1.0 / 6,
+                           1.0 / 24,
+                           1.0 / 120,
+                           1.0 / 720,
+                           1.0 / 5040,
+                           1.0 / 40320,
+                           1.0 / 362880,
+                           1.0 / 3628800,
+                           1.0 / 39916800,
+                           1.0 / 479001600,
+                           1.0 / 6227020800,
+                           1.0 / 87178291200,
+                           1.0 / 1307674368000};
+/// Taylor coefficients of ψ(z) = z/(eᶻ − 1): B_k/k! (B₁ = −½).
+constexpr double kPsi[] = {1.0,
+                           -1.0 / 2,
+                           1.0 / 12,
+                           0.0,
+                           -1.0 / 720,
+                           0.0,
+                           1.0 / 30240,
+                           0.0,
+                           -1.0 / 1209600,
+                           0.0,
+                           1.0 / 47900160,
+                           0.0,
+                           -691.0 / 1307674368000,
+                           0.0,
+                           1.0 / 74724249600};
+/// cosh √κ = Σ κᵏ/(2k)! and sinh √κ/√κ = Σ κᵏ/(2k+1)!.
+constexpr double kCosh[] = {1.0,
+                            1.0 / 2,
+                            1.0 / 24,
+                            1.0 / 720,
+                            1.0 / 40320,
+                            1.0 / 3628800,
+                            1.0 / 479001600,
+                            1.0 / 87178291200,
+                            1.0 / 20922789888000,
+                            1.0 / 6402373705728000};
+constexpr double kSinhc[] = {1.0,
+                             1.0 / 6,
+                             1.0 / 120,
+                             1.0 / 5040,
+                             1.0 / 362880,
+                             1.0 / 39916800,
+                             1.0 / 6227020800,
+                             1.0 / 1307674368000,
+                             1.0 / 355687428096000,
+                             1.0 / 121645100408832000};
+/// atanh(y)/y in y² (and atan(y)/y in −y²): 1/(2k+1).
+constexpr double kAtanhc[] = {1.0,     1.0 / 3,  1.0 / 5,  1.0 / 7,
+                              1.0 / 9, 1.0 / 11, 1.0 / 13, 1.0 / 15};
+
+/// Coefficients of F(M) = f0·I + f1·K for M = αI + K, K² = κI.
+struct Coeffs {
+  Value f0, f1;
+};
+
+/// (eᶻ − 1)/z, with its series only where the quotient would be 0/0.
+Value phiScalar(ScalarBuilder &m, Value z) {
+  double bound = m.isF32() ? 1e-2 : 1e-3;
+  return m.select(m.lt(m.abs(z), m.c(bound)),
+                  m.poly(z, ArrayRef<double>(kPhi).take_front(7)),
+                  m.div(m.expm1(z), z));
+}
+
+/// (cosh √κ, sinh √κ/√κ), analytic in κ of either sign.
+Coeffs coshSinhc(ScalarBuilder &m, Value kappa) {
+  unsigned terms = m.isF32() ? 6 : 10;
+  Value cSeries = m.poly(kappa, ArrayRef<double>(kCosh).take_front(terms));
+  Value sSeries = m.poly(kappa, ArrayRef<double>(kSinhc).take_front(terms));
+  // κ ≥ 1: cosh/sinh through exp (no cancellation for √κ ≥ 1).
+  Value r = m.sqrt(m.abs(kappa));
+  Value e = m.exp(r), ei = m.div(m.c(1.0), e);
+  Value cPos = m.mul(m.c(0.5), m.add(e, ei));
+  Value sPos = m.div(m.mul(m.c(0.5), m.sub(e, ei)), r);
+  Value cNeg = m.cos(r), sNeg = m.div(m.sin(r), r);
+  Value small = m.lt(m.abs(kappa), m.c(1.0));
+  Value pos = m.gt(kappa, m.c(0.0));
+  return {m.select(small, cSeries, m.select(pos, cPos, cNeg)),
+          m.select(small, sSeries, m.select(pos, sPos, sNeg))};
+}
+
+/// Horner evaluation of Σ coeffs[j]·Mʲ in the (I, K) basis.
+Coeffs matrixPoly(ScalarBuilder &m, Value alpha, Value kappa,
+                  ArrayRef<double> coeffs) {
+  Value q0 = m.c(coeffs.back()), q1 = m.c(0.0);
+  for (double cj : llvm::reverse(coeffs.drop_back())) {
+    Value n0 = m.fma(alpha, q0, m.fma(kappa, q1, m.c(cj)));
+    Value n1 = m.fma(alpha, q1, q0);
+    q0 = n0;
+    q1 = n1;
+  }
+  return {q0, q1};
+}
+
+/// φ(M) (inverse = false) or ψ(M) = φ(M)⁻¹ (inverse = true) for
+/// M = αI + K, K² = κI. See the file comment for the three forms.
+Coeffs phiOrPsi(ScalarBuilder &m, Value alpha, Value kappa, bool inverse) {
+  Value zero = m.c(0.0), one = m.c(1.0), half = m.c(0.5);
+  Value absA = m.abs(alpha);
+  Value root = m.sqrt(m.abs(kappa));
+  Value radius = m.add(absA, root);
+
+  // Taylor in M.
+  ArrayRef<double> series = inverse ? ArrayRef<double>(kPsi) : kPhi;
+  series =
+      series.take_front(inverse ? (m.isF32() ? 7 : 15) : (m.isF32() ? 9 : 15));
+  Coeffs taylor = matrixPoly(m, alpha, kappa, series);
+
+  // Split real eigenvalues μ± = α ± √κ.
+  Value pPlus = phiScalar(m, m.add(alpha, root));
+  Value pMinus = phiScalar(m, m.sub(alpha, root));
+  if (inverse) {
+    pPlus = m.div(one, pPlus);
+    pMinus = m.div(one, pMinus);
+  }
+  Coeffs split = {m.mul(half, m.add(pPlus, pMinus)),
+                  m.div(m.sub(pPlus, pMinus), m.add(root, root))};
+
+  // Merged or complex eigenvalues: through e^M − I = (E₀−1)I + E₁K.
+  Coeffs cs = coshSinhc(m, kappa);
+  Coeffs csQuarter = coshSinhc(m, m.mul(m.c(0.25), kappa));
+  Value cm1 = m.mul(m.mul(half, kappa), m.sqr(csQuarter.f1)); // cosh √κ − 1
+  Value e0m1 = m.fma(m.expm1(alpha), cs.f0, cm1);
+  Value e1 = m.mul(m.exp(alpha), cs.f1);
+  // α(E₀−1) − κE₁ and the K part; divided by det L (φ) or det(e^L − I)
+  // (ψ), with the K part's sign flipped between the two.
+  Value num0 = m.fma(alpha, e0m1, m.neg(m.mul(kappa, e1)));
+  Value num1 = m.fma(alpha, e1, m.neg(e0m1));
+  Coeffs merged;
+  if (inverse) {
+    Value det = m.fma(e0m1, e0m1, m.neg(m.mul(kappa, m.sqr(e1))));
+    merged = {m.div(num0, det), m.div(m.neg(num1), det)};
+  } else {
+    Value det = m.fma(alpha, alpha, m.neg(kappa));
+    merged = {m.div(num0, det), m.div(num1, det)};
+  }
+
+  Value useTaylor = m.lt(radius, half);
+  Value useSplit =
+      m.andI(m.gt(kappa, zero), m.gt(root, m.min(one, m.mul(half, absA))));
+  auto pick = [&](Value t, Value s, Value g) {
+    return m.select(useTaylor, t, m.select(useSplit, s, g));
+  };
+  return {pick(taylor.f0, split.f0, merged.f0),
+          pick(taylor.f1, split.f1, merged.f1)};
+}
+
+/// Top two rows of a·b for 3×3 affine matrices; the fixed row is constant.
+Scalars composeAffine2(ScalarBuilder &m, ValueRange a, ValueRange b) {
+  Scalars c(9);
+  for (unsigned i = 0; i < 2; ++i) {
+    for (unsigned j = 0; j < 2; ++j)
+      c[i * 3 + j] = m.fma(a[i * 3], b[j], m.mul(a[i * 3 + 1], b[3 + j]));
+    c[i * 3 + 2] =
+        m.add(m.fma(a[i * 3], b[2], m.mul(a[i * 3 + 1], b[5])), a[i * 3 + 2]);
+  }
+  c[6] = m.c(0.0);
+  c[7] = m.c(0.0);
+  c[8] = m.c(1.0);
+  return c;
+}
+
+class Aff2Model final : public GroupModel {
+public:
+  StringRef getName() const override { return "aff2"; }
+  StringRef getDisplayName() const override { return "Aff2"; }
+  unsigned getMatrixSize() const override { return 3; }
+  unsigned getAlgebraDim() const override { return 6; }
+  unsigned getPointDim() const override { return 2; }
+  ArrayRef<AlgebraBlock> getBlocks() const override {
+    static const AlgebraBlock blocks[] = {{"lin", 0, 4}, {"trans", 4, 2}};
+    return blocks;
+  }
+  bool isInsideChart(ArrayRef<double> v) const override {
+    double k = 0.5 * (v[0] - v[3]);
+    return k * k + v[1] * v[2] > -M_PI * M_PI;
+  }
+
+  Scalars buildCompose(ScalarBuilder &m, ValueRange a,
+                       ValueRange b) const override {
+    return composeAffine2(m, a, b);
+  }
+
+  /// [A⁻¹, −A⁻¹b] with A⁻¹ = adj A / det A.
+  Scalars buildInverse(ScalarBuilder &m, ValueRange g) const override {
+    Value r = m.div(m.c(1.0), kahanDet(m, g[0], g[1], g[3], g[4]));
+    Value i00 = m.mul(g[4], r), i01 = m.neg(m.mul(g[1], r));
+    Value i10 = m.neg(m.mul(g[3], r)), i11 = m.mul(g[0], r);
+    Value x = m.neg(m.fma(i00, g[2], m.mul(i01, g[5])));
+    Value y = m.neg(m.fma(i10, g[2], m.mul(i11, g[5])));
+    return {i00, i01, x, i10, i11, y, g[6], g[7], g[8]};
+  }
+
+  Scalars buildLog(ScalarBuilder &m, ValueRange g) const override {
+    // a − 1 and d − 1 are exact next to the identity (Sterbenz).
+    Value one = m.c(1.0);
+    return logOfDeviation(m, {g[0], g[1], g[3], g[4]},
+                          {m.sub(g[0], one), g[1], g[3], m.sub(g[4], one)},
+                          g[2], g[5]);
+  }
+
+  /// ‖log(a⁻¹b)‖²_λ with the relative element formed as a deviation from
+  /// the identity, X = A⁻¹(B − A), u = A⁻¹(b_b − b_a): the differences are
+  /// exact for close elements, so dist2 keeps its relative accuracy as
+  /// a → b, where rounding I + X would lose ε/‖X‖.
+  Value buildDist2(ScalarBuilder &m, ValueRange a, ValueRange b,
+                   ValueRange lambda) const override {
+    Value r = m.div(m.c(1.0), kahanDet(m, a[0], a[1], a[3], a[4]));
+    Value i00 = m.mul(a[4], r), i01 = m.neg(m.mul(a[1], r));
+    Value i10 = m.neg(m.mul(a[3], r)), i11 = m.mul(a[0], r);
+    Value d00 = m.sub(b[0], a[0]), d01 = m.sub(b[1], a[1]);
+    Value d10 = m.sub(b[3], a[3]), d11 = m.sub(b[4], a[4]);
+    Value dx = m.sub(b[2], a[2]), dy = m.sub(b[5], a[5]);
+    // A⁻¹B itself too: far from the identity its small entries are
+    // relatively accurate only in this form.
+    Value r00 = m.fma(i00, b[0], m.mul(i01, b[3]));
+    Value r01 = m.fma(i00, b[1], m.mul(i01, b[4]));
+    Value r10 = m.fma(i10, b[0], m.mul(i11, b[3]));
+    Value r11 = m.fma(i10, b[1], m.mul(i11, b[4]));
+    Scalars w = logOfDeviation(
+        m, {r00, r01, r10, r11},
+        {m.fma(i00, d00, m.mul(i01, d10)), m.fma(i00, d01, m.mul(i01, d11)),
+         m.fma(i10, d00, m.mul(i11, d10)), m.fma(i10, d01, m.mul(i11, d11))},
+        m.fma(i00, dx, m.mul(i01, dy)), m.fma(i10, dx, m.mul(i11, dy)));
+    return buildWeightedNorm2(m, w, lambda);
+  }
+
+  Scalars buildExp(ScalarBuilder &m, ValueRange v) const override {
+    Value half = m.c(0.5);
+    Value alpha = m.mul(half, m.add(v[0], v[3]));
+    Value k00 = m.mul(half, m.sub(v[0], v[3]));
+    Value kappa = m.fma(k00, k00, m.mul(v[1], v[2]));
+    Coeffs cs = coshSinhc(m, kappa);
+    Value ea = m.exp(alpha);
+    Value ec = m.mul(ea, cs.f0), es = m.mul(ea, cs.f1);
+    Coeffs phi = phiOrPsi(m, alpha, kappa, /*inverse=*/false);
+    Value ku0 = m.fma(k00, v[4], m.mul(v[1], v[5]));
+    Value ku1 = m.fma(v[2], v[4], m.neg(m.mul(k00, v[5])));
+    Value t0 = m.fma(phi.f0, v[4], m.mul(phi.f1, ku0));
+    Value t1 = m.fma(phi.f0, v[5], m.mul(phi.f1, ku1));
+    return {m.fma(es, k00, ec),
+            m.mul(es, v[1]),
+            t0,
+            m.mul(es, v[2]),
+            m.fma(es, m.neg(k00), ec),
+            t1,
+            m.c(0.0),
+            m.c(0.0),
+            m.c(1.0)};
+  }
+
+private:
+  /// log of [[A, v], [0, 1]] given A (row-major) and its deviation from
+  /// the identity X = A − I, each computed directly; see the file comment.
+  /// Next to the identity (‖X‖₁ < 1) X keeps ½ ln δ and L relatively
+  /// accurate; far from it A's own entries do (its small entries and
+  /// eigenvalue would lose ε/|entry| through X).
+  static Scalars logOfDeviation(ScalarBuilder &m, std::array<Value, 4> mat,
+                                std::array<Value, 4> dev, Value v0, Value v1) {
+    Value zero = m.c(0.0), half = m.c(0.5), one = m.c(1.0);
+    Value a = mat[0], d = mat[3], p = dev[0], q = dev[3];
+    Value near = m.lt(
+        m.add(m.add(m.abs(p), m.abs(q)), m.add(m.abs(dev[1]), m.abs(dev[2]))),
+        one);
+    Value b = m.select(near, dev[1], mat[1]);
+    Value c = m.select(near, dev[2], mat[2]);
+    Value pq = m.add(p, q);
+    Value t = m.mul(half, m.add(a, d));
+    Value n = m.mul(half, m.select(near, m.sub(p, q), m.sub(a, d)));
+    Value bc = m.mul(b, c);
+    Value s = m.fma(n, n, bc); // t² − δ without the cancellation.
+    Value delta = kahanDet(m, a, b, c, d);
+    // δ − 1 = (p + q) + (pq − bc), both products compensated: error
+    // ε(|p + q| + |δ − 1|), relative to ‖A − I‖ next to the identity. Far
+    // from it the Kahan δ − 1 (error ε·δ) is the better one.
+    Value prod = m.mul(p, q);
+    Value prodErr = m.fma(p, q, m.neg(prod));
+    Value bcErr = m.fma(b, c, m.neg(bc));
+    Value deltaM1 =
+        m.select(near, m.add(m.add(m.sub(prod, bc), pq), m.sub(prodErr, bcErr)),
+                 m.sub(delta, one));
+    Value logDelta =
+        m.select(m.lt(m.abs(deltaM1), half), m.log1p(deltaM1), m.log(delta));
+    Value h = m.mul(half, logDelta);
+
+    // f with log A = h·I + f·N.
+    double eta = m.isF32() ? 0.1 : 1e-2;
+    unsigned terms = m.isF32() ? 7 : 8;
+    Value tt = m.sqr(t);
+    Value fSeries = m.div(
+        m.poly(m.div(s, tt), ArrayRef<double>(kAtanhc).take_front(terms)), t);
+    Value rs = m.sqrt(m.abs(s));
+    Value fPos = m.div(
+        m.mul(half, m.log1p(m.div(m.mul(m.add(rs, rs), m.add(t, rs)), delta))),
+        rs);
+    Value fNeg = m.div(m.atan2(rs, t), rs);
+    Value useSeries =
+        m.andI(m.lt(m.abs(s), m.mul(m.c(eta), tt)), m.gt(t, zero));
+    Value f = m.select(useSeries, fSeries, m.select(m.gt(s, zero), fPos, fNeg));
+
+    Value k00 = m.mul(f, n), k01 = m.mul(f, b), k10 = m.mul(f, c);
+    Value kappa = m.mul(m.sqr(f), s);
+    Coeffs psi = phiOrPsi(m, h, kappa, /*inverse=*/true);
+    Value kb0 = m.fma(k00, v0, m.mul(k01, v1));
+    Value kb1 = m.fma(k10, v0, m.neg(m.mul(k00, v1)));
+    Value u0 = m.fma(psi.f0, v0, m.mul(psi.f1, kb0));
+    Value u1 = m.fma(psi.f0, v1, m.mul(psi.f1, kb1));
+
+    // Outside the chart (a real eigenvalue ≤ 0): NaN everywhere.
+    Value inChart =
+        m.andI(m.gt(delta, zero),
+               arith::OrIOp::create(m.builder(), m.lt(s, zero), m.gt(t, zero)));
+    Value nan = m.c(std::numeric_limits<double>::quiet_NaN());
+    Scalars w = {m.add(h, k00), k01, k10, m.sub(h, k00), u0, u1};
+    for (Value &x : w)
+      x = m.select(inChart, x, nan);
+    return w;
+  }
+
+  /// ad − bc to within ~1 ulp (Kahan's fma determinant).
+  static Value kahanDet(ScalarBuilder &m, Value a, Value b, Value c, Value d) {
+    Value bc = m.mul(b, c);
+    Value err = m.fma(m.neg(b), c, bc);
+    return m.add(m.fma(a, d, m.neg(bc)), err);
+  }
+};
+
+} // namespace
+
+const GroupModel &torsor::lie::getAff2Model() {
+  static const Aff2Model model;
+  return model;
+}
