@@ -16,6 +16,7 @@ llvm::ArrayRef<const GroupModel *> torsor::lie::getBuiltinGroupModels() {
       &getSO3Model(),
       &getSE3Model(),
       &getAff2Model(),
+      &getSim3Model(),
   };
   return models;
 }
