@@ -20,6 +20,7 @@
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -65,6 +66,10 @@ void torsor::buildCPULoweringPipeline(OpPassManager &pm,
   // Everything to the LLVM dialect. math ops without an LLVM intrinsic
   // (atan2, atanh, ...) become libm calls, which are correctly rounded to
   // within an ulp in f32 and f64.
+  // rsqrt has neither an LLVM intrinsic nor a libm function: 1/sqrt.
+  math::MathExpandOpsPassOptions expand;
+  expand.opMnemonics = {"rsqrt"};
+  pm.addPass(math::createMathExpandOpsPass(expand));
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createConvertToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());

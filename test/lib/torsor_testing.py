@@ -58,9 +58,15 @@ class CompiledModule:
         for a in arrays:
             assert a.flags["C_CONTIGUOUS"], "arrays must be C-contiguous"
         descs = [memref_descriptor(a) for a in arrays]
-        fn = getattr(self.lib, "_mlir_ciface_" + name)
+        fn = getattr(self.lib, "_mlir_ciface_" + SYMBOL_PREFIX + name)
         fn.restype = None
         fn(*[ctypes.byref(d) for d in descs])
+
+
+# Test functions get a prefix so that names like `log` or `exp` never collide
+# with libm: LLVM treats a function named `exp` as the C library's and may
+# delete calls to it.
+SYMBOL_PREFIX = "torsor_test_"
 
 
 def tensor_type(shape, dtype):
@@ -93,8 +99,9 @@ def dps_function(name, inputs, outputs, body):
         lines.append("  bufferization.materialize_in_destination %s in restrict "
                      "writable %%out%d : (%s, %s) -> ()"
                      % (res, i, tensor_type(shape, dtype), memref_type(shape, dtype)))
-    return ("func.func @%s(%s) attributes {llvm.emit_c_interface} {\n%s\n"
-            "  return\n}\n" % (name, ", ".join(params), "\n".join(lines)))
+    return ("func.func @%s%s(%s) attributes {llvm.emit_c_interface} {\n%s\n"
+            "  return\n}\n" % (SYMBOL_PREFIX, name, ", ".join(params),
+                                 "\n".join(lines)))
 
 
 class Report:
