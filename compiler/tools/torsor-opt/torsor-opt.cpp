@@ -14,6 +14,6 @@ int main(int argc, char **argv) {
   torsor::registerAllPasses();
   mlir::DialectRegistry registry;
   torsor::registerAllDialects(registry);
-  return mlir::asMainReturnCode(mlir::MlirOptMain(
-      argc, argv, "Torsor optimizer driver\n", registry));
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "Torsor optimizer driver\n", registry));
 }

@@ -11,12 +11,8 @@ using namespace torsor::lie;
 
 llvm::ArrayRef<const GroupModel *> torsor::lie::getBuiltinGroupModels() {
   static const GroupModel *const models[] = {
-      &getSO2Model(),
-      &getSE2Model(),
-      &getSO3Model(),
-      &getSE3Model(),
-      &getAff2Model(),
-      &getSim3Model(),
+      &getSO2Model(), &getSE2Model(),  &getSO3Model(),
+      &getSE3Model(), &getAff2Model(), &getSim3Model(),
   };
   return models;
 }
