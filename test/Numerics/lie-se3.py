@@ -136,9 +136,9 @@ def adversarial():
         ("large t (1e3), random rotations", random_motions(np.random.default_rng(9), 6)
          * np.array([1, 1, 1, 5e2, 1, 1, 1, 5e2, 1, 1, 1, 5e2, 1, 1, 1, 1.0]).reshape(4, 4),
          {"abs_scale": 3e3}),
-        ("large t (1e6), theta=pi-1e-7", at_angles(10, [np.pi - 1e-7] * 4, tscale=1e6),
+        ("large t (1e6), theta=pi-1e-7", at_angles(10, [np.pi - 1e-7] * 6, tscale=1e6),
          {"abs_scale": 5e6}),
-        ("large t (1e6), theta=1e-8", at_angles(11, [1e-8] * 4, tscale=1e6),
+        ("large t (1e6), theta=1e-8", at_angles(11, [1e-8] * 6, tscale=1e6),
          {"abs_scale": 5e6}),
     ]
 
