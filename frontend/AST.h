@@ -16,6 +16,7 @@
 #include "llvm/Support/SMLoc.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <set>
@@ -62,6 +63,10 @@ public:
 
   /// Semantic type, valid after Sema.
   Type type;
+  /// Height of the tree below this node (1 for a leaf). The parser caps it
+  /// so recursive walks (Sema, MLIRGen, destructors) stay shallow even for
+  /// long operator chains such as `x + x + ... + x`.
+  unsigned height = 1;
 
 private:
   const ExprKind kind;
@@ -102,7 +107,10 @@ public:
 class ListExpr : public Expr {
 public:
   ListExpr(llvm::SMLoc loc, std::vector<ExprPtr> elements)
-      : Expr(List, loc), elements(std::move(elements)) {}
+      : Expr(List, loc), elements(std::move(elements)) {
+    for (const ExprPtr &e : this->elements)
+      height = std::max(height, e->height + 1);
+  }
   std::vector<ExprPtr> elements;
   static bool classof(const Expr *e) { return e->getKind() == List; }
 };
@@ -111,7 +119,9 @@ public:
 class UnaryExpr : public Expr {
 public:
   UnaryExpr(llvm::SMLoc loc, char op, ExprPtr operand)
-      : Expr(Unary, loc), op(op), operand(std::move(operand)) {}
+      : Expr(Unary, loc), op(op), operand(std::move(operand)) {
+    height = this->operand->height + 1;
+  }
   char op;
   ExprPtr operand;
   static bool classof(const Expr *e) { return e->getKind() == Unary; }
@@ -121,7 +131,9 @@ public:
 class BinaryExpr : public Expr {
 public:
   BinaryExpr(llvm::SMLoc loc, char op, ExprPtr lhs, ExprPtr rhs)
-      : Expr(Binary, loc), op(op), lhs(std::move(lhs)), rhs(std::move(rhs)) {}
+      : Expr(Binary, loc), op(op), lhs(std::move(lhs)), rhs(std::move(rhs)) {
+    height = std::max(this->lhs->height, this->rhs->height) + 1;
+  }
   char op;
   ExprPtr lhs, rhs;
   static bool classof(const Expr *e) { return e->getKind() == Binary; }
@@ -248,6 +260,8 @@ public:
   TypeExpr resultTypeExpr;
   Type resultType; ///< Set by Sema.
   std::vector<StmtPtr> body;
+  /// Block instances one use expands to, itself included (set by Sema).
+  uint64_t instances = 1;
   static bool classof(const Stmt *s) { return s->getKind() == Stmt::Block; }
 };
 

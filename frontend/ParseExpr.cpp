@@ -38,7 +38,7 @@ ExprPtr Parser::parseExpr() {
     ExprPtr rhs = parseTerm();
     if (!rhs)
       return nullptr;
-    lhs = std::make_unique<BinaryExpr>(loc, op, std::move(lhs), std::move(rhs));
+    lhs = makeBinary(loc, op, std::move(lhs), std::move(rhs));
   }
   return lhs;
 }
@@ -53,7 +53,7 @@ ExprPtr Parser::parseTerm() {
     ExprPtr rhs = parseUnary();
     if (!rhs)
       return nullptr;
-    lhs = std::make_unique<BinaryExpr>(loc, op, std::move(lhs), std::move(rhs));
+    lhs = makeBinary(loc, op, std::move(lhs), std::move(rhs));
   }
   return lhs;
 }
@@ -71,7 +71,8 @@ ExprPtr Parser::parseUnary() {
     ExprPtr operand = parseUnary();
     if (!operand)
       return nullptr;
-    return std::make_unique<UnaryExpr>(loc, '-', std::move(operand));
+    return checkHeight(
+        std::make_unique<UnaryExpr>(loc, '-', std::move(operand)));
   }
   return parsePrimary();
 }
@@ -139,7 +140,26 @@ ExprPtr Parser::parsePrimary() {
   }
 }
 
+ExprPtr Parser::checkHeight(ExprPtr e) {
+  if (!e || e->height <= kMaxExprHeight)
+    return e;
+  errorHere("expression tree is deeper than " + Twine(kMaxExprHeight) +
+            " levels; split it with 'let'");
+  return nullptr;
+}
+
+ExprPtr Parser::makeBinary(SMLoc loc, char op, ExprPtr lhs, ExprPtr rhs) {
+  return checkHeight(
+      std::make_unique<BinaryExpr>(loc, op, std::move(lhs), std::move(rhs)));
+}
+
 ExprPtr Parser::parseCall(SMLoc loc, std::string callee) {
+  DepthGuard guard(depth);
+  if (depth > kMaxNestingDepth) {
+    errorHere("expression is nested too deeply (the limit is " +
+              Twine(kMaxNestingDepth) + " levels)");
+    return nullptr;
+  }
   auto call = std::make_unique<CallExpr>(loc, std::move(callee));
   consume(); // '('
   if (tok.isNot(Token::r_paren)) {
@@ -196,8 +216,9 @@ ExprPtr Parser::parseCall(SMLoc loc, std::string callee) {
           ExprPtr rhs = parseUnary();
           if (!rhs)
             return nullptr;
-          first = std::make_unique<BinaryExpr>(opLoc, op, std::move(first),
-                                               std::move(rhs));
+          first = makeBinary(opLoc, op, std::move(first), std::move(rhs));
+          if (!first)
+            return nullptr;
         }
         while (tok.is(Token::plus) || tok.is(Token::minus)) {
           char op = tok.is(Token::plus) ? '+' : '-';
@@ -206,8 +227,9 @@ ExprPtr Parser::parseCall(SMLoc loc, std::string callee) {
           ExprPtr rhs = parseTerm();
           if (!rhs)
             return nullptr;
-          first = std::make_unique<BinaryExpr>(opLoc, op, std::move(first),
-                                               std::move(rhs));
+          first = makeBinary(opLoc, op, std::move(first), std::move(rhs));
+          if (!first)
+            return nullptr;
         }
         call->args.push_back(std::move(first));
         continue;
@@ -231,7 +253,11 @@ ExprPtr Parser::parseCall(SMLoc loc, std::string callee) {
                      "parameter prefix after 'as'"))
       return nullptr;
   }
-  return call;
+  for (const ExprPtr &e : call->args)
+    call->height = std::max(call->height, e->height + 1);
+  for (const KeywordArg &kw : call->kwargs)
+    call->height = std::max(call->height, kw.value->height + 1);
+  return checkHeight(std::move(call));
 }
 
 ExprPtr Parser::parseList() {
@@ -254,5 +280,5 @@ ExprPtr Parser::parseList() {
   }
   if (!expect(Token::r_square, "']' or ',' in list"))
     return nullptr;
-  return std::make_unique<ListExpr>(loc, std::move(elements));
+  return checkHeight(std::make_unique<ListExpr>(loc, std::move(elements)));
 }

@@ -48,6 +48,8 @@ namespace torsor::frontend {
 
 /// Deepest expression nesting the parser accepts.
 constexpr unsigned kMaxNestingDepth = 128;
+/// Tallest expression tree the parser accepts (operator chains included).
+constexpr unsigned kMaxExprHeight = 512;
 
 /// Parses one buffer into a Module.
 class Parser {
@@ -93,6 +95,10 @@ private:
   ExprPtr parseCall(llvm::SMLoc loc, std::string callee);
   /// list ::= '[' (expr (',' expr)*)? ']'
   ExprPtr parseList();
+  /// Reports and drops `e` if its tree is taller than kMaxExprHeight.
+  ExprPtr checkHeight(ExprPtr e);
+  /// Builds `lhs op rhs`, enforcing the height cap.
+  ExprPtr makeBinary(llvm::SMLoc loc, char op, ExprPtr lhs, ExprPtr rhs);
 
   // Helpers.
   void consume() {

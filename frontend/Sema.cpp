@@ -184,6 +184,7 @@ Type Sema::resolveType(const TypeExpr &t) {
 
 void Sema::checkModel(ModelDecl &model) {
   currentModel = &model;
+  instanceCount = 0;
   scopes.clear();
   scopes.emplace_back();
   bool hasOutput = false;
@@ -287,6 +288,8 @@ void Sema::checkBlock(BlockDecl &block) {
   scopes.emplace_back();
   currentBlock = &block;
   sawReturn = false;
+  uint64_t outerInstances = instanceCount;
+  instanceCount = 0;
   for (BlockArg &arg : block.args) {
     Symbol sym;
     sym.type = arg.type;
@@ -304,6 +307,8 @@ void Sema::checkBlock(BlockDecl &block) {
   if (!sawReturn)
     diags.emitError(block.getLoc(),
                     "block '" + block.name + "' has no 'return' statement");
+  block.instances = 1 + instanceCount;
+  instanceCount = outerInstances;
   currentBlock = nullptr;
   scopes.pop_back();
   declare(block.name, block.getLoc(), blockSym);

@@ -90,6 +90,8 @@ private:
   std::vector<llvm::StringMap<Symbol>> scopes;
   const BlockDecl *currentBlock = nullptr;
   const ModelDecl *currentModel = nullptr;
+  /// Block instances the current model or block body expands to.
+  uint64_t instanceCount = 0;
   /// True for names of statements the parser dropped (already reported).
   bool isDropped(llvm::StringRef name) const {
     return currentModel && currentModel->droppedNames.count(name.str());

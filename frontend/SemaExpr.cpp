@@ -15,6 +15,9 @@ using llvm::SMLoc;
 using llvm::StringRef;
 using llvm::Twine;
 
+/// Most block instances one model may expand to.
+static constexpr uint64_t kMaxBlockInstances = 10000;
+
 Type Sema::checkExpr(Expr &expr) {
   Type result;
   switch (expr.getKind()) {
@@ -272,6 +275,21 @@ Type Sema::checkBlockCall(CallExpr &call, const BlockDecl &block) {
                           ", but it returns " + block.resultType.str());
       return Type();
     }
+  }
+  // Every use is inlined with its own params: bound the expansion so
+  // nested repeats cannot make MLIRGen run for ever.
+  if (block.instances > kMaxBlockInstances)
+    return Type(); // Reported inside the block already.
+  uint64_t uses = call.repeatCount ? uint64_t(call.repeatCount) : 1;
+  uint64_t before = instanceCount;
+  instanceCount = std::min<uint64_t>(kMaxBlockInstances + 1,
+                                     instanceCount + uses * block.instances);
+  if (instanceCount > kMaxBlockInstances && before <= kMaxBlockInstances) {
+    diags.emitError(call.getLoc(), "this use of block '" + block.name +
+                                       "' expands the model to more than " +
+                                       Twine(kMaxBlockInstances) +
+                                       " block instances");
+    return Type();
   }
   if (!ok)
     return Type();
