@@ -6,7 +6,8 @@ Every geo op is lowered with `torsor-opt --convert-geo-to-linalg` alone and
 the result compiled by torsorc (lie ops, bufferization, LLVM), so this checks
 the -O0 oracle itself: the formulas of MATH.md §1, §3, §4 written
 independently here in NumPy (einsum, explicit loops over offsets, the
-principal matrix log from SciPy for the pairwise algebra coordinates).
+principal matrix log from SciPy for the pairwise algebra coordinates;
+lie_attention runs in SO(2), SO(3), SE(2) and SE(3)).
 
 Shapes exercise a batch dim, a dynamic sequence length, causal and
 non-causal forms, several heads with different τ and λ, and Grassmann
@@ -201,6 +202,14 @@ def so3(omega):
             + (1 - np.cos(theta)) / theta ** 2 * k @ k)
 
 
+def se3(omega, t):
+    g = np.zeros(omega.shape[:-1] + (4, 4))
+    g[..., :3, :3] = so3(omega)
+    g[..., :3, 3] = t
+    g[..., 3, 3] = 1
+    return g
+
+
 # Each group: a sampler, its λ block sizes, and the algebra coordinates of a
 # log matrix X in block order (only block norms matter, not the basis order).
 GROUPS = {
@@ -208,6 +217,8 @@ GROUPS = {
             [1], lambda X: np.array([X[1, 0]])),
     "so3": (lambda n: so3(rng.standard_normal(n + (3,))),
             [3], lambda X: np.array([X[2, 1], X[0, 2], X[1, 0]])),
+    "se3": (lambda n: se3(rng.standard_normal(n + (3,)), rng.standard_normal(n + (3,))),
+            [3, 3], lambda X: np.array([X[2, 1], X[0, 2], X[1, 0], *X[:3, 3]])),
     "se2": (lambda n: se2(rng.uniform(-3, 3, n), rng.standard_normal(n + (2,))),
             [1, 2], lambda X: np.array([X[1, 0], X[0, 2], X[1, 2]])),
 }
@@ -234,7 +245,7 @@ def lie_attention_ref(blocks, vee, heads, tau, lam, causal):
 
 for group, heads, causal in (("so2", 1, False), ("so2", 2, True),
                              ("so3", 2, True), ("se2", 2, False),
-                             ("se2", 3, True)):
+                             ("se2", 3, True), ("se3", 2, True)):
     sample, blocks, vee = GROUPS[group]
     tau = rng.uniform(0.5, 2.0, heads)
     lam = rng.uniform(0.1, 1.5, (heads, len(blocks)))

@@ -4,20 +4,20 @@
 // batch dims.
 
 // CHECK-LABEL: func.func @lie_attention
-//  CHECK-SAME:   (%[[G:.*]]: tensor<?x2x2xf32>, %[[V:.*]]: tensor<?x8xf32>)
+//  CHECK-SAME:   (%[[G:.*]]: tensor<?x4x4xf32>, %[[V:.*]]: tensor<?x8xf32>)
 //       CHECK:   %[[OUT:.*]] = geo.lie_attention %[[G]], %[[V]]
 //  CHECK-SAME:     causal
-//  CHECK-SAME:     group = #lie.group<so2>
+//  CHECK-SAME:     group = #lie.group<se3>
 //  CHECK-SAME:     heads = 2 : i64
-//  CHECK-SAME:     lambda = array<f64: 1.000000e+00, 5.000000e-01>
+//  CHECK-SAME:     lambda = array<f64: 1.000000e+00, 5.000000e-01, 1.000000e+00, 2.500000e-01>
 //  CHECK-SAME:     tau = array<f64: 1.000000e+00, 2.000000e+00>
-//  CHECK-SAME:     : (tensor<?x2x2xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+//  CHECK-SAME:     : (tensor<?x4x4xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
 //       CHECK:   return %[[OUT]]
-func.func @lie_attention(%g: tensor<?x2x2xf32>, %v: tensor<?x8xf32>) -> tensor<?x8xf32> {
-  %out = geo.lie_attention %g, %v {group = #lie.group<so2>, heads = 2 : i64,
-           tau = array<f64: 1.0, 2.0>, lambda = array<f64: 1.0, 0.5>,
+func.func @lie_attention(%g: tensor<?x4x4xf32>, %v: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %out = geo.lie_attention %g, %v {group = #lie.group<se3>, heads = 2 : i64,
+           tau = array<f64: 1.0, 2.0>, lambda = array<f64: 1.0, 0.5, 1.0, 0.25>,
            causal}
-      : (tensor<?x2x2xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+      : (tensor<?x4x4xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
   return %out : tensor<?x8xf32>
 }
 
