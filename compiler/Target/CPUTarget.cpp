@@ -139,8 +139,11 @@ mlir::LogicalResult torsor::linkSharedObject(llvm::StringRef objectPath,
     }
     lld = *found;
   }
+  // -Bsymbolic: calls inside the model bind to its own functions, never to
+  // a same-named one loaded earlier (a function named `log` vs libm's).
   llvm::SmallVector<llvm::StringRef> args = {lld,
                                              "-shared",
+                                             "-Bsymbolic",
                                              "--as-needed",
                                              "-o",
                                              outputPath,

@@ -55,11 +55,11 @@ public:
   mlir::Value sin(mlir::Value x) { return mlir::math::SinOp::create(b, x); }
   mlir::Value cos(mlir::Value x) { return mlir::math::CosOp::create(b, x); }
   mlir::Value exp(mlir::Value x) { return mlir::math::ExpOp::create(b, x); }
-  mlir::Value expm1(mlir::Value x) { return b.create<mlir::math::ExpM1Op>(x); }
+  mlir::Value expm1(mlir::Value x) { return mlir::math::ExpM1Op::create(b, x); }
   mlir::Value log(mlir::Value x) { return mlir::math::LogOp::create(b, x); }
-  mlir::Value log1p(mlir::Value x) { return b.create<mlir::math::Log1pOp>(x); }
+  mlir::Value log1p(mlir::Value x) { return mlir::math::Log1pOp::create(b, x); }
   mlir::Value atan2(mlir::Value y, mlir::Value x) {
-    return b.create<mlir::math::Atan2Op>(y, x);
+    return mlir::math::Atan2Op::create(b, y, x);
   }
   mlir::Value atanh(mlir::Value x) { return mlir::math::AtanhOp::create(b, x); }
   mlir::Value copysign(mlir::Value mag, mlir::Value sign) {
