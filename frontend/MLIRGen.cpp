@@ -266,6 +266,8 @@ void MLIRGenImpl::emitModel(const ModelDecl &model) {
     NamedAttrList attrs;
     attrs.set("torsor.name", b.getStringAttr(bind->name));
     attrs.set("torsor.dims", dimsAttr(b, bind->value->type));
+    if (bind->value->type.isGroup())
+      attrs.set("torsor.group", b.getStringAttr(bind->value->type.group->name));
     resultAttrs.push_back(attrs);
   }
   func::ReturnOp::create(b, func.getLoc(), results);
