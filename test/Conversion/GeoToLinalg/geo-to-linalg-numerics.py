@@ -7,7 +7,7 @@ the result compiled by torsorc (lie ops, bufferization, LLVM), so this checks
 the -O0 oracle itself: the formulas of MATH.md §1, §3, §4 written
 independently here in NumPy (einsum, explicit loops over offsets, the
 principal matrix log from SciPy for the pairwise algebra coordinates;
-lie_attention runs in SO(2), SO(3), SE(2) and SE(3)).
+lie_attention runs in every built-in group).
 
 Shapes exercise a batch dim, a dynamic sequence length, causal and
 non-causal forms, several heads with different τ and λ, and Grassmann
@@ -210,6 +210,22 @@ def se3(omega, t):
     return g
 
 
+def aff2(gen, t):
+    """[[expm(gen), t], [0, 1]]: small generators keep every relative
+    element g_i⁻¹g_j inside the principal-log chart."""
+    g = np.zeros(gen.shape[:-2] + (3, 3))
+    g[..., :2, :2] = np.vectorize(scipy.linalg.expm, signature="(n,n)->(n,n)")(gen)
+    g[..., :2, 2] = t
+    g[..., 2, 2] = 1
+    return g
+
+
+def sim3(omega, t, sigma):
+    g = se3(omega, t)
+    g[..., :3, :3] *= np.exp(sigma)[..., None, None]
+    return g
+
+
 # Each group: a sampler, its λ block sizes, and the algebra coordinates of a
 # log matrix X in block order (only block norms matter, not the basis order).
 GROUPS = {
@@ -219,6 +235,12 @@ GROUPS = {
             [3], lambda X: np.array([X[2, 1], X[0, 2], X[1, 0]])),
     "se3": (lambda n: se3(rng.standard_normal(n + (3,)), rng.standard_normal(n + (3,))),
             [3, 3], lambda X: np.array([X[2, 1], X[0, 2], X[1, 0], *X[:3, 3]])),
+    "aff2": (lambda n: aff2(0.2 * rng.standard_normal(n + (2, 2)), rng.standard_normal(n + (2,))),
+             [4, 2], lambda X: np.array([*X[:2, :2].ravel(), *X[:2, 2]])),
+    "sim3": (lambda n: sim3(rng.standard_normal(n + (3,)), rng.standard_normal(n + (3,)),
+                            0.3 * rng.standard_normal(n)),
+             [3, 3, 1], lambda X: np.array([X[2, 1], X[0, 2], X[1, 0], *X[:3, 3],
+                                            np.trace(X[:3, :3]) / 3])),
     "se2": (lambda n: se2(rng.uniform(-3, 3, n), rng.standard_normal(n + (2,))),
             [1, 2], lambda X: np.array([X[1, 0], X[0, 2], X[1, 2]])),
 }
@@ -245,7 +267,8 @@ def lie_attention_ref(blocks, vee, heads, tau, lam, causal):
 
 for group, heads, causal in (("so2", 1, False), ("so2", 2, True),
                              ("so3", 2, True), ("se2", 2, False),
-                             ("se2", 3, True), ("se3", 2, True)):
+                             ("se2", 3, True), ("se3", 2, True),
+                             ("aff2", 2, False), ("sim3", 3, True)):
     sample, blocks, vee = GROUPS[group]
     tau = rng.uniform(0.5, 2.0, heads)
     lam = rng.uniform(0.1, 1.5, (heads, len(blocks)))
