@@ -38,8 +38,8 @@ private:
 };
 
 /// Emits a checked module as MLIR: one `func.func @<Model>` per model.
-/// Returns null after reporting through `diags` (e.g. a declared group that
-/// the lie dialect cannot represent yet). The result is verified.
+/// Returns null after reporting through `diags` (e.g. a group attribute the
+/// lie dialect rejects). The result is verified.
 /// With `useF64` (torsorc --dtype=f64), every f32 in the model (tensors
 /// and group elements) is emitted as f64.
 mlir::OwningOpRef<mlir::ModuleOp> mlirGen(mlir::MLIRContext &ctx,

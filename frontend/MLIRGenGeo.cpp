@@ -3,7 +3,8 @@
 // Emits `lie` ops for compose/inverse/log/exp/act/dist2 and `geo` ops for
 // lie_attention, grassmann_mix, relational_attention and relational_norm.
 // Ops are created by name (OperationState) with the attribute names of
-// LieOps.td/GeoOps.td, and `#lie.group<...>` is parsed from its text, so
+// LieOps.td/GeoOps.td, and `#lie.group<...>` is parsed from its text (a
+// keyword for built-in groups, generators and blocks for declared ones), so
 // this file needs only the dialects to be registered in the context.
 // Constant arguments come from CallExpr::constants, filled by Sema.
 //
@@ -14,6 +15,8 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Diagnostics.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 
 using namespace torsor::frontend;
 using namespace mlir;
@@ -21,31 +24,61 @@ using FType = torsor::frontend::Type;
 using llvm::SMLoc;
 using llvm::StringRef;
 
-Attribute MLIRGenImpl::groupAttr(const GroupInfo &group, SMLoc l) {
-  if (!group.builtin) {
-    mlir::emitError(loc(l))
-        << "group '" << group.name
-        << "' is declared in the model, but the lie dialect cannot represent "
-           "declared groups yet (supported: SO2, SE2, SO3, SE3, Aff2, Sim3)";
-    hadError = true;
-    return nullptr;
+/// The text of `#lie.group<...>` for `group`: the keyword of a built-in
+/// group, or a declared group's generators and blocks (LieAttrs.td).
+static std::string groupAttrText(const GroupInfo &group) {
+  if (group.builtin)
+    return "#lie.group<" + group.mnemonic + ">";
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "#lie.group<\"" << group.name << "\", n = " << group.matrixSize
+     << ", generators = array<f64: ";
+  llvm::ListSeparator comma;
+  for (const std::vector<double> &gen : group.generators)
+    for (double x : gen) {
+      // Shortest round-tripping text, always with a '.' or exponent (the
+      // parser reads `array<f64: 0>` as an integer).
+      std::string num = llvm::formatv("{0}", llvm::format("%.17g", x)).str();
+      if (num.find_first_of(".e") == std::string::npos)
+        num += ".0";
+      os << comma << num;
+    }
+  os << ">, blocks = [";
+  unsigned next = 0;
+  llvm::ListSeparator blockComma;
+  for (const NormBlock &block : group.blocks) {
+    os << blockComma << "[\"" << block.name << "\"";
+    for (unsigned i = 0; i < block.size; ++i)
+      os << ", " << next++;
+    os << "]";
   }
+  os << "]>";
+  return text;
+}
+
+Attribute MLIRGenImpl::groupAttr(const GroupInfo &group, SMLoc l) {
   if (!ctx.getOrLoadDialect("lie")) {
     mlir::emitError(loc(l)) << "the 'lie' dialect is not registered";
     hadError = true;
     return nullptr;
   }
   Attribute attr;
+  std::string why;
   {
-    // A parse failure is reported below at the model's location instead.
-    ScopedDiagnosticHandler silence(&ctx,
-                                    [](Diagnostic &) { return success(); });
-    attr = parseAttribute("#lie.group<" + group.mnemonic + ">", &ctx);
+    // A parse or verifier failure is reported below at the model's
+    // location instead, with the attribute's own message.
+    ScopedDiagnosticHandler silence(&ctx, [&](Diagnostic &diag) {
+      if (why.empty())
+        why = diag.str();
+      return success();
+    });
+    attr = parseAttribute(groupAttrText(group), &ctx);
   }
   if (!attr) {
     mlir::emitError(loc(l)) << "group '" << group.name
                             << "' is not supported by the lie dialect in "
-                               "this build";
+                               "this build: "
+                            << why;
     hadError = true;
   }
   return attr;

@@ -1,0 +1,645 @@
+//===- Generic.cpp - The model of a group declared by generators ----------===//
+//
+// GenericGroupModel derives a group model from k generators E_a (n×n):
+//
+//   coordinates  w = G⁻¹ [⟨E_a, X⟩]_a with the Gram matrix G_ab = ⟨E_a, E_b⟩
+//                (Frobenius), precomputed as a dual basis D_a = Σ_b G⁻¹_ab E_b;
+//                for orthonormal generators D_a = E_a.
+//   closure      every bracket [E_a, E_b] must lie in the span (residual of
+//                its least-squares coordinates ≤ 1e-9‖[E_a, E_b]‖).
+//   nilpotency   the spans W_j of all products of j generators; the first j
+//                with W_j = 0 (j ≤ n when it exists) is the index: X^j = 0 for
+//                every algebra element, and (g − I)^j = 0 for every element.
+//   affine       every generator has a zero last row: elements are
+//                [[A, t], [0, 1]], act is homogeneous on ℝ^{n−1}, compose
+//                skips the fixed row.
+//   exp          buildMatrixExp of hat(v) (exact finite series when nilpotent).
+//   log          coordinates of buildMatrixLog(g) (exact finite series when
+//                unipotent).
+//   inverse      nilpotent: (I + N)⁻¹ = Σ_{k<j} (−N)^k exactly; orthogonal
+//                linear part: transpose; otherwise Gauss–Jordan with partial
+//                pivoting (row swaps as selects) on the linear block, and
+//                −A⁻¹t for the translation of affine groups.
+//   chart        nilpotent: everywhere (exp is a bijection); otherwise
+//                ‖hat(v)‖_F < π, which bounds every eigenvalue's imaginary
+//                part below π (conservative).
+//
+// Specialisation: when the declared generators are, entry for entry, the
+// basis of a built-in model (so2, se2, so3, se3) and the blocks have that
+// model's sizes, every builder delegates to the built-in closed forms. The
+// attribute keyword `generic` turns this off.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Lie/IR/Groups/Generic.h"
+#include "dialects/Lie/IR/Groups/Groups.h"
+
+#if __has_include("dialects/Lie/IR/Groups/MatrixFunctions.h")
+#include "dialects/Lie/IR/Groups/MatrixFunctions.h"
+#define TORSOR_HAVE_MATRIX_FUNCTIONS 1
+#endif
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <map>
+#include <memory>
+#include <mutex>
+
+using namespace mlir;
+using namespace torsor::lie;
+
+namespace {
+
+using Matrix = std::vector<double>;
+
+/// Row-major product of two n×n matrices.
+Matrix matmul(unsigned n, const Matrix &a, const Matrix &b) {
+  Matrix c(n * n, 0.0);
+  for (unsigned i = 0; i < n; ++i)
+    for (unsigned k = 0; k < n; ++k)
+      for (unsigned j = 0; j < n; ++j)
+        c[i * n + j] += a[i * n + k] * b[k * n + j];
+  return c;
+}
+
+double dotF(const Matrix &a, const Matrix &b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    s += a[i] * b[i];
+  return s;
+}
+
+/// Appends `v` to the orthonormal basis `basis` unless it lies in its span
+/// (relative residual below `tol`); returns whether it was appended.
+bool extendBasis(std::vector<Matrix> &basis, Matrix v, double tol) {
+  double norm0 = std::sqrt(dotF(v, v));
+  if (norm0 == 0)
+    return false;
+  for (int pass = 0; pass < 2; ++pass) // Twice: Gram–Schmidt re-orthogonalised.
+    for (const Matrix &q : basis) {
+      double d = dotF(q, v);
+      for (size_t i = 0; i < v.size(); ++i)
+        v[i] -= d * q[i];
+    }
+  double norm = std::sqrt(dotF(v, v));
+  if (norm <= tol * norm0)
+    return false;
+  for (double &x : v)
+    x /= norm;
+  basis.push_back(std::move(v));
+  return true;
+}
+
+/// Inverse of a symmetric positive definite k×k matrix by Gauss–Jordan.
+Matrix invert(unsigned k, Matrix a) {
+  Matrix inv(k * k, 0.0);
+  for (unsigned i = 0; i < k; ++i)
+    inv[i * k + i] = 1;
+  for (unsigned c = 0; c < k; ++c) {
+    unsigned p = c;
+    for (unsigned r = c + 1; r < k; ++r)
+      if (std::abs(a[r * k + c]) > std::abs(a[p * k + c]))
+        p = r;
+    for (unsigned j = 0; j < k; ++j) {
+      std::swap(a[c * k + j], a[p * k + j]);
+      std::swap(inv[c * k + j], inv[p * k + j]);
+    }
+    double d = a[c * k + c];
+    for (unsigned j = 0; j < k; ++j) {
+      a[c * k + j] /= d;
+      inv[c * k + j] /= d;
+    }
+    for (unsigned r = 0; r < k; ++r) {
+      if (r == c)
+        continue;
+      double f = a[r * k + c];
+      for (unsigned j = 0; j < k; ++j) {
+        a[r * k + j] -= f * a[c * k + j];
+        inv[r * k + j] -= f * inv[c * k + j];
+      }
+    }
+  }
+  return inv;
+}
+
+/// Inverse of the leading `size`×`size` block of a matrix with row stride
+/// `stride`, as `size`·`size` scalars.
+Scalars gaussJordanInverse(ScalarBuilder &m, ValueRange g, unsigned stride,
+                           unsigned size) {
+  // Gauss–Jordan on [A | I] with partial pivoting: before eliminating
+  // column c, each lower row r swaps with row c (by selects) when
+  // |a_rc| > |a_cc|, which leaves the largest pivot in row c.
+  unsigned w = 2 * size;
+  std::vector<Value> rows(size * w);
+  for (unsigned i = 0; i < size; ++i)
+    for (unsigned j = 0; j < size; ++j) {
+      rows[i * w + j] = g[i * stride + j];
+      rows[i * w + size + j] = m.c(i == j ? 1.0 : 0.0);
+    }
+  for (unsigned c = 0; c < size; ++c) {
+    for (unsigned r = c + 1; r < size; ++r) {
+      Value swap = m.gt(m.abs(rows[r * w + c]), m.abs(rows[c * w + c]));
+      for (unsigned j = c; j < w; ++j) {
+        Value x = rows[c * w + j], y = rows[r * w + j];
+        rows[c * w + j] = m.select(swap, y, x);
+        rows[r * w + j] = m.select(swap, x, y);
+      }
+    }
+    Value pivotInv = m.div(m.c(1.0), rows[c * w + c]);
+    for (unsigned j = c + 1; j < w; ++j)
+      rows[c * w + j] = m.mul(rows[c * w + j], pivotInv);
+    for (unsigned r = 0; r < size; ++r) {
+      if (r == c)
+        continue;
+      Value f = m.neg(rows[r * w + c]);
+      for (unsigned j = c + 1; j < w; ++j)
+        rows[r * w + j] = m.fma(f, rows[c * w + j], rows[r * w + j]);
+    }
+  }
+  Scalars inv(size * size);
+  for (unsigned i = 0; i < size; ++i)
+    for (unsigned j = 0; j < size; ++j)
+      inv[i * size + j] = rows[i * w + size + j];
+  return inv;
+}
+
+/// A built-in model with the generator basis it uses for its coordinates.
+struct BuiltinBasis {
+  const GroupModel *model;
+  unsigned n;
+  std::vector<Matrix> gens;
+};
+
+/// The unit matrix E_ij of size n.
+Matrix unit(unsigned n, unsigned i, unsigned j, double v = 1) {
+  Matrix e(n * n, 0.0);
+  e[i * n + j] = v;
+  return e;
+}
+
+Matrix plus(Matrix a, const Matrix &b) {
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] += b[i];
+  return a;
+}
+
+/// hat(e_axis) of so(3), embedded in the top-left of an n×n matrix:
+/// hat(ω) = [[0, −ω₃, ω₂], [ω₃, 0, −ω₁], [−ω₂, ω₁, 0]].
+Matrix so3Hat(unsigned n, unsigned axis) {
+  unsigned i = (axis + 1) % 3, j = (axis + 2) % 3;
+  return plus(unit(n, j, i, 1), unit(n, i, j, -1));
+}
+
+/// The bases of the built-in models, as their files document them.
+const std::vector<BuiltinBasis> &getBuiltinBases() {
+  static const std::vector<BuiltinBasis> bases = [] {
+    std::vector<BuiltinBasis> result;
+    result.push_back({&getSO2Model(), 2, {so3Hat(2, 2)}});
+    result.push_back(
+        {&getSE2Model(), 3, {so3Hat(3, 2), unit(3, 0, 2), unit(3, 1, 2)}});
+    result.push_back(
+        {&getSO3Model(), 3, {so3Hat(3, 0), so3Hat(3, 1), so3Hat(3, 2)}});
+    result.push_back({&getSE3Model(),
+                      4,
+                      {so3Hat(4, 0), so3Hat(4, 1), so3Hat(4, 2), unit(4, 0, 3),
+                       unit(4, 1, 3), unit(4, 2, 3)}});
+    return result;
+  }();
+  return bases;
+}
+
+#ifndef TORSOR_HAVE_MATRIX_FUNCTIONS
+// Stand-in until MatrixFunctions.h lands: Taylor exp with a fixed scaling,
+// log by a fixed number of Denman–Beavers square roots and a Mercator
+// series. Only accurate enough for testing.
+Scalars standInMatmul(ScalarBuilder &m, unsigned n, ValueRange a,
+                      ValueRange b) {
+  Scalars c(n * n);
+  for (unsigned i = 0; i < n; ++i)
+    for (unsigned j = 0; j < n; ++j) {
+      Value acc = m.mul(a[i * n], b[j]);
+      for (unsigned k = 1; k < n; ++k)
+        acc = m.fma(a[i * n + k], b[k * n + j], acc);
+      c[i * n + j] = acc;
+    }
+  return c;
+}
+#endif
+
+/// Content key of a declaration for the model registry.
+std::string makeKey(StringRef name, unsigned n, ArrayRef<double> generators,
+                    ArrayRef<DeclaredBlock> blocks, bool generic) {
+  std::string key;
+  llvm::raw_string_ostream os(key);
+  os << name << '\0' << n << '\0' << generic << '\0';
+  os.write(reinterpret_cast<const char *>(generators.data()),
+           generators.size() * sizeof(double));
+  for (const DeclaredBlock &b : blocks)
+    os << '\0' << b.name << '\0' << b.size;
+  return key;
+}
+
+} // namespace
+
+#ifndef TORSOR_HAVE_MATRIX_FUNCTIONS
+namespace torsor::lie {
+Scalars buildMatrixExp(ScalarBuilder &m, unsigned n, ValueRange a,
+                       unsigned nilpotentIndex) {
+  unsigned squarings = nilpotentIndex ? 0 : 10;
+  unsigned terms = nilpotentIndex ? nilpotentIndex - 1 : 14;
+  Value scale = m.c(std::ldexp(1.0, -int(squarings)));
+  Scalars x(a.begin(), a.end());
+  for (Value &v : x)
+    v = m.mul(v, scale);
+  // Horner: I + x(I + x/2(I + x/3(...))).
+  Scalars acc(n * n);
+  for (unsigned i = 0; i < n * n; ++i)
+    acc[i] = m.c(i % (n + 1) == 0 ? 1.0 : 0.0);
+  for (unsigned k = terms; k >= 1; --k) {
+    Scalars p = standInMatmul(m, n, x, acc);
+    for (unsigned i = 0; i < n * n; ++i)
+      acc[i] = m.fma(p[i], m.c(1.0 / k), m.c(i % (n + 1) == 0 ? 1.0 : 0.0));
+  }
+  for (unsigned s = 0; s < squarings; ++s)
+    acc = standInMatmul(m, n, acc, acc);
+  return acc;
+}
+
+Scalars buildMatrixLog(ScalarBuilder &m, unsigned n, ValueRange a,
+                       unsigned unipotentIndex);
+} // namespace torsor::lie
+#endif
+
+//===----------------------------------------------------------------------===//
+// Construction
+//===----------------------------------------------------------------------===//
+
+const GenericGroupModel *
+GenericGroupModel::get(StringRef name, unsigned n, ArrayRef<double> generators,
+                       ArrayRef<DeclaredBlock> declBlocks, bool generic,
+                       std::string &error) {
+  static std::mutex mutex;
+  static std::map<std::string, std::unique_ptr<GenericGroupModel>> registry;
+  std::string key = makeKey(name, n, generators, declBlocks, generic);
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = registry.find(key); it != registry.end())
+    return it->second.get();
+
+  llvm::raw_string_ostream err(error);
+  if (n < 2 || n > 8) {
+    err << "expects a matrix size n between 2 and 8, found " << n;
+    return nullptr;
+  }
+  unsigned nn = n * n;
+  if (generators.empty() || generators.size() % nn != 0) {
+    err << "expects generators as k·" << nn << " entries (k ≥ 1 matrices of "
+        << n << "x" << n << "), found " << generators.size() << " entries";
+    return nullptr;
+  }
+  unsigned k = generators.size() / nn;
+  if (k > nn) {
+    err << "expects at most " << nn << " generators for n = " << n << ", found "
+        << k;
+    return nullptr;
+  }
+  for (double x : generators)
+    if (!std::isfinite(x)) {
+      err << "expects finite generator entries, found " << x;
+      return nullptr;
+    }
+
+  auto model = std::make_unique<GenericGroupModel>();
+  model->name = name.str();
+  model->n = n;
+  model->dim = k;
+  for (unsigned a = 0; a < k; ++a)
+    model->gens.emplace_back(generators.begin() + a * nn,
+                             generators.begin() + (a + 1) * nn);
+  const auto &gens = model->gens;
+
+  // Linear independence, in declaration order.
+  {
+    std::vector<Matrix> basis;
+    for (unsigned a = 0; a < k; ++a)
+      if (!extendBasis(basis, gens[a], 1e-9)) {
+        err << "expects linearly independent generators, found generator " << a
+            << " in the span of the generators before it";
+        return nullptr;
+      }
+  }
+
+  // Dual basis through the Gram matrix.
+  Matrix gram(k * k);
+  for (unsigned a = 0; a < k; ++a)
+    for (unsigned b = 0; b < k; ++b)
+      gram[a * k + b] = dotF(gens[a], gens[b]);
+  Matrix gramInv = invert(k, gram);
+  model->dual.assign(k, Matrix(nn, 0.0));
+  for (unsigned a = 0; a < k; ++a)
+    for (unsigned b = 0; b < k; ++b)
+      for (unsigned i = 0; i < nn; ++i)
+        model->dual[a][i] += gramInv[a * k + b] * gens[b][i];
+
+  // Closure under the bracket.
+  for (unsigned a = 0; a < k; ++a)
+    for (unsigned b = a + 1; b < k; ++b) {
+      Matrix ab = matmul(n, gens[a], gens[b]), ba = matmul(n, gens[b], gens[a]);
+      Matrix br(nn), res(nn);
+      for (unsigned i = 0; i < nn; ++i)
+        res[i] = br[i] = ab[i] - ba[i];
+      for (unsigned c = 0; c < k; ++c) {
+        double w = dotF(model->dual[c], br);
+        for (unsigned i = 0; i < nn; ++i)
+          res[i] -= w * gens[c][i];
+      }
+      if (std::sqrt(dotF(res, res)) >
+          1e-9 * std::max(1.0, std::sqrt(dotF(br, br)))) {
+        err << "expects generators closed under the bracket, found [E" << a
+            << ", E" << b << "] outside their span";
+        return nullptr;
+      }
+    }
+
+  // Blocks.
+  unsigned covered = 0;
+  for (const DeclaredBlock &blk : declBlocks) {
+    if (blk.size == 0) {
+      err << "expects every block to hold at least one generator, found block '"
+          << blk.name << "' empty";
+      return nullptr;
+    }
+    covered += blk.size;
+  }
+  if (covered != k) {
+    err << "expects blocks covering all " << k << " generators once, found "
+        << covered;
+    return nullptr;
+  }
+  unsigned offset = 0;
+  for (const DeclaredBlock &blk : declBlocks)
+    model->blockNames.push_back(blk.name);
+  for (auto [i, blk] : llvm::enumerate(declBlocks)) {
+    model->blocks.push_back({model->blockNames[i], offset, blk.size});
+    offset += blk.size;
+  }
+
+  // Nilpotency: spans of products of j generators.
+  {
+    std::vector<Matrix> level;
+    for (const Matrix &g : gens)
+      extendBasis(level, g, 1e-12);
+    for (unsigned j = 2; j <= n + 1 && !level.empty(); ++j) {
+      std::vector<Matrix> next;
+      for (const Matrix &g : gens)
+        for (const Matrix &p : level)
+          extendBasis(next, matmul(n, g, p), 1e-12);
+      level = std::move(next);
+      if (level.empty())
+        model->nilIndex = j;
+    }
+  }
+
+  // Affine structure and orthogonality of the linear part.
+  model->affine = llvm::all_of(gens, [&](const Matrix &g) {
+    for (unsigned j = 0; j < n; ++j)
+      if (g[(n - 1) * n + j] != 0)
+        return false;
+    return true;
+  });
+  unsigned lin = model->affine ? n - 1 : n;
+  model->orthogonal = llvm::all_of(gens, [&](const Matrix &g) {
+    for (unsigned i = 0; i < lin; ++i)
+      for (unsigned j = 0; j < lin; ++j)
+        if (g[i * n + j] != -g[j * n + i])
+          return false;
+    return true;
+  });
+
+  // Specialisation: exact basis match with a built-in model.
+  if (!generic)
+    for (const BuiltinBasis &basis : getBuiltinBases()) {
+      if (basis.n != n || basis.gens.size() != k ||
+          basis.model->getBlocks().size() != model->blocks.size())
+        continue;
+      bool same = true;
+      for (unsigned a = 0; a < k && same; ++a)
+        same = basis.gens[a] == gens[a];
+      for (auto [ours, theirs] :
+           llvm::zip_equal(model->blocks, basis.model->getBlocks()))
+        same = same && ours.size == theirs.size;
+      if (same) {
+        model->special = basis.model;
+        break;
+      }
+    }
+
+  const GenericGroupModel *result = model.get();
+  registry.emplace(std::move(key), std::move(model));
+  return result;
+}
+
+//===----------------------------------------------------------------------===//
+// Builders
+//===----------------------------------------------------------------------===//
+
+bool GenericGroupModel::isInsideChart(ArrayRef<double> v) const {
+  if (special)
+    return special->isInsideChart(v);
+  if (nilIndex)
+    return true;
+  double norm2 = 0;
+  for (unsigned i = 0; i < n * n; ++i) {
+    double x = 0;
+    for (unsigned a = 0; a < dim; ++a)
+      x += v[a] * gens[a][i];
+    norm2 += x * x;
+  }
+  return std::sqrt(norm2) < M_PI;
+}
+
+Scalars GenericGroupModel::buildHat(ScalarBuilder &m, ValueRange v) const {
+  Scalars x(n * n);
+  for (unsigned i = 0; i < n * n; ++i) {
+    Value acc;
+    for (unsigned a = 0; a < dim; ++a) {
+      double e = gens[a][i];
+      if (e == 0)
+        continue;
+      Value term = e == 1 ? v[a] : e == -1 ? m.neg(v[a]) : Value();
+      if (acc && term)
+        acc = m.add(acc, term);
+      else if (acc)
+        acc = m.fma(m.c(e), v[a], acc);
+      else
+        acc = term ? term : m.mul(m.c(e), v[a]);
+    }
+    x[i] = acc ? acc : m.c(0.0);
+  }
+  return x;
+}
+
+Scalars GenericGroupModel::buildCompose(ScalarBuilder &m, ValueRange a,
+                                        ValueRange b) const {
+  if (special)
+    return special->buildCompose(m, a, b);
+  if (!affine)
+    return GroupModel::buildCompose(m, a, b);
+  // The fixed last row [0, …, 0, 1] is neither read nor computed.
+  Scalars c(n * n);
+  for (unsigned i = 0; i + 1 < n; ++i)
+    for (unsigned j = 0; j < n; ++j) {
+      Value acc = j + 1 == n ? a[i * n + j] : Value();
+      for (unsigned k = 0; k + 1 < n; ++k)
+        acc = acc ? m.fma(a[i * n + k], b[k * n + j], acc)
+                  : m.mul(a[i * n + k], b[k * n + j]);
+      c[i * n + j] = acc;
+    }
+  for (unsigned j = 0; j < n; ++j)
+    c[(n - 1) * n + j] = m.c(j + 1 == n ? 1.0 : 0.0);
+  return c;
+}
+
+Scalars GenericGroupModel::buildBlockInverse(ScalarBuilder &m, ValueRange g,
+                                             unsigned size) const {
+  if (orthogonal) {
+    Scalars inv(size * size);
+    for (unsigned i = 0; i < size; ++i)
+      for (unsigned j = 0; j < size; ++j)
+        inv[i * size + j] = g[j * n + i];
+    return inv;
+  }
+  return gaussJordanInverse(m, g, n, size);
+}
+
+Scalars GenericGroupModel::buildInverse(ScalarBuilder &m, ValueRange g) const {
+  if (special)
+    return special->buildInverse(m, g);
+  unsigned nn = n * n;
+  if (nilIndex) {
+    // g = I + N with N^j = 0: g⁻¹ = I − N + N² − … by Horner,
+    // R ← I − N·R, j − 1 times.
+    Scalars negN(nn), r(nn);
+    for (unsigned i = 0; i < nn; ++i) {
+      bool diag = i % (n + 1) == 0;
+      negN[i] = diag ? m.sub(m.c(1.0), g[i]) : m.neg(g[i]);
+      r[i] = m.c(diag ? 1.0 : 0.0);
+    }
+    for (unsigned step = 1; step < nilIndex; ++step) {
+      Scalars p = GroupModel::buildCompose(m, negN, r);
+      for (unsigned i = 0; i < nn; ++i)
+        r[i] = i % (n + 1) == 0 ? m.add(p[i], m.c(1.0)) : p[i];
+    }
+    if (affine)
+      for (unsigned j = 0; j < n; ++j)
+        r[(n - 1) * n + j] = m.c(j + 1 == n ? 1.0 : 0.0);
+    return r;
+  }
+  if (!affine) {
+    Scalars inv = buildBlockInverse(m, g, n);
+    return inv;
+  }
+  // [[A, t], [0, 1]]⁻¹ = [[A⁻¹, −A⁻¹t], [0, 1]].
+  unsigned d = n - 1;
+  Scalars a = buildBlockInverse(m, g, d);
+  Scalars r(nn);
+  for (unsigned i = 0; i < d; ++i) {
+    Value acc = m.mul(a[i * d], g[n - 1]);
+    for (unsigned k = 1; k < d; ++k)
+      acc = m.fma(a[i * d + k], g[k * n + n - 1], acc);
+    for (unsigned j = 0; j < d; ++j)
+      r[i * n + j] = a[i * d + j];
+    r[i * n + d] = m.neg(acc);
+  }
+  for (unsigned j = 0; j < n; ++j)
+    r[d * n + j] = m.c(j == d ? 1.0 : 0.0);
+  return r;
+}
+
+Scalars GenericGroupModel::buildLog(ScalarBuilder &m, ValueRange g) const {
+  if (special)
+    return special->buildLog(m, g);
+  Scalars x = buildMatrixLog(m, n, g, nilIndex);
+  Scalars w(dim);
+  for (unsigned a = 0; a < dim; ++a) {
+    Value acc;
+    for (unsigned i = 0; i < n * n; ++i) {
+      double d = dual[a][i];
+      if (d == 0)
+        continue;
+      acc = !acc      ? (d == 1 ? x[i] : m.mul(m.c(d), x[i]))
+            : d == 1  ? m.add(acc, x[i])
+            : d == -1 ? m.sub(acc, x[i])
+                      : m.fma(m.c(d), x[i], acc);
+    }
+    w[a] = acc;
+  }
+  return w;
+}
+
+Scalars GenericGroupModel::buildExp(ScalarBuilder &m, ValueRange v) const {
+  if (special)
+    return special->buildExp(m, v);
+  Scalars e = buildMatrixExp(m, n, buildHat(m, v), nilIndex);
+  if (affine) // Exactly [0, …, 0, 1], whatever the rounding of the series.
+    for (unsigned j = 0; j < n; ++j)
+      e[(n - 1) * n + j] = m.c(j + 1 == n ? 1.0 : 0.0);
+  return e;
+}
+
+Scalars GenericGroupModel::buildAct(ScalarBuilder &m, ValueRange g,
+                                    ValueRange p) const {
+  if (special)
+    return special->buildAct(m, g, p);
+  return GroupModel::buildAct(m, g, p);
+}
+
+Value GenericGroupModel::buildDist2(ScalarBuilder &m, ValueRange a,
+                                    ValueRange b, ValueRange lambda) const {
+  if (special)
+    return special->buildDist2(m, a, b, lambda);
+  return GroupModel::buildDist2(m, a, b, lambda);
+}
+
+#ifndef TORSOR_HAVE_MATRIX_FUNCTIONS
+Scalars torsor::lie::buildMatrixLog(ScalarBuilder &m, unsigned n, ValueRange a,
+                                    unsigned unipotentIndex) {
+  unsigned nn = n * n;
+  auto identity = [&](unsigned i) { return m.c(i % (n + 1) == 0 ? 1.0 : 0.0); };
+  Scalars y(a.begin(), a.end());
+  unsigned roots = unipotentIndex ? 0 : 8;
+  for (unsigned r = 0; r < roots; ++r) {
+    // Denman–Beavers: Y ← (Y + Z⁻¹)/2, Z ← (Z + Y⁻¹)/2.
+    Scalars z(nn);
+    for (unsigned i = 0; i < nn; ++i)
+      z[i] = identity(i);
+    for (unsigned it = 0; it < 12; ++it) {
+      Scalars yi = gaussJordanInverse(m, y, n, n);
+      Scalars zi = gaussJordanInverse(m, z, n, n);
+      for (unsigned i = 0; i < nn; ++i) {
+        y[i] = m.mul(m.c(0.5), m.add(y[i], zi[i]));
+        z[i] = m.mul(m.c(0.5), m.add(z[i], yi[i]));
+      }
+    }
+  }
+  // log(I + X) = X − X²/2 + X³/3 − …
+  Scalars x(nn);
+  for (unsigned i = 0; i < nn; ++i)
+    x[i] = m.sub(y[i], identity(i));
+  unsigned terms = unipotentIndex ? unipotentIndex - 1 : 18;
+  Scalars acc(nn);
+  for (unsigned i = 0; i < nn; ++i)
+    acc[i] = m.c(0.0);
+  for (unsigned k = terms; k >= 1; --k) {
+    // acc ← X·(1/k − acc)
+    Scalars t(nn);
+    for (unsigned i = 0; i < nn; ++i)
+      t[i] = m.sub(i % (n + 1) == 0 ? m.c(1.0 / k) : m.c(0.0), acc[i]);
+    acc = standInMatmul(m, n, x, t);
+  }
+  for (unsigned i = 0; i < nn; ++i)
+    acc[i] = m.mul(acc[i], m.c(std::ldexp(1.0, int(roots))));
+  return acc;
+}
+#endif

@@ -1,0 +1,105 @@
+//===- Generic.h - The model of a group declared by generators --*- C++ -*-===//
+//
+// A user-declared matrix Lie group (`group Heis3 { ... }` in a .tsr model,
+// `#lie.group<"Heis3", n = 3, generators = ..., blocks = ...>` in IR) has no
+// hand-written closed forms: GenericGroupModel derives everything from the
+// generators (coordinates through the dual basis, nilpotency, the affine
+// structure) and builds exp and log from the generic matrix functions of
+// MatrixFunctions.h. When the generators are exactly a built-in group's own
+// basis, the model delegates its builders to that built-in model instead.
+//
+// Models are cached per declaration (by content, so that they outlive any
+// MLIRContext) in a process-wide registry guarded by a mutex.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TORSOR_DIALECTS_LIE_IR_GROUPS_GENERIC_H
+#define TORSOR_DIALECTS_LIE_IR_GROUPS_GENERIC_H
+
+#include "dialects/Lie/IR/GroupModel.h"
+
+#include <string>
+#include <vector>
+
+namespace torsor::lie {
+
+/// One λ block of a declaration: its name and how many generators it holds.
+struct DeclaredBlock {
+  std::string name;
+  unsigned size;
+};
+
+/// The group model of a declared group; see the file comment.
+class GenericGroupModel final : public GroupModel {
+public:
+  /// The checked, cached model of a declaration, or null with `error` set
+  /// to a message naming what is wrong (sizes, dependent generators, a
+  /// bracket outside the span). `generic` disables built-in specialisation.
+  static const GenericGroupModel *get(llvm::StringRef name, unsigned n,
+                                      llvm::ArrayRef<double> generators,
+                                      llvm::ArrayRef<DeclaredBlock> blocks,
+                                      bool generic, std::string &error);
+
+  llvm::StringRef getName() const override { return name; }
+  llvm::StringRef getDisplayName() const override { return name; }
+  unsigned getMatrixSize() const override { return n; }
+  unsigned getAlgebraDim() const override { return dim; }
+  unsigned getPointDim() const override { return affine ? n - 1 : n; }
+  llvm::ArrayRef<AlgebraBlock> getBlocks() const override { return blocks; }
+  bool isInsideChart(llvm::ArrayRef<double> v) const override;
+
+  Scalars buildCompose(ScalarBuilder &m, mlir::ValueRange a,
+                       mlir::ValueRange b) const override;
+  Scalars buildInverse(ScalarBuilder &m, mlir::ValueRange g) const override;
+  Scalars buildLog(ScalarBuilder &m, mlir::ValueRange g) const override;
+  Scalars buildExp(ScalarBuilder &m, mlir::ValueRange v) const override;
+  Scalars buildAct(ScalarBuilder &m, mlir::ValueRange g,
+                   mlir::ValueRange p) const override;
+  mlir::Value buildDist2(ScalarBuilder &m, mlir::ValueRange a,
+                         mlir::ValueRange b,
+                         mlir::ValueRange lambda) const override;
+
+  /// The keyword of the built-in model the builders delegate to ("se3"),
+  /// or empty when the generic builders are used.
+  llvm::StringRef getSpecialization() const {
+    return special ? special->getName() : llvm::StringRef();
+  }
+  /// k > 0 when every product of k generators vanishes (so X^k = 0 on the
+  /// algebra and (g − I)^k = 0 on the group); 0 when the algebra is not
+  /// nilpotent.
+  unsigned getNilpotencyIndex() const { return nilIndex; }
+  /// True when every generator's last row is zero: the group is affine and
+  /// acts on ℝ^{n−1} through homogeneous coordinates.
+  bool isAffine() const { return affine; }
+
+  /// An empty model; only get() fills one in.
+  GenericGroupModel() = default;
+
+private:
+  /// Σ v_a E_a as n·n scalars (entries no generator touches are constant 0).
+  Scalars buildHat(ScalarBuilder &m, mlir::ValueRange v) const;
+  /// Inverse of the leading `size`×`size` block of the n×n matrix `g`.
+  Scalars buildBlockInverse(ScalarBuilder &m, mlir::ValueRange g,
+                            unsigned size) const;
+
+  std::string name;
+  unsigned n = 0, dim = 0;
+  /// Generators, each n·n row-major.
+  std::vector<std::vector<double>> gens;
+  /// Dual basis: w_a = ⟨dual[a], X⟩ gives X's coordinates (least squares
+  /// through the Gram matrix when the generators are not orthonormal).
+  std::vector<std::vector<double>> dual;
+  std::vector<std::string> blockNames;
+  llvm::SmallVector<AlgebraBlock> blocks;
+  unsigned nilIndex = 0;
+  bool affine = false;
+  /// Whether the linear part of every generator is antisymmetric, so that
+  /// the linear part of every element is orthogonal (inverse = transpose).
+  bool orthogonal = false;
+  /// The built-in model with exactly these generators, if any.
+  const GroupModel *special = nullptr;
+};
+
+} // namespace torsor::lie
+
+#endif // TORSOR_DIALECTS_LIE_IR_GROUPS_GENERIC_H
