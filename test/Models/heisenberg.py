@@ -5,13 +5,6 @@
 # squares on the generators, docs/language.md §7), plus left invariance in
 # `g`. Random elements are expm of random generator combinations.
 #
-# Expected to fail for now: the lie dialect cannot represent declared groups
-# yet, so torsorc stops with "group 'Heis3' is declared in the model, but the
-# lie dialect cannot represent declared groups yet" (docs/language.md §7).
-# Delete the marker below when declared groups compile (lit reports XPASS,
-# a failure, until then).
-# XFAIL: *
-#
 # Tolerances, max |err| / max |reference|: f32 2e-5 (nilpotent log is exact
 # polynomial arithmetic; scores of size ~10), f64 1e-10, invariance f32 2e-5,
 # f64 1e-10, -O0 vs default 2e-5.
