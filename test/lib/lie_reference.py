@@ -46,16 +46,21 @@ class GroupSpec:
     element is not exactly in the group, and next to the branch cut the
     matrix log of such an element is ill-conditioned in the directions that
     leave the group (see test/Numerics/lie-so3.py).
+
+    attr, optional: the `#lie.group<...>` text to compile with, for groups
+    declared by their generators (test/Numerics/lie-declared.py); default
+    `#lie.group<name>`.
     """
 
     def __init__(self, name, n, k, point_dim, blocks, hat, vee, random,
-                 adversarial, in_chart=None, project=None):
+                 adversarial, in_chart=None, project=None, attr=None):
         self.name, self.n, self.k, self.point_dim = name, n, k, point_dim
         self.blocks = blocks  # list of block sizes, in order
         self.hat, self.vee = hat, vee
         self.random, self.adversarial = random, adversarial
         self.in_chart = in_chart
         self.project = project
+        self.attr = attr or "#lie.group<%s>" % name
 
 
 def mp_sqrtm(A):
@@ -188,7 +193,7 @@ def build_module(spec, dtype):
     Python process loaded first, leaving the outputs unwritten.
     """
     n, k, p = spec.n, spec.k, spec.point_dim
-    grp = "#lie.group<%s>" % spec.name
+    grp = spec.attr
     lam = ", ".join("%.17g" % (0.5 + i) for i in range(len(spec.blocks)))
     G = ([None, n, n], dtype)
     V = ([None, k], dtype)

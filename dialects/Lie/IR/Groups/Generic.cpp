@@ -34,10 +34,7 @@
 #include "dialects/Lie/IR/Groups/Generic.h"
 #include "dialects/Lie/IR/Groups/Groups.h"
 
-#if __has_include("dialects/Lie/IR/Groups/MatrixFunctions.h")
 #include "dialects/Lie/IR/Groups/MatrixFunctions.h"
-#define TORSOR_HAVE_MATRIX_FUNCTIONS 1
-#endif
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
@@ -210,24 +207,6 @@ const std::vector<BuiltinBasis> &getBuiltinBases() {
   return bases;
 }
 
-#ifndef TORSOR_HAVE_MATRIX_FUNCTIONS
-// Stand-in until MatrixFunctions.h lands: Taylor exp with a fixed scaling,
-// log by a fixed number of Denman–Beavers square roots and a Mercator
-// series. Only accurate enough for testing.
-Scalars standInMatmul(ScalarBuilder &m, unsigned n, ValueRange a,
-                      ValueRange b) {
-  Scalars c(n * n);
-  for (unsigned i = 0; i < n; ++i)
-    for (unsigned j = 0; j < n; ++j) {
-      Value acc = m.mul(a[i * n], b[j]);
-      for (unsigned k = 1; k < n; ++k)
-        acc = m.fma(a[i * n + k], b[k * n + j], acc);
-      c[i * n + j] = acc;
-    }
-  return c;
-}
-#endif
-
 /// Content key of a declaration for the model registry.
 std::string makeKey(StringRef name, unsigned n, ArrayRef<double> generators,
                     ArrayRef<DeclaredBlock> blocks, bool generic) {
@@ -242,35 +221,6 @@ std::string makeKey(StringRef name, unsigned n, ArrayRef<double> generators,
 }
 
 } // namespace
-
-#ifndef TORSOR_HAVE_MATRIX_FUNCTIONS
-namespace torsor::lie {
-Scalars buildMatrixExp(ScalarBuilder &m, unsigned n, ValueRange a,
-                       unsigned nilpotentIndex) {
-  unsigned squarings = nilpotentIndex ? 0 : 10;
-  unsigned terms = nilpotentIndex ? nilpotentIndex - 1 : 14;
-  Value scale = m.c(std::ldexp(1.0, -int(squarings)));
-  Scalars x(a.begin(), a.end());
-  for (Value &v : x)
-    v = m.mul(v, scale);
-  // Horner: I + x(I + x/2(I + x/3(...))).
-  Scalars acc(n * n);
-  for (unsigned i = 0; i < n * n; ++i)
-    acc[i] = m.c(i % (n + 1) == 0 ? 1.0 : 0.0);
-  for (unsigned k = terms; k >= 1; --k) {
-    Scalars p = standInMatmul(m, n, x, acc);
-    for (unsigned i = 0; i < n * n; ++i)
-      acc[i] = m.fma(p[i], m.c(1.0 / k), m.c(i % (n + 1) == 0 ? 1.0 : 0.0));
-  }
-  for (unsigned s = 0; s < squarings; ++s)
-    acc = standInMatmul(m, n, acc, acc);
-  return acc;
-}
-
-Scalars buildMatrixLog(ScalarBuilder &m, unsigned n, ValueRange a,
-                       unsigned unipotentIndex);
-} // namespace torsor::lie
-#endif
 
 //===----------------------------------------------------------------------===//
 // Construction
@@ -601,45 +551,3 @@ Value GenericGroupModel::buildDist2(ScalarBuilder &m, ValueRange a,
     return special->buildDist2(m, a, b, lambda);
   return GroupModel::buildDist2(m, a, b, lambda);
 }
-
-#ifndef TORSOR_HAVE_MATRIX_FUNCTIONS
-Scalars torsor::lie::buildMatrixLog(ScalarBuilder &m, unsigned n, ValueRange a,
-                                    unsigned unipotentIndex) {
-  unsigned nn = n * n;
-  auto identity = [&](unsigned i) { return m.c(i % (n + 1) == 0 ? 1.0 : 0.0); };
-  Scalars y(a.begin(), a.end());
-  unsigned roots = unipotentIndex ? 0 : 8;
-  for (unsigned r = 0; r < roots; ++r) {
-    // Denman–Beavers: Y ← (Y + Z⁻¹)/2, Z ← (Z + Y⁻¹)/2.
-    Scalars z(nn);
-    for (unsigned i = 0; i < nn; ++i)
-      z[i] = identity(i);
-    for (unsigned it = 0; it < 12; ++it) {
-      Scalars yi = gaussJordanInverse(m, y, n, n);
-      Scalars zi = gaussJordanInverse(m, z, n, n);
-      for (unsigned i = 0; i < nn; ++i) {
-        y[i] = m.mul(m.c(0.5), m.add(y[i], zi[i]));
-        z[i] = m.mul(m.c(0.5), m.add(z[i], yi[i]));
-      }
-    }
-  }
-  // log(I + X) = X − X²/2 + X³/3 − …
-  Scalars x(nn);
-  for (unsigned i = 0; i < nn; ++i)
-    x[i] = m.sub(y[i], identity(i));
-  unsigned terms = unipotentIndex ? unipotentIndex - 1 : 18;
-  Scalars acc(nn);
-  for (unsigned i = 0; i < nn; ++i)
-    acc[i] = m.c(0.0);
-  for (unsigned k = terms; k >= 1; --k) {
-    // acc ← X·(1/k − acc)
-    Scalars t(nn);
-    for (unsigned i = 0; i < nn; ++i)
-      t[i] = m.sub(i % (n + 1) == 0 ? m.c(1.0 / k) : m.c(0.0), acc[i]);
-    acc = standInMatmul(m, n, x, t);
-  }
-  for (unsigned i = 0; i < nn; ++i)
-    acc[i] = m.mul(acc[i], m.c(std::ldexp(1.0, int(roots))));
-  return acc;
-}
-#endif
