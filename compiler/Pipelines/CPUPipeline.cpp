@@ -5,8 +5,9 @@
 //   2. ABI        the model in destination-passing style (torsor-wrap-model)
 //   3. lower      geo → linalg/lie, lie → scalar loops
 //   4. bufferize  one-shot, function boundaries included, identity layouts
-//   5. LLVM       loops → cf, math → libm/intrinsics, memref/func → LLVM
-//   6. entry      torsor_forward / torsor_abi_version (torsor-emit-entry)
+//   5. threads    parallel loops → runtime tasks (above -O0)
+//   6. LLVM       loops → cf, math → libm/intrinsics, memref/func → LLVM
+//   7. entry      torsor_forward / torsor_abi_version (torsor-emit-entry)
 //
 //===----------------------------------------------------------------------===//
 
@@ -58,7 +59,15 @@ void torsor::buildCPULoweringPipeline(OpPassManager &pm,
   bufferization::buildBufferDeallocationPipeline(pm, dealloc);
 
   // Structured ops and loops to the CFG.
-  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  // Above -O0, structured ops become scf.parallel where their iterators
+  // are parallel, and the outermost parallel loops become tasks of the
+  // runtime's thread pool. -O0 stays serial: it is the oracle.
+  if (options.optLevel > 0) {
+    pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+    pm.addPass(createTorsorOutlineParallelLoops());
+  } else {
+    pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  }
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
@@ -74,6 +83,7 @@ void torsor::buildCPULoweringPipeline(OpPassManager &pm,
   pm.addPass(createConvertToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
+  pm.addPass(createTorsorLowerParallelLaunch());
   pm.addPass(createTorsorEmitEntry());
 }
 

@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 
@@ -21,6 +22,10 @@ namespace torsor {
 constexpr int kModelABIVersion = 1;
 /// Name of the destination-passing wrapper torsor-wrap-model creates.
 constexpr llvm::StringLiteral kModelWrapperName = "torsor_model";
+
+/// Prefix of the launcher declarations torsor-outline-parallel-loops emits
+/// and torsor-lower-parallel-launch replaces.
+constexpr llvm::StringLiteral kParallelLauncherPrefix = "__torsor_launch_";
 
 /// The model function: the public func.func whose arguments carry
 /// `torsor.name`. Null when the module has none (plain MLIR input); an

@@ -63,38 +63,60 @@ def TorsorEmitEntry : Pass<"torsor-emit-entry", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
-def TorsorTestMatrixFunctions
-    : Pass<"torsor-test-matrix-functions", "::mlir::ModuleOp"> {
-  let summary = "Test only: expand calls of @torsor_expm/@torsor_logm";
+def TorsorOutlineParallelLoops
+    : Pass<"torsor-outline-parallel-loops", "::mlir::ModuleOp"> {
+  let summary = "Move outermost parallel loops into runtime tasks";
   let description = [{
-    Lets the numerics test compile the matrix exp/log builders of
-    dialects/Lie/IR/Groups/MatrixFunctions.h without a group model. Each
-    `func.call @torsor_expm` / `@torsor_logm` on a `tensor<...xNxNxf32|f64>`
-    becomes a loop nest over the batch dims running `buildMatrixExp` /
-    `buildMatrixLog` per N×N element; an optional `index` attribute on the
-    call passes the nilpotent / unipotent index. The private declarations
-    are erased.
+    First half of CPU multithreading through the runtime's thread pool.
+    Every outermost `scf.parallel` without reductions (on buffers, after
+    bufferization) moves into a private function `<f>_parallel<N>(lo, hi,
+    captured...)` running iterations [lo, hi) of its first dimension (the
+    other dimensions stay an `scf.parallel` inside), and is replaced by a
+    call of the declaration `__torsor_launch_<f>_parallel<N>(trips,
+    captured...)`, which `torsor-lower-parallel-launch` turns into a
+    `torsor_parallel_for` call once memrefs are LLVM values.
 
     Before:
     ```mlir
-    func.func private @torsor_logm(tensor<?x3x3xf64>) -> tensor<?x3x3xf64>
-    %l = call @torsor_logm(%a) {index = 3 : i64}
-        : (tensor<?x3x3xf64>) -> tensor<?x3x3xf64>
+    scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+      ... %buf ...
+    }
     ```
     After:
     ```mlir
-    %l = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %init) -> ... {
-      %a00 = tensor.extract %a[%i, %c0, %c0] : tensor<?x3x3xf64>
-      ...   // the (A − I) series
-      %r = tensor.insert %l22 into %acc2[%i, %c2, %c2] : tensor<?x3x3xf64>
-      scf.yield %r : tensor<?x3x3xf64>
+    %trips = arith.ceildivsi %extent, %c1 : index
+    call @__torsor_launch_f_parallel0(%trips, %buf) : (index, memref<?xf32>) -> ()
+    ...
+    func.func private @f_parallel0(%lo: index, %hi: index, %buf: memref<?xf32>) {
+      scf.for %k = %lo to %hi step %c1 { ... }
     }
     ```
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
-                           "::mlir::math::MathDialect",
-                           "::mlir::scf::SCFDialect",
-                           "::mlir::tensor::TensorDialect"];
+                           "::mlir::scf::SCFDialect"];
+}
+
+def TorsorLowerParallelLaunch
+    : Pass<"torsor-lower-parallel-launch", "::mlir::ModuleOp"> {
+  let summary = "Turn launcher calls into torsor_parallel_for tasks";
+  let description = [{
+    Second half of CPU multithreading; runs on the LLVM dialect. Each call
+    `__torsor_launch_<body>(trips, args...)` stores `args` into a context
+    struct allocated once in the caller's entry block and calls
+    `__torsor_parallel_dispatch(0, trips, @<body>_task, ctx)`. `<body>_task`
+    unpacks the struct and calls `<body>`. The dispatcher calls the
+    runtime's `torsor_parallel_for`, declared `extern_weak`: loaded without
+    the runtime, the model runs the task inline (serially).
+
+    After:
+    ```mlir
+    llvm.call @__torsor_parallel_dispatch(%c0, %trips, %task, %ctx)
+        : (i64, i64, !llvm.ptr, !llvm.ptr) -> ()
+    llvm.func internal @f_parallel0_task(%lo: i64, %hi: i64, %ctx: !llvm.ptr)
+    llvm.func extern_weak @torsor_parallel_for(i64, i64, !llvm.ptr, !llvm.ptr)
+    ```
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
 #endif // TORSOR_TRANSFORMS_PASSES

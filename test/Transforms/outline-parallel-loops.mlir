@@ -1,0 +1,70 @@
+// RUN: torsor-opt %s --torsor-outline-parallel-loops --split-input-file | FileCheck %s
+
+// An outermost scf.parallel becomes a launcher call with its trip count and
+// the values the body uses; constants are rematerialized in the body.
+// CHECK-LABEL: func.func @scale
+//  CHECK-SAME:   (%[[BUF:.*]]: memref<?xf32>, %[[N:.*]]: index)
+//       CHECK:   %[[EXTENT:.*]] = arith.subi %[[N]], %{{.*}} : index
+//       CHECK:   %[[TRIPS:.*]] = arith.ceildivsi %[[EXTENT]], %{{.*}} : index
+//       CHECK:   call @__torsor_launch_scale_parallel0(%[[TRIPS]], %[[BUF]]) : (index, memref<?xf32>) -> ()
+//   CHECK-NOT:   scf.parallel
+// CHECK-LABEL: func.func private @__torsor_launch_scale_parallel0(index, memref<?xf32>)
+// CHECK-LABEL: func.func private @scale_parallel0
+//  CHECK-SAME:   (%[[LO:.*]]: index, %[[HI:.*]]: index, %[[B:.*]]: memref<?xf32>)
+//   CHECK-DAG:   %[[TWO:.*]] = arith.constant 2.000000e+00 : f32
+//       CHECK:   scf.for %[[K:.*]] = %[[LO]] to %[[HI]]
+//       CHECK:     %[[I:.*]] = arith.addi %{{.*}}, %{{.*}} : index
+//       CHECK:     memref.load %[[B]][%[[I]]]
+//       CHECK:     arith.mulf %{{.*}}, %[[TWO]]
+func.func @scale(%buf: memref<?xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %two = arith.constant 2.0 : f32
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    %x = memref.load %buf[%i] : memref<?xf32>
+    %y = arith.mulf %x, %two : f32
+    memref.store %y, %buf[%i] : memref<?xf32>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// Two parallel dims: the first is split across tasks, the second stays an
+// scf.parallel inside each task.
+// CHECK-LABEL: func.func private @grid_parallel0
+//       CHECK:   scf.for
+//       CHECK:     scf.parallel
+func.func @grid(%buf: memref<?x?xf32>, %m: index, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %z = arith.constant 0.0 : f32
+  scf.parallel (%i, %j) = (%c0, %c0) to (%m, %n) step (%c1, %c1) {
+    memref.store %z, %buf[%i, %j] : memref<?x?xf32>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// Loops with reductions are not outlined: their iterations are not
+// independent.
+// CHECK-LABEL: func.func @sum
+//       CHECK:   scf.parallel
+//   CHECK-NOT:   __torsor_launch
+func.func @sum(%buf: memref<?xf32>, %n: index) -> f32 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %z = arith.constant 0.0 : f32
+  %s = scf.parallel (%i) = (%c0) to (%n) step (%c1) init (%z) -> f32 {
+    %x = memref.load %buf[%i] : memref<?xf32>
+    scf.reduce(%x : f32) {
+    ^bb0(%a: f32, %b: f32):
+      %r = arith.addf %a, %b : f32
+      scf.reduce.return %r : f32
+    }
+  }
+  return %s : f32
+}
