@@ -119,4 +119,38 @@ def TorsorLowerParallelLaunch
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def TorsorTestMatrixFunctions
+    : Pass<"torsor-test-matrix-functions", "::mlir::ModuleOp"> {
+  let summary = "Test only: expand calls of @torsor_expm/@torsor_logm";
+  let description = [{
+    Lets the numerics test compile the matrix exp/log builders of
+    dialects/Lie/IR/Groups/MatrixFunctions.h without a group model. Each
+    `func.call @torsor_expm` / `@torsor_logm` on a `tensor<...xNxNxf32|f64>`
+    becomes a loop nest over the batch dims running `buildMatrixExp` /
+    `buildMatrixLog` per N×N element; an optional `index` attribute on the
+    call passes the nilpotent / unipotent index. The private declarations
+    are erased.
+
+    Before:
+    ```mlir
+    func.func private @torsor_logm(tensor<?x3x3xf64>) -> tensor<?x3x3xf64>
+    %l = call @torsor_logm(%a) {index = 3 : i64}
+        : (tensor<?x3x3xf64>) -> tensor<?x3x3xf64>
+    ```
+    After:
+    ```mlir
+    %l = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %init) -> ... {
+      %a00 = tensor.extract %a[%i, %c0, %c0] : tensor<?x3x3xf64>
+      ...   // the (A − I) series
+      %r = tensor.insert %l22 into %acc2[%i, %c2, %c2] : tensor<?x3x3xf64>
+      scf.yield %r : tensor<?x3x3xf64>
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 #endif // TORSOR_TRANSFORMS_PASSES
