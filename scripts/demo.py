@@ -209,8 +209,9 @@ def main():
     demo_groups(build)
     demo_examples(build)
     print("\n== Not there yet")
-    print("- fused (flash-style) attention and CPU multithreading of the kernels")
-    print("- kernels for user-declared groups; the NVPTX/GPU path")
+    print("- fused (flash-style) attention; threading of the lie-op and")
+    print("  attention-row loops (dense layers already run on the thread pool)")
+    print("- the NVPTX/GPU path")
 
 
 if __name__ == "__main__":
