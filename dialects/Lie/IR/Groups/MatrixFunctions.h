@@ -1,5 +1,4 @@
-//===- MatrixFunctions.h - exp and log of small matrices ----------*- C++
-//-*-===//
+//===- MatrixFunctions.h - exp and log of small matrices ------*- C++ -*-===//
 //
 // Generic (user-declared) groups have no closed-form exp or log, so their
 // model falls back on the matrix exponential and principal logarithm of an
