@@ -5,6 +5,8 @@
 # CHECK: all {{[0-9]+}} checks passed
 # CHECK: == SL2 chart limits
 # CHECK: all {{[0-9]+}} checks passed
+# CHECK: == lie numerics: Sim2
+# CHECK: all {{[0-9]+}} checks passed
 # CHECK: == declared vs built-in
 # CHECK: all {{[0-9]+}} checks passed
 """Groups declared by their generators (#lie.group<"Name", n, generators, blocks>).
@@ -20,6 +22,8 @@
    correctly, and elements within 1e-8 of the identity log to an absolute
    2.3e-16 (one ulp of the entries; the generic log is not relatively
    accurate there as the built-in closed forms are).
+   Sim(2) (affine, not nilpotent, linear part neither orthogonal nor
+   nilpotent: Gauss–Jordan inverse) through the same suite.
 3. SE(2), SO(3), SE(3) declared in the built-in bases, compiled both
    specialised (the built-in closed forms) and with `generic` (the generic
    matrix functions), against the built-in groups: every op agrees to
@@ -158,6 +162,44 @@ w = sl2_log([sl2_exp(v) for v in vs])
 report.check("f64 log of large hyperbolic elements (rel)",
              float(np.max(np.linalg.norm(w - vs, axis=1) / np.linalg.norm(vs, axis=1))), 1e-12)
 report.finish()
+
+# --- 2b. Sim(2): affine, not nilpotent, linear part not orthogonal ----------
+
+SIM2 = [so3_hat(3, 2), np.diag([1.0, 1.0, 0.0]), unit(3, 0, 2), unit(3, 1, 2)]
+
+
+def sim2_hat(v):
+    return [[v[1], -v[0], v[2]], [v[0], v[1], v[3]], [0, 0, 0]]
+
+
+def sim2_exp(v):
+    return scipy.linalg.expm(np.array(sim2_hat(v), np.float64))
+
+
+def sim2_random(rng, m):
+    v = np.concatenate([rng.uniform(-3.0, 3.0, (m, 1)), rng.normal(0, 0.5, (m, 1)),
+                        rng.normal(0, 2, (m, 2))], axis=1)
+    return np.array([sim2_exp(x) for x in v])
+
+
+sim2_spec = GroupSpec(
+    name="Sim2", n=3, k=4, point_dim=2, blocks=[2, 2],
+    hat=sim2_hat,
+    vee=lambda X: [(X[1, 0] - X[0, 1]) / 2, (X[0, 0] + X[1, 1]) / 2, X[0, 2], X[1, 2]],
+    random=sim2_random,
+    adversarial=lambda: [
+        ("identity", [np.eye(3)] * 4),
+        ("theta=3.1", [sim2_exp([3.1, 0.2, 1, -1]), sim2_exp([-3.1, -0.3, 0, 2]),
+                       sim2_exp([3.1, 0, 0, 0]), sim2_exp([-3.1, 1.0, -2, 0])]),
+        ("pure scale", [sim2_exp([0, 2.0, 0, 0]), sim2_exp([0, -2.0, 1, 1]),
+                        sim2_exp([0, 0.5, 3, 0]), sim2_exp([0, -0.1, 0, 0])]),
+    ],
+    attr=attr("Sim2", SIM2, [("rotscale", 2), ("trans", 2)]))
+tol64 = dict(log=1e-12, exp=1e-13, roundtrip=1e-13, compose=1e-14, inverse=1e-13,
+             act=1e-14, dist2=1e-12, invariance=1e-11)
+tol32 = dict(log=5e-5, exp=4e-6, roundtrip=8e-6, compose=2e-6, inverse=8e-6,
+             act=4e-6, dist2=5e-5, invariance=2e-4)
+run_group_suite(sim2_spec, tol64, tol32, count=32)
 
 # --- 3. Declared SE(2), SO(3), SE(3) vs the built-in models -------------------
 
