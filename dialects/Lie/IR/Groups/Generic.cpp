@@ -25,9 +25,9 @@
 //                part below π (conservative).
 //
 // Specialisation: when the declared generators are, entry for entry, the
-// basis of a built-in model (so2, se2, so3, se3) and the blocks have that
-// model's sizes, every builder delegates to the built-in closed forms. The
-// attribute keyword `generic` turns this off.
+// basis of a built-in model (so2, se2, so3, se3, aff2, sim3) and the blocks
+// have that model's sizes, every builder delegates to the built-in closed
+// forms. The attribute keyword `generic` turns this off.
 //
 //===----------------------------------------------------------------------===//
 
@@ -202,6 +202,16 @@ const std::vector<BuiltinBasis> &getBuiltinBases() {
                       4,
                       {so3Hat(4, 0), so3Hat(4, 1), so3Hat(4, 2), unit(4, 0, 3),
                        unit(4, 1, 3), unit(4, 2, 3)}});
+    result.push_back({&getAff2Model(),
+                      3,
+                      {unit(3, 0, 0), unit(3, 0, 1), unit(3, 1, 0),
+                       unit(3, 1, 1), unit(3, 0, 2), unit(3, 1, 2)}});
+    Matrix scale(16, 0.0);
+    scale[0] = scale[5] = scale[10] = 1;
+    result.push_back({&getSim3Model(),
+                      4,
+                      {so3Hat(4, 0), so3Hat(4, 1), so3Hat(4, 2), unit(4, 0, 3),
+                       unit(4, 1, 3), unit(4, 2, 3), scale}});
     return result;
   }();
   return bases;
