@@ -64,6 +64,8 @@ void torsor::buildCPULoweringPipeline(OpPassManager &pm,
   // runtime's thread pool. -O0 stays serial: it is the oracle.
   if (options.optLevel > 0) {
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+    // Drops the buffer iter_args bufferization left on marked loops.
+    pm.addPass(createCanonicalizerPass());
     pm.addPass(createTorsorOutlineParallelLoops());
   } else {
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());

@@ -137,6 +137,21 @@ void outline(scf::ParallelOp loop, func::FuncOp parent, unsigned index) {
   (void)module;
 }
 
+/// Rewrites a `torsor.parallel` scf.for without results into scf.parallel.
+void convertMarkedLoop(scf::ForOp loop) {
+  OpBuilder builder(loop);
+  auto parallel = scf::ParallelOp::create(
+      builder, loop.getLoc(), ValueRange{loop.getLowerBound()},
+      ValueRange{loop.getUpperBound()}, ValueRange{loop.getStep()});
+  Block *from = loop.getBody();
+  Block *to = parallel.getBody();
+  loop.getInductionVar().replaceAllUsesWith(parallel.getInductionVars()[0]);
+  to->getOperations().splice(to->getTerminator()->getIterator(),
+                             from->getOperations(), from->begin(),
+                             std::prev(from->end()));
+  loop.erase();
+}
+
 struct TorsorOutlineParallelLoops
     : torsor::impl::TorsorOutlineParallelLoopsBase<TorsorOutlineParallelLoops> {
   void runOnOperation() override {
@@ -144,6 +159,16 @@ struct TorsorOutlineParallelLoops
     for (func::FuncOp function : functions) {
       if (function.isExternal())
         continue;
+      // Loops lowerings marked independent become scf.parallel, innermost
+      // first (post-order), once bufferization left them without results.
+      SmallVector<scf::ForOp> marked;
+      function.walk([&](scf::ForOp loop) {
+        if (loop->hasAttr(kParallelLoopAttr) && loop.getNumResults() == 0 &&
+            loop.getStep().getType().isIndex())
+          marked.push_back(loop);
+      });
+      for (scf::ForOp loop : marked)
+        convertMarkedLoop(loop);
       SmallVector<scf::ParallelOp> loops;
       function.walk([&](scf::ParallelOp loop) {
         // Outermost only, and only without reductions: iterations are then

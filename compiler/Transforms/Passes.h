@@ -8,6 +8,8 @@
 #ifndef TORSOR_COMPILER_TRANSFORMS_PASSES_H
 #define TORSOR_COMPILER_TRANSFORMS_PASSES_H
 
+#include "compiler/Transforms/LoopAttributes.h"
+
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"

@@ -68,7 +68,11 @@ def TorsorOutlineParallelLoops
   let summary = "Move outermost parallel loops into runtime tasks";
   let description = [{
     First half of CPU multithreading through the runtime's thread pool.
-    Every outermost `scf.parallel` without reductions (on buffers, after
+    An `scf.for` marked `torsor.parallel` by a lowering that knows its
+    iterations are independent (convert-lie-to-arith's batch loops, the
+    lie_attention query-row loop) becomes an `scf.parallel` once
+    bufferization has left it without results. Then every outermost
+    `scf.parallel` without reductions (on buffers, after
     bufferization) moves into a private function `<f>_parallel<N>(lo, hi,
     captured...)` running iterations [lo, hi) of its first dimension (the
     other dimensions stay an `scf.parallel` inside), and is replaced by a

@@ -14,6 +14,7 @@
 
 #include "compiler/Conversion/LieToArith/LieToArith.h"
 #include "compiler/Conversion/Passes.h"
+#include "compiler/Transforms/LoopAttributes.h"
 #include "dialects/Lie/IR/LieOps.h"
 
 #include "mlir/Dialect/SCF/Utils/Utils.h"
@@ -37,6 +38,14 @@ struct ElementOperand {
   Value value;
   unsigned trailing;
 };
+
+/// Marks the batch loops of an element-wise op as parallel: iteration i
+/// reads and writes only element i of every operand, so after
+/// bufferization torsor-outline-parallel-loops may run them as tasks.
+void markParallel(scf::LoopNest &nest) {
+  for (scf::ForOp loop : nest.loops)
+    loop->setAttr(kParallelLoopAttr, UnitAttr::get(loop.getContext()));
+}
 
 /// Builds the result scalars of one element from each operand's scalars.
 using ElementBody =
@@ -123,6 +132,7 @@ void lowerElementwise(Operation *op, PatternRewriter &rewriter,
         }
         return {acc};
       });
+  markParallel(nest);
   rewriter.replaceOp(op, nest.results.front());
 }
 
@@ -162,6 +172,7 @@ struct LowerIdentity : OpRewritePattern<IdentityOp> {
           }
           return {acc};
         });
+    markParallel(nest);
     rewriter.replaceOp(op, nest.results.front());
     return success();
   }

@@ -12,6 +12,7 @@
 //       CHECK:     %[[T:.*]] = math.atan2 %{{.*}}, %{{.*}} : f32
 //       CHECK:     %[[NEW:.*]] = tensor.insert %[[T]] into %[[ACC]][%[[I]], %{{.*}}]
 //       CHECK:     scf.yield %[[NEW]]
+//       CHECK:   } {torsor.parallel}
 //   CHECK-NOT:   lie.log
 //       CHECK:   return %[[R]]
 func.func @log_so2(%g: tensor<?x2x2xf32>) -> tensor<?x1xf32> {

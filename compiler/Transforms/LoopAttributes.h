@@ -1,0 +1,26 @@
+//===- LoopAttributes.h - Loop facts lowerings pass on -----------*- C++
+//-*-===//
+//
+// Attributes a lowering that knows a loop's semantics puts on the loops it
+// creates, for later passes that could not prove the fact themselves.
+// Header-only and free of generated code, so conversions can include it
+// without depending on the Transforms pass declarations.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TORSOR_COMPILER_TRANSFORMS_LOOPATTRIBUTES_H
+#define TORSOR_COMPILER_TRANSFORMS_LOOPATTRIBUTES_H
+
+#include "llvm/ADT/StringRef.h"
+
+namespace torsor {
+
+/// Unit attribute on an `scf.for` whose iterations are independent (each
+/// touches only its own elements). convert-lie-to-arith and the
+/// lie_attention lowering set it; torsor-outline-parallel-loops treats such
+/// loops, once bufferized and without results, as `scf.parallel`.
+constexpr llvm::StringLiteral kParallelLoopAttr = "torsor.parallel";
+
+} // namespace torsor
+
+#endif // TORSOR_COMPILER_TRANSFORMS_LOOPATTRIBUTES_H
