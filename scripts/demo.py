@@ -136,15 +136,24 @@ def run_example(build, path, workdir, length=64):
     if r.returncode != 0:
         return "does not compile yet: " + (r.stderr.strip().splitlines() or ["?"])[0]
     manifest = json.load(open(so.replace(".so", ".json")))
+    from model_runner import parse_declared_groups, random_group_elements
+    declared = parse_declared_groups(open(path).read())
+
+    def sample_group(name, rng, count):
+        """Built-in groups by keyword; declared ones from their generators."""
+        if name in declared:
+            return random_group_elements(rng, name, count, declared[name])
+        return random_elements(name.lower(), rng, count)
+
     rng = np.random.default_rng(0)
     dims = {d: length for d in manifest["dims"]}
     args, groups = [], {}
     for t in manifest["inputs"]:
         shape = [dims.get(s, s) if isinstance(s, str) else s for s in t["shape"]]
         np_t = np.float64 if t["dtype"] == "f64" else np.float32
-        if "group" in t and t["group"].lower() in ("so2", "se2", "so3", "se3", "aff2", "sim3"):
+        if "group" in t:
             count = int(np.prod(shape[:-2]))
-            value = random_elements(t["group"].lower(), rng, count).reshape(shape)
+            value = sample_group(t["group"], rng, count).reshape(shape)
             groups[t["name"]] = t
         else:
             value = rng.standard_normal(shape)
@@ -175,7 +184,7 @@ def run_example(build, path, workdir, length=64):
         if not t.get("left_invariant"):
             continue
         poses = np.load(os.path.join(workdir, name + ".npy"))
-        h = random_elements(t["group"].lower(), rng, 1)[0]
+        h = sample_group(t["group"], rng, 1)[0]
         moved = np.einsum("ij,...jk->...ik", h, poses.astype(np.float64)).astype(poses.dtype)
         np.save(os.path.join(workdir, name + ".npy"), moved)
         r = subprocess.run([run, so] + args + outs, capture_output=True, text=True)
@@ -209,8 +218,7 @@ def main():
     demo_groups(build)
     demo_examples(build)
     print("\n== Not there yet")
-    print("- fused (flash-style) attention; threading of the lie-op and")
-    print("  attention-row loops (dense layers already run on the thread pool)")
+    print("- fused (flash-style) attention and vectorized pairwise kernels")
     print("- the NVPTX/GPU path")
 
 
