@@ -16,9 +16,12 @@
 namespace torsor {
 
 /// Unit attribute on an `scf.for` whose iterations are independent (each
-/// touches only its own elements). convert-lie-to-arith and the
-/// lie_attention lowering set it; torsor-outline-parallel-loops treats such
-/// loops, once bufferized and without results, as `scf.parallel`.
+/// touches only its own elements of every buffer it reads or writes).
+/// convert-lie-to-arith sets it on its batch loops;
+/// torsor-outline-parallel-loops treats such loops, once bufferized and
+/// without results, as `scf.parallel`. Only set it where that holds after
+/// bufferization too: a loop whose body uses temporaries may see them
+/// hoisted into one buffer shared by all iterations.
 constexpr llvm::StringLiteral kParallelLoopAttr = "torsor.parallel";
 
 } // namespace torsor

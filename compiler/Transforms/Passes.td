@@ -69,8 +69,7 @@ def TorsorOutlineParallelLoops
   let description = [{
     First half of CPU multithreading through the runtime's thread pool.
     An `scf.for` marked `torsor.parallel` by a lowering that knows its
-    iterations are independent (convert-lie-to-arith's batch loops, the
-    lie_attention query-row loop) becomes an `scf.parallel` once
+    iterations are independent (convert-lie-to-arith's batch loops) becomes an `scf.parallel` once
     bufferization has left it without results. Then every outermost
     `scf.parallel` without reductions (on buffers, after
     bufferization) moves into a private function `<f>_parallel<N>(lo, hi,

@@ -18,7 +18,6 @@
 #include "compiler/Conversion/GeoToLinalg/GeoToLinalg.h"
 #include "compiler/Conversion/GeoToLinalg/LinalgEmitter.h"
 #include "compiler/Conversion/Passes.h"
-#include "compiler/Transforms/LoopAttributes.h"
 #include "dialects/Geo/IR/GeoOps.h"
 #include "dialects/Lie/IR/LieOps.h"
 
@@ -125,9 +124,10 @@ struct LowerLieAttention : OpRewritePattern<LieAttentionOp> {
               lb, nloc, filled, iterArgs[0], wOffs, wSizes, wStrides);
           scf::YieldOp::create(lb, nloc, next);
         });
-    // Rows are independent (each writes only its own slab): let
-    // torsor-outline-parallel-loops run them on the thread pool.
-    loop->setAttr(kParallelLoopAttr, rewriter.getUnitAttr());
+    // Not marked torsor.parallel: the rows' temporaries may be bufferized
+    // into buffers hoisted out of the loop and shared by every row, so
+    // running rows concurrently would race. The lie ops inside each row
+    // are parallel over the keys instead.
     Value w = loop.getResult(0);
 
     // 2. Scores of every head from the same coordinates.
