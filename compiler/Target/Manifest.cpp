@@ -10,6 +10,7 @@
 #include "compiler/Target/Manifest.h"
 
 #include "compiler/Transforms/Passes.h"
+#include "dialects/Lie/IR/LieAttrs.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/Support/JSON.h"
@@ -28,10 +29,24 @@ static FailureOr<std::string> dtypeName(Type type) {
   return failure();
 }
 
+/// For each declared group used in `module` that the compiler runs with a
+/// built-in group's closed forms, that built-in's keyword.
+static llvm::StringMap<std::string> collectSpecializations(ModuleOp module) {
+  llvm::StringMap<std::string> result;
+  module.walk([&](Operation *op) {
+    for (NamedAttribute attr : op->getAttrs())
+      if (auto group = dyn_cast<lie::GroupAttr>(attr.getValue()))
+        if (group.isDeclared() && !group.getSpecialization().empty())
+          result[group.getName().getValue()] = group.getSpecialization().str();
+  });
+  return result;
+}
+
 /// One tensor entry; `dims` collects symbolic dim names in first-use order.
 static FailureOr<llvm::json::Object>
 describeTensor(func::FuncOp model, Type type, DictionaryAttr attrs,
-               StringRef what, unsigned index, std::vector<std::string> &dims) {
+               StringRef what, unsigned index, std::vector<std::string> &dims,
+               const llvm::StringMap<std::string> &specializations) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   auto name = attrs ? attrs.getAs<StringAttr>("torsor.name") : StringAttr();
   if (!tensor || !name) {
@@ -68,6 +83,10 @@ describeTensor(func::FuncOp model, Type type, DictionaryAttr attrs,
                            {"shape", std::move(shape)}};
   if (auto group = attrs.getAs<StringAttr>("torsor.group")) {
     entry["group"] = group.getValue();
+    // A declared group the compiler recognised as a built-in: say so.
+    auto special = specializations.find(group.getValue());
+    if (special != specializations.end())
+      entry["specialized_to"] = special->second;
     entry["group_n"] = tensor.getDimSize(tensor.getRank() - 1);
     Attribute proof = attrs.get("torsor.left_invariant");
     entry["left_invariant"] =
@@ -87,13 +106,14 @@ FailureOr<std::optional<std::string>> torsor::buildManifest(ModuleOp module,
     return std::optional<std::string>();
 
   std::vector<std::string> dims;
+  llvm::StringMap<std::string> specializations = collectSpecializations(module);
   llvm::json::Array inputs, params, outputs;
   std::string modelDType;
   FunctionType type = model.getFunctionType();
   for (unsigned i = 0; i < type.getNumInputs(); ++i) {
     DictionaryAttr attrs = model.getArgAttrDict(i);
-    auto entry =
-        describeTensor(model, type.getInput(i), attrs, "argument", i, dims);
+    auto entry = describeTensor(model, type.getInput(i), attrs, "argument", i,
+                                dims, specializations);
     if (failed(entry))
       return failure();
     auto kind = attrs.getAs<StringAttr>("torsor.kind");
@@ -103,8 +123,9 @@ FailureOr<std::optional<std::string>> torsor::buildManifest(ModuleOp module,
     (isParam ? params : inputs).push_back(std::move(*entry));
   }
   for (unsigned i = 0; i < type.getNumResults(); ++i) {
-    auto entry = describeTensor(model, type.getResult(i),
-                                model.getResultAttrDict(i), "result", i, dims);
+    auto entry =
+        describeTensor(model, type.getResult(i), model.getResultAttrDict(i),
+                       "result", i, dims, specializations);
     if (failed(entry))
       return failure();
     outputs.push_back(std::move(*entry));
