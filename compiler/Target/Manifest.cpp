@@ -29,9 +29,8 @@ static FailureOr<std::string> dtypeName(Type type) {
   return failure();
 }
 
-/// For each declared group used in `module` that the compiler runs with a
-/// built-in group's closed forms, that built-in's keyword.
-static llvm::StringMap<std::string> collectSpecializations(ModuleOp module) {
+llvm::StringMap<std::string>
+torsor::collectGroupSpecializations(ModuleOp module) {
   llvm::StringMap<std::string> result;
   module.walk([&](Operation *op) {
     for (NamedAttribute attr : op->getAttrs())
@@ -106,7 +105,8 @@ FailureOr<std::optional<std::string>> torsor::buildManifest(ModuleOp module,
     return std::optional<std::string>();
 
   std::vector<std::string> dims;
-  llvm::StringMap<std::string> specializations = collectSpecializations(module);
+  llvm::StringMap<std::string> specializations =
+      collectGroupSpecializations(module);
   llvm::json::Array inputs, params, outputs;
   std::string modelDType;
   FunctionType type = model.getFunctionType();

@@ -10,11 +10,17 @@
 #define TORSOR_COMPILER_TARGET_MANIFEST_H
 
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringMap.h"
 
 #include <optional>
 #include <string>
 
 namespace torsor {
+
+/// For each declared group used in `module` that the compiler runs with a
+/// built-in group's closed forms (its generators are that group's basis),
+/// the built-in's keyword, e.g. {"SE3d": "se3"}.
+llvm::StringMap<std::string> collectGroupSpecializations(mlir::ModuleOp module);
 
 /// The manifest of the model in `module` for `target` ("cpu" or "nvptx"),
 /// as JSON text; std::nullopt when the module has no model function.

@@ -121,6 +121,18 @@ LogicalResult compile(llvm::SourceMgr &sourceMgr, MLIRContext &context,
   OwningOpRef<ModuleOp> module = parseInput(sourceMgr, context);
   if (!module)
     return failure();
+  // Say which declared groups run with a built-in's closed forms, in the
+  // IR every later stage prints (and, below, in the manifest).
+  llvm::StringMap<std::string> special =
+      torsor::collectGroupSpecializations(*module);
+  if (!special.empty()) {
+    SmallVector<NamedAttribute> entries;
+    for (const auto &entry : special)
+      entries.emplace_back(StringAttr::get(&context, entry.getKey()),
+                           StringAttr::get(&context, entry.getValue()));
+    (*module)->setAttr("torsor.specialized_groups",
+                       DictionaryAttr::get(&context, entries));
+  }
   if (emitAction == Emit::MLIR) {
     module->print(os);
     return success();
