@@ -368,8 +368,8 @@ Value MLIRGenImpl::emitExpr(const Expr &expr, const Env &env) {
 Value MLIRGenImpl::emitCall(const CallExpr &call, const Env &env) {
   if (call.block)
     return emitBlockCall(call, env);
-  static const char *const groupOps[] = {"compose", "inverse", "log", "act",
-                                         "dist2"};
+  static const char *const groupOps[] = {
+      "compose", "inverse", "log", "act", "dist2", "membership_residual"};
   static const char *const geoLayers[] = {"lie_attention", "grassmann_mix",
                                           "relational_attention",
                                           "relational_norm"};

@@ -42,8 +42,13 @@ static bool normalizeAxis(DiagnosticEngine &diags, const CallExpr &call,
 
 Type Sema::checkBuiltin(CallExpr &call) {
   StringRef name = call.callee;
-  static const char *const groupOps[] = {"compose", "inverse", "log",
-                                         "act",     "dist2",   "exp"};
+  static const char *const groupOps[] = {"compose",
+                                         "inverse",
+                                         "log",
+                                         "act",
+                                         "dist2",
+                                         "exp",
+                                         "membership_residual"};
   static const char *const geoLayers[] = {"lie_attention", "grassmann_mix",
                                           "relational_attention",
                                           "relational_norm"};
@@ -322,6 +327,8 @@ Type Sema::checkGroupOp(CallExpr &call) {
   call.group = a->group;
   if (name == "inverse")
     return *a;
+  if (name == "membership_residual")
+    return Type::tensor(a->dtype, a->shape);
   if (name == "log") {
     Type result = Type::tensor(a->dtype, a->shape);
     result.shape.push_back(Dim::fixed(a->group->algebraDim));

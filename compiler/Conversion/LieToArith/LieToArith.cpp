@@ -263,6 +263,19 @@ struct LowerDist2 : OpRewritePattern<Dist2Op> {
   }
 };
 
+struct LowerMembershipResidual : OpRewritePattern<MembershipResidualOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MembershipResidualOp op,
+                                PatternRewriter &rewriter) const override {
+    const GroupModel &model = op.getGroup().getModel();
+    lowerElementwise(op, rewriter, {{op.getInput(), 2}}, op.getType(), 0,
+                     [&](ScalarBuilder &m, ArrayRef<Scalars> in) -> Scalars {
+                       return {model.buildMembershipResidual(m, in[0])};
+                     });
+    return success();
+  }
+};
+
 struct ConvertLieToArith
     : torsor::impl::ConvertLieToArithBase<ConvertLieToArith> {
   void runOnOperation() override {
@@ -288,5 +301,6 @@ struct ConvertLieToArith
 
 void torsor::populateLieToArithConversionPatterns(RewritePatternSet &patterns) {
   patterns.add<LowerIdentity, LowerCompose, LowerInverse, LowerLog, LowerExp,
-               LowerAct, LowerDist2>(patterns.getContext());
+               LowerAct, LowerDist2, LowerMembershipResidual>(
+      patterns.getContext());
 }

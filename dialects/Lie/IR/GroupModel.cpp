@@ -70,6 +70,18 @@ Value GroupModel::buildDist2(ScalarBuilder &m, ValueRange a, ValueRange b,
   return buildWeightedNorm2(m, buildLog(m, rel), lambda);
 }
 
+Value GroupModel::buildMembershipResidual(ScalarBuilder &m,
+                                          ValueRange g) const {
+  Scalars back = buildExp(m, buildLog(m, g));
+  Value diff2 = m.c(0.0), norm2 = m.c(0.0);
+  for (auto [x, y] : llvm::zip_equal(back, g)) {
+    Value d = m.sub(x, y);
+    diff2 = m.fma(d, d, diff2);
+    norm2 = m.fma(y, y, norm2);
+  }
+  return m.div(m.sqrt(diff2), m.max(m.c(1.0), m.sqrt(norm2)));
+}
+
 const GroupModel *torsor::lie::lookupBuiltinGroupModel(StringRef name) {
   for (const GroupModel *model : getBuiltinGroupModels())
     if (model->getName() == name)

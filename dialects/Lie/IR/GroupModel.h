@@ -78,6 +78,12 @@ public:
                                  mlir::ValueRange b,
                                  mlir::ValueRange lambda) const;
 
+  /// How far the matrix `g` is from the group (see lie.membership_residual).
+  /// Default: the round trip ‖exp(log g) − g‖_F / max(1, ‖g‖_F), right for
+  /// every model whose log reads only the entries a group element has.
+  virtual mlir::Value buildMembershipResidual(ScalarBuilder &m,
+                                              mlir::ValueRange g) const;
+
   /// Weighted squared norm Σ_b λ_b Σ_{k∈b} w_k² of algebra coordinates.
   mlir::Value buildWeightedNorm2(ScalarBuilder &m, mlir::ValueRange w,
                                  mlir::ValueRange lambda) const;

@@ -120,6 +120,13 @@ LogicalResult ActOp::verify() {
   return success();
 }
 
+LogicalResult MembershipResidualOp::verify() {
+  auto in = getInput().getType();
+  if (failed(verifyGroupTensor(*this, in, getGroup().getModel(), "input")))
+    return failure();
+  return verifyBatchDims(*this, in, 2, getType(), 0, "input", "result");
+}
+
 SmallVector<double> Dist2Op::getLambdaOrDefault() {
   if (auto lambda = getLambda())
     return SmallVector<double>(lambda->begin(), lambda->end());

@@ -171,4 +171,30 @@ def Lie_Dist2Op : Lie_Op<"dist2", [Pure, AllTypesMatch<["lhs", "rhs"]>]> {
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// MembershipResidualOp
+//===----------------------------------------------------------------------===//
+
+def Lie_MembershipResidualOp : Lie_Op<"membership_residual", [Pure]> {
+  let summary = "how far a matrix is from being an element of the group";
+  let description = [{
+    Zero (up to rounding) for elements of the group inside the chart of
+    `lie.log`; positive for matrices off the group. For a group declared by
+    generators it is the part of the principal matrix log outside the
+    algebra's span, ‖log g − Σ_a w_a E_a‖_F with w the least-squares
+    coordinates; for a built-in group it is the round trip
+    ‖exp(log g) − g‖_F / max(1, ‖g‖_F), since each built-in log reads only
+    the entries a group element has. NaN outside the chart (no principal
+    log). The result drops the trailing n×n dims.
+    ```mlir
+    %r = lie.membership_residual %g {group = #lie.group<se3>}
+        : tensor<?x4x4xf32> -> tensor<?xf32>
+    ```
+  }];
+  let arguments = (ins Lie_GroupTensor:$input, Lie_GroupAttr:$group);
+  let results = (outs Lie_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 #endif // TORSOR_LIE_OPS

@@ -94,3 +94,19 @@ func.func @identity(%n: index) -> tensor<?x2x2xf32> {
   %e = lie.identity %n {group = #lie.group<so2>} : tensor<?x2x2xf32>
   return %e : tensor<?x2x2xf32>
 }
+
+// -----
+
+// membership_residual: the round trip exp(log g) against g, one scalar per
+// element.
+// CHECK-LABEL: func.func @membership
+//       CHECK:   scf.for
+//       CHECK:     math.atan2
+//       CHECK:     math.cos
+//       CHECK:     math.sqrt
+//       CHECK:     tensor.insert %{{.*}} into %{{.*}}[%{{.*}}] : tensor<?xf32>
+//   CHECK-NOT:   lie.membership_residual
+func.func @membership(%g: tensor<?x2x2xf32>) -> tensor<?xf32> {
+  %r = lie.membership_residual %g {group = #lie.group<so2>} : tensor<?x2x2xf32> -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}

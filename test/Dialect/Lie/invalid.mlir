@@ -116,3 +116,19 @@ func.func @identity_sizes(%n: index) -> tensor<?x?x2x2xf32> {
   %e = lie.identity %n {group = #lie.group<so2>} : tensor<?x?x2x2xf32>
   return %e : tensor<?x?x2x2xf32>
 }
+
+// -----
+
+func.func @membership_batch(%g: tensor<3x2x2xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'lie.membership_residual' op expects input and result to have the same batch dims, got 'tensor<3x2x2xf32>' and 'tensor<4xf32>'}}
+  %r = lie.membership_residual %g {group = #lie.group<so2>} : tensor<3x2x2xf32> -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @membership_matrix(%g: tensor<3x3x3xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{'lie.membership_residual' op expects input with trailing dims 2x2 for group SO2, got 'tensor<3x3x3xf32>'}}
+  %r = lie.membership_residual %g {group = #lie.group<so2>} : tensor<3x3x3xf32> -> tensor<3xf32>
+  return %r : tensor<3xf32>
+}

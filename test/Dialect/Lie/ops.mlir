@@ -34,3 +34,10 @@ func.func @act_and_dist2(%g: tensor<?x2x2xf32>, %p: tensor<?x2xf32>, %h: tensor<
   %u = lie.dist2 %g, %h {group = #lie.group<so2>} : tensor<?x2x2xf32> -> tensor<?xf32>
   return %q, %d, %u : tensor<?x2xf32>, tensor<?xf32>, tensor<?xf32>
 }
+
+// CHECK-LABEL: func.func @membership
+func.func @membership(%g: tensor<?x2x2xf32>) -> tensor<?xf32> {
+  // CHECK: lie.membership_residual %{{.*}} {group = #lie.group<so2>} : tensor<?x2x2xf32> -> tensor<?xf32>
+  %r = lie.membership_residual %g {group = #lie.group<so2>} : tensor<?x2x2xf32> -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}

@@ -538,6 +538,34 @@ Scalars GenericGroupModel::buildLog(ScalarBuilder &m, ValueRange g) const {
   return w;
 }
 
+Value GenericGroupModel::buildMembershipResidual(ScalarBuilder &m,
+                                                 ValueRange g) const {
+  if (special)
+    return special->buildMembershipResidual(m, g);
+  // The general log, not the unipotent series: the input is exactly what
+  // is in question, and the finite series is only the log of unipotent
+  // matrices.
+  Scalars x = buildMatrixLog(m, n, g, /*unipotentIndex=*/0);
+  Scalars w(dim);
+  for (unsigned a = 0; a < dim; ++a) {
+    Value acc = m.c(0.0);
+    for (unsigned i = 0; i < n * n; ++i)
+      if (dual[a][i] != 0)
+        acc = m.fma(m.c(dual[a][i]), x[i], acc);
+    w[a] = acc;
+  }
+  Value sum = m.c(0.0);
+  for (unsigned i = 0; i < n * n; ++i) {
+    Value projected = m.c(0.0);
+    for (unsigned a = 0; a < dim; ++a)
+      if (gens[a][i] != 0)
+        projected = m.fma(m.c(gens[a][i]), w[a], projected);
+    Value d = m.sub(x[i], projected);
+    sum = m.fma(d, d, sum);
+  }
+  return m.sqrt(sum);
+}
+
 Scalars GenericGroupModel::buildExp(ScalarBuilder &m, ValueRange v) const {
   if (special)
     return special->buildExp(m, v);

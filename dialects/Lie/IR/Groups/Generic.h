@@ -53,6 +53,10 @@ public:
   Scalars buildInverse(ScalarBuilder &m, mlir::ValueRange g) const override;
   Scalars buildLog(ScalarBuilder &m, mlir::ValueRange g) const override;
   Scalars buildExp(ScalarBuilder &m, mlir::ValueRange v) const override;
+  /// ‖X − Σ_a w_a E_a‖_F for X the principal matrix log: the part of the
+  /// log outside the algebra's span (the built-in residual if specialised).
+  mlir::Value buildMembershipResidual(ScalarBuilder &m,
+                                      mlir::ValueRange g) const override;
   Scalars buildAct(ScalarBuilder &m, mlir::ValueRange g,
                    mlir::ValueRange p) const override;
   mlir::Value buildDist2(ScalarBuilder &m, mlir::ValueRange a,
