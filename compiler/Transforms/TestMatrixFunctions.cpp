@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Conversion/LieToArith/LieToArith.h"
 #include "compiler/Transforms/Passes.h"
 #include "dialects/Lie/IR/Groups/MatrixFunctions.h"
 
@@ -50,46 +51,14 @@ static LogicalResult expandCall(func::CallOp call, bool isExp) {
   if (auto attr = call->getAttrOfType<IntegerAttr>("index"))
     index = attr.getInt();
 
-  OpBuilder rewriter(call);
-  Location loc = call.getLoc();
-  Value input = call.getOperand(0);
-  unsigned batchRank = type.getRank() - 2;
-  SmallVector<Value> lbs, ubs, steps, dynamicSizes;
-  Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
-  Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
-  for (unsigned d = 0; d < batchRank; ++d) {
-    Value extent = tensor::DimOp::create(rewriter, loc, input, d);
-    lbs.push_back(zero);
-    ubs.push_back(extent);
-    steps.push_back(one);
-    if (type.isDynamicDim(d))
-      dynamicSizes.push_back(extent);
-  }
-  Value init = tensor::EmptyOp::create(rewriter, loc, type.getShape(),
-                                       floatType, dynamicSizes);
-  scf::LoopNest nest = scf::buildLoopNest(
-      rewriter, loc, lbs, ubs, steps, ValueRange{init},
-      [&](OpBuilder &nested, Location loc, ValueRange ivs,
-          ValueRange iterArgs) -> scf::ValueVector {
-        ImplicitLocOpBuilder b(loc, nested);
-        ScalarBuilder m(b, floatType);
-        auto at = [&](unsigned flat) {
-          SmallVector<Value> indices(ivs.begin(), ivs.end());
-          indices.push_back(arith::ConstantIndexOp::create(b, flat / n));
-          indices.push_back(arith::ConstantIndexOp::create(b, flat % n));
-          return indices;
-        };
-        Scalars a;
-        for (unsigned flat = 0; flat < n * n; ++flat)
-          a.push_back(tensor::ExtractOp::create(b, input, at(flat)));
-        Scalars r = isExp ? buildMatrixExp(m, n, a, index)
-                          : buildMatrixLog(m, n, a, index);
-        Value acc = iterArgs.front();
-        for (auto [flat, value] : llvm::enumerate(r))
-          acc = tensor::InsertOp::create(b, value, acc, at(flat));
-        return {acc};
+  OpBuilder builder(call);
+  Value result = buildElementwiseLoops(
+      builder, call.getLoc(), {{call.getOperand(0), 2}}, type, 2,
+      [&](ScalarBuilder &m, ArrayRef<Scalars> in) {
+        return isExp ? buildMatrixExp(m, n, in[0], index)
+                     : buildMatrixLog(m, n, in[0], index);
       });
-  call.getResult(0).replaceAllUsesWith(nest.results.front());
+  call.getResult(0).replaceAllUsesWith(result);
   call.erase();
   return success();
 }

@@ -32,13 +32,6 @@ using namespace torsor::lie;
 
 namespace {
 
-/// One operand of an element-wise lie op: its value and how many trailing
-/// dims form one element (2 for matrices, 1 for vectors, 0 for scalars).
-struct ElementOperand {
-  Value value;
-  unsigned trailing;
-};
-
 /// Marks the batch loops of an element-wise op as parallel: iteration i
 /// reads and writes only element i of every operand, so after
 /// bufferization torsor-outline-parallel-loops may run them as tasks.
@@ -47,17 +40,12 @@ void markParallel(scf::LoopNest &nest) {
     loop->setAttr(kParallelLoopAttr, UnitAttr::get(loop.getContext()));
 }
 
-/// Builds the result scalars of one element from each operand's scalars.
-using ElementBody =
-    llvm::function_ref<Scalars(ScalarBuilder &, ArrayRef<Scalars> operands)>;
+} // namespace
 
-/// Replaces `op` (one result of type `resultType`, `resultTrailing` element
-/// dims) with a loop nest over the batch dims running `body` per element.
-void lowerElementwise(Operation *op, PatternRewriter &rewriter,
-                      ArrayRef<ElementOperand> operands,
-                      RankedTensorType resultType, unsigned resultTrailing,
-                      ElementBody body) {
-  Location loc = op->getLoc();
+Value torsor::buildElementwiseLoops(OpBuilder &rewriter, Location loc,
+                                    ArrayRef<ElementOperand> operands,
+                                    RankedTensorType resultType,
+                                    unsigned resultTrailing, ElementBody body) {
   auto floatType = cast<FloatType>(resultType.getElementType());
   unsigned batchRank = resultType.getRank() - resultTrailing;
   Value shapeSource = operands.front().value;
@@ -133,7 +121,20 @@ void lowerElementwise(Operation *op, PatternRewriter &rewriter,
         return {acc};
       });
   markParallel(nest);
-  rewriter.replaceOp(op, nest.results.front());
+  return nest.results.front();
+}
+
+namespace {
+
+/// Replaces `op` (one result of type `resultType`, `resultTrailing` element
+/// dims) with a loop nest over the batch dims running `body` per element.
+void lowerElementwise(Operation *op, PatternRewriter &rewriter,
+                      ArrayRef<ElementOperand> operands,
+                      RankedTensorType resultType, unsigned resultTrailing,
+                      ElementBody body) {
+  rewriter.replaceOp(op,
+                     buildElementwiseLoops(rewriter, op->getLoc(), operands,
+                                           resultType, resultTrailing, body));
 }
 
 struct LowerIdentity : OpRewritePattern<IdentityOp> {
