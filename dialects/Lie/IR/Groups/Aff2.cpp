@@ -54,6 +54,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Lie/IR/Groups/Groups.h"
+#include "dialects/Lie/IR/Groups/Series.h"
 
 #include <array>
 #include <cmath>
@@ -64,38 +65,9 @@ using namespace torsor::lie;
 
 namespace {
 
-/// Taylor coefficients of φ(z) = (eᶻ − 1)/z: 1/(k+1)!.
-constexpr double kPhi[] = {1.0,
-                           1.0 / 2,
-                           1.0 / 6,
-                           1.0 / 24,
-                           1.0 / 120,
-                           1.0 / 720,
-                           1.0 / 5040,
-                           1.0 / 40320,
-                           1.0 / 362880,
-                           1.0 / 3628800,
-                           1.0 / 39916800,
-                           1.0 / 479001600,
-                           1.0 / 6227020800,
-                           1.0 / 87178291200,
-                           1.0 / 1307674368000};
-/// Taylor coefficients of ψ(z) = z/(eᶻ − 1): B_k/k! (B₁ = −½).
-constexpr double kPsi[] = {1.0,
-                           -1.0 / 2,
-                           1.0 / 12,
-                           0.0,
-                           -1.0 / 720,
-                           0.0,
-                           1.0 / 30240,
-                           0.0,
-                           -1.0 / 1209600,
-                           0.0,
-                           1.0 / 47900160,
-                           0.0,
-                           -691.0 / 1307674368000,
-                           0.0,
-                           1.0 / 74724249600};
+using series::kPhi;
+using series::kPsi;
+
 /// cosh √κ = Σ κᵏ/(2k)! and sinh √κ/√κ = Σ κᵏ/(2k+1)!.
 constexpr double kCosh[] = {1.0,
                             1.0 / 2,
