@@ -73,6 +73,9 @@ public:
   /// Checks a literal keyword argument; helpers for numbers and lists.
   bool getNumberList(const KeywordArg &kw, std::vector<double> &values);
   bool getNumber(const KeywordArg &kw, double &value);
+  /// Reads the optional `eps` keyword of `call` (default `defaultEps`),
+  /// checks it is positive and records it in `call.constants["eps"]`.
+  bool getPositiveEps(CallExpr &call, double defaultEps);
   bool getBool(const KeywordArg &kw, bool &value);
   /// Integer-valued: an integer literal or a fixed dim.
   bool getInteger(const Expr &expr, int64_t &value, const llvm::Twine &what);

@@ -114,16 +114,8 @@ Type Sema::checkBuiltin(CallExpr &call) {
                             call.args[i]->type.str());
         return Type();
       }
-    double eps = isLayer ? 1e-5 : 1e-6;
-    if (const KeywordArg *kw = call.getKeyword("eps"))
-      if (!getNumber(*kw, eps))
-        return Type();
-    if (eps <= 0) {
-      diags.emitError(call.getKeyword("eps")->value->getLoc(),
-                      "eps must be positive");
+    if (!getPositiveEps(call, isLayer ? 1e-5 : 1e-6))
       return Type();
-    }
-    call.constants["eps"] = {eps};
     return x;
   }
   if (name == "concat") {

@@ -380,6 +380,19 @@ bool Sema::getNumber(const KeywordArg &kw, double &value) {
   return false;
 }
 
+bool Sema::getPositiveEps(CallExpr &call, double defaultEps) {
+  double eps = defaultEps;
+  const KeywordArg *kw = call.getKeyword("eps");
+  if (kw && !getNumber(*kw, eps))
+    return false;
+  if (eps <= 0) {
+    diags.emitError(kw->value->getLoc(), "eps must be positive");
+    return false;
+  }
+  call.constants["eps"] = {eps};
+  return true;
+}
+
 bool Sema::getNumberList(const KeywordArg &kw, std::vector<double> &values) {
   values.clear();
   if (hasInvalid(*kw.value))

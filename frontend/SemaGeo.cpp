@@ -281,15 +281,7 @@ Type Sema::checkGeoLayer(CallExpr &call) {
                                             "tensor of rank 1 or more");
     return Type();
   }
-  double eps = 1e-5;
-  if (const KeywordArg *kw = call.getKeyword("eps"))
-    if (!getNumber(*kw, eps))
-      return Type();
-  if (eps <= 0) {
-    diags.emitError(call.getKeyword("eps")->value->getLoc(),
-                    "eps must be positive");
+  if (!getPositiveEps(call, 1e-5))
     return Type();
-  }
-  call.constants["eps"] = {eps};
   return call.args[0]->type;
 }
