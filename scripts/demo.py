@@ -24,30 +24,12 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "test", "lib"))
 
+from model_runner import parse_declared_groups, random_group_elements  # noqa: E402
 
-def random_elements(name, rng, m):
-    """Seeded random elements of a built-in group, via scipy's expm."""
-    from scipy.linalg import expm
-    dims = {"so2": 2, "se2": 3, "so3": 3, "se3": 4, "aff2": 3, "sim3": 4}
-    n = dims[name]
-    out = []
-    for _ in range(m):
-        X = np.zeros((n, n))
-        if name in ("so2", "so3"):
-            A = rng.standard_normal((n, n))
-            X = A - A.T
-        elif name in ("se2", "se3", "sim3"):
-            A = rng.standard_normal((n - 1, n - 1))
-            X[:n - 1, :n - 1] = A - A.T
-            X[:n - 1, n - 1] = rng.standard_normal(n - 1)
-            if name == "sim3":
-                X[:3, :3] += 0.3 * rng.standard_normal() * np.eye(3)
-        elif name == "aff2":
-            X[:2, :2] = 0.5 * rng.standard_normal((2, 2))
-            X[:2, 2] = rng.standard_normal(2)
-        out.append(expm(X))
-    return np.array(out)
 
+# Display names of the built-in group keywords (as manifests spell them).
+DISPLAY = {"so2": "SO2", "se2": "SE2", "so3": "SO3", "se3": "SE3",
+           "aff2": "Aff2", "sim3": "Sim3"}
 
 def demo_groups(build):
     from torsor_testing import CompiledModule, dps_function
@@ -84,13 +66,13 @@ def demo_groups(build):
                     "  %%r = lie.dist2 %s, %s {group = %s} : %s -> %s" % (a[0], a[1], grp, t(G), t(S)), ["%r"])),
             ]))
             m = 20000
-            g = np.ascontiguousarray(random_elements(name, rng, 256).astype(np_t))
+            g = np.ascontiguousarray(random_group_elements(rng, DISPLAY[name], 256).astype(np_t))
             h = np.ascontiguousarray(g[rng.permutation(len(g))])
             w = np.zeros((len(g), k), np_t)
             mod.call("log", g, w)
             back = np.zeros_like(g)
             mod.call("exp", w, back)
-            left = random_elements(name, rng, 1)[0]
+            left = random_group_elements(rng, DISPLAY[name], 1)[0]
             d0, d1 = np.zeros(len(g), np_t), np.zeros(len(g), np_t)
             mod.call("dist2", g, h, d0)
             lg = np.ascontiguousarray((left @ g.astype(np.float64)).astype(np_t))
@@ -136,14 +118,13 @@ def run_example(build, path, workdir, length=64):
     if r.returncode != 0:
         return "does not compile yet: " + (r.stderr.strip().splitlines() or ["?"])[0]
     manifest = json.load(open(so.replace(".so", ".json")))
-    from model_runner import parse_declared_groups, random_group_elements
     declared = parse_declared_groups(open(path).read())
 
     def sample_group(name, rng, count):
         """Built-in groups by keyword; declared ones from their generators."""
         if name in declared:
             return random_group_elements(rng, name, count, declared[name])
-        return random_elements(name.lower(), rng, count)
+        return random_group_elements(rng, name, count)
 
     rng = np.random.default_rng(0)
     dims = {d: length for d in manifest["dims"]}

@@ -36,7 +36,6 @@ namespace {
 /// Moves one outermost scf.parallel into its own function and replaces it
 /// with a launcher call.
 void outline(scf::ParallelOp loop, func::FuncOp parent, unsigned index) {
-  ModuleOp module = parent->getParentOfType<ModuleOp>();
   Location loc = loop.getLoc();
   MLIRContext *context = loop.getContext();
 
@@ -134,7 +133,6 @@ void outline(scf::ParallelOp loop, func::FuncOp parent, unsigned index) {
   operands.append(captured);
   func::CallOp::create(builder, loc, launcher, operands);
   loop.erase();
-  (void)module;
 }
 
 /// Rewrites a `torsor.parallel` scf.for without results into scf.parallel.
