@@ -42,6 +42,11 @@ void torsor::buildCPULoweringPipeline(OpPassManager &pm,
   pm.addPass(createInlinerPass());
   pm.addPass(createSymbolDCEPass());
 
+  // Tile sizes and vector widths for this CPU, in one attribute.
+  TorsorSelectStrategyOptions strategy;
+  strategy.vectorBits = options.vectorBits;
+  pm.addPass(createTorsorSelectStrategy(strategy));
+
   // Sequence-level and group ops to loops of scalar arith/math on tensors.
   pm.addPass(createConvertGeoToLinalg());
   pm.addPass(createConvertLieToArith());
