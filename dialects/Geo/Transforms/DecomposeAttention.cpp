@@ -395,14 +395,14 @@ struct GeoDecomposeAttention
       return;
     // f32 kernels: vectorizable polynomial atan2/exp instead of per-lane
     // libm calls (accuracy measured in docs/geo.md). f64 keeps libm.
+    auto approximated = [](StringRef name) {
+      return llvm::is_contained({"atan2", "atan", "exp"},
+                                name.starts_with("math.") ? name.drop_front(5)
+                                                          : name);
+    };
     RewritePatternSet patterns(&getContext());
-    populateMathPolynomialApproximationPatterns(
-        patterns, [](StringRef name) {
-          return name == "atan2" || name == "atan" || name == "exp";
-        });
-    populateMathF32ExpansionPatterns(patterns, [](StringRef name) {
-      return name == "atan2" || name == "atan" || name == "exp";
-    });
+    populateMathPolynomialApproximationPatterns(patterns, approximated);
+    populateMathF32ExpansionPatterns(patterns, approximated);
     if (failed(applyOpPatternsGreedily(approximate, std::move(patterns))))
       signalPassFailure();
   }
