@@ -32,7 +32,7 @@ TargetStrategy TargetStrategy::forCPU(unsigned vectorBits) {
   // AVX-512 doubles the register file as well as its width.
   s.vectorRegisters = s.vectorBits >= 512 ? 32 : 16;
   s.attentionMaxQueryRows = 4;
-  s.attentionKeyVectors = 2;
+  s.attentionKeyVectors = 4;
   return s;
 }
 

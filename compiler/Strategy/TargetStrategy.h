@@ -42,7 +42,7 @@ struct TargetStrategy {
   unsigned attentionMaxQueryRows = 4;
   /// Keys per key tile, in vectors: the online softmax rescales once per
   /// tile, so wider tiles amortise its horizontal max.
-  unsigned attentionKeyVectors = 2;
+  unsigned attentionKeyVectors = 4;
 
   /// SIMD lanes for elements of `bits` width.
   unsigned lanes(unsigned bits) const {

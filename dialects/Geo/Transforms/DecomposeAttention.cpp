@@ -25,10 +25,10 @@
 
 #include "compiler/Strategy/TargetStrategy.h"
 #include "dialects/Geo/IR/GeoOps.h"
+#include "dialects/Geo/Transforms/KernelMath.h"
 #include "dialects/Geo/Transforms/Passes.h"
 #include "dialects/Lie/IR/GroupModel.h"
 
-#include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -114,7 +114,7 @@ private:
   SmallVector<Chunk> chunks;
   SmallVector<double> coef; // [h][block]
   // Per-kernel values built in build().
-  Value len, offset;
+  Value len, offset, probBuffer;
   SmallVector<Scalars> queryScalars, querySplats; // [r][feature]
 };
 
@@ -243,33 +243,50 @@ KernelBuilder::State KernelBuilder::step(ImplicitLocOpBuilder &b, Value first,
     }
   }
 
-  // P·V: each value row once, into every row's accumulators.
+  // P·V: each value row once, into every row's accumulators. The
+  // probabilities go through a stack buffer so that each FMA reads its
+  // p_j as a broadcast memory operand instead of a lane shuffle.
+  for (auto [i, p] : llvm::enumerate(probs))
+    vector::StoreOp::create(
+        b, p, probBuffer,
+        ValueRange{arith::ConstantIndexOp::create(b, i * lanes)});
+  // A GEMM micro-kernel over the tile's keys (rows × D accumulators, one
+  // value row and one broadcast probability per row per key), kept as a
+  // loop so that the accumulators stay in registers.
   Value lastKey =
       arith::SubIOp::create(b, len, arith::ConstantIndexOp::create(b, 1));
-  for (int64_t kv = 0; kv < keyVectors; ++kv) {
-    for (int64_t w = 0; w < lanes; ++w) {
-      Value key = arith::AddIOp::create(b, keyStart[kv],
-                                        arith::ConstantIndexOp::create(b, w));
-      // A masked lane has p = 0; any row in bounds will do for it.
-      if (masked)
-        key = arith::MinUIOp::create(b, key, lastKey);
-      SmallVector<Value> row;
-      for (const Chunk &chunk : chunks)
-        row.push_back(vector::TransferReadOp::create(
-            b, vectorType(chunk.width), values,
-            ValueRange{key, arith::ConstantIndexOp::create(b, chunk.col)}, zero,
-            ArrayRef<bool>{true}));
-      for (int64_t r = 0; r < rows; ++r)
-        for (auto [c, chunk] : llvm::enumerate(chunks)) {
-          Value p = vector::ExtractOp::create(
-              b, probs[((r * heads + chunk.head) * keyVectors) + kv],
-              ArrayRef<int64_t>{w});
-          ScalarBuilder cm(b, elt, chunk.width);
-          Value &acc = out.acc[r * chunks.size() + c];
-          acc = cm.fma(cm.splat(p), row[c], acc);
-        }
-    }
-  }
+  Value zeroIdx = arith::ConstantIndexOp::create(b, 0);
+  Value oneIdx = arith::ConstantIndexOp::create(b, 1);
+  Value tileIdx = arith::ConstantIndexOp::create(b, keyTile);
+  auto pv = scf::ForOp::create(
+      b, zeroIdx, tileIdx, oneIdx, out.acc,
+      [&](OpBuilder &nested, Location loc, Value k, ValueRange accs) {
+        ImplicitLocOpBuilder lb(loc, nested);
+        Value key = arith::AddIOp::create(lb, first, k);
+        // A masked lane has p = 0; any row in bounds will do for it.
+        if (masked)
+          key = arith::MinUIOp::create(lb, key, lastKey);
+        SmallVector<Value> row;
+        for (const Chunk &chunk : chunks)
+          row.push_back(vector::TransferReadOp::create(
+              lb, vectorType(chunk.width), values,
+              ValueRange{key, arith::ConstantIndexOp::create(lb, chunk.col)},
+              zero, ArrayRef<bool>{true}));
+        SmallVector<Value> next(accs);
+        for (int64_t r = 0; r < rows; ++r)
+          for (auto [c, chunk] : llvm::enumerate(chunks)) {
+            Value at = arith::AddIOp::create(
+                lb, k,
+                arith::ConstantIndexOp::create(lb, (r * heads + chunk.head) *
+                                                       keyTile));
+            Value p = memref::LoadOp::create(lb, probBuffer, ValueRange{at});
+            ScalarBuilder cm(lb, elt, chunk.width);
+            Value &acc = next[r * chunks.size() + c];
+            acc = cm.fma(cm.splat(p), row[c], acc);
+          }
+        scf::YieldOp::create(lb, next);
+      });
+  out.acc.assign(pv.getResults().begin(), pv.getResults().end());
   return out;
 }
 
@@ -293,6 +310,9 @@ Value KernelBuilder::build(ImplicitLocOpBuilder &b) {
     queryScalars.push_back(scalars);
     querySplats.push_back(splats);
   }
+
+  probBuffer = memref::AllocaOp::create(
+      b, MemRefType::get({rows * heads * keyVectors * lanes}, elt));
 
   State init;
   for (int64_t i = 0; i < rows * heads; ++i) {
@@ -394,15 +414,9 @@ struct GeoDecomposeAttention
     if (approximate.empty())
       return;
     // f32 kernels: vectorizable polynomial atan2/exp instead of per-lane
-    // libm calls (accuracy measured in docs/geo.md). f64 keeps libm.
-    auto approximated = [](StringRef name) {
-      return llvm::is_contained({"atan2", "atan", "exp"},
-                                name.starts_with("math.") ? name.drop_front(5)
-                                                          : name);
-    };
+    // libm calls (KernelMath.h; accuracy in docs/geo.md). f64 keeps libm.
     RewritePatternSet patterns(&getContext());
-    populateMathPolynomialApproximationPatterns(patterns, approximated);
-    populateMathF32ExpansionPatterns(patterns, approximated);
+    populateKernelMathPatterns(patterns);
     if (failed(applyOpPatternsGreedily(approximate, std::move(patterns))))
       signalPassFailure();
   }

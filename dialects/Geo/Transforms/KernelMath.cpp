@@ -1,0 +1,71 @@
+//===- KernelMath.cpp - Vectorizable f32 math for fused kernels -----------===//
+//
+// atan2 by octant reduction: t = min(|x|, |y|) / max(|x|, |y|) ∈ [0, 1],
+// atan t = t·P(t²) with P a degree-7 polynomial fitted for relative error
+// on [0, 1] (iteratively reweighted least squares, max relative error
+// 9.9e-8 in exact arithmetic, 1.5e-7 rad absolute when evaluated in f32),
+// then the octant and the sign of y restore the angle. One division, no
+// branches, every step element-wise: the same IR serves scalars and every
+// vector width.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Geo/Transforms/KernelMath.h"
+#include "dialects/Lie/IR/ScalarBuilder.h"
+
+#include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/IR/TypeUtilities.h"
+
+#include <cmath>
+
+using namespace mlir;
+using torsor::lie::ScalarBuilder;
+
+namespace {
+
+/// atan(t)/t ≈ Σ_k kAtanCoeffs[k] (t²)ᵏ on t ∈ [0, 1].
+constexpr double kAtanCoeffs[] = {0.9999999010931311,   -0.33331991127656846,
+                                  0.1996972796645299,   -0.14019499976387192,
+                                  0.09914338556762493,  -0.059486979053691894,
+                                  0.024252784623308613, -0.004693375203889061};
+
+struct PolynomialAtan2 : OpRewritePattern<math::Atan2Op> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(math::Atan2Op op,
+                                PatternRewriter &rewriter) const override {
+    Type type = op.getType();
+    auto vector = dyn_cast<VectorType>(type);
+    auto elt = dyn_cast<FloatType>(getElementTypeOrSelf(type));
+    if (!elt || !elt.isF32() || (vector && vector.getRank() != 1))
+      return rewriter.notifyMatchFailure(op,
+                                         "only f32 scalars and 1-D vectors");
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    ScalarBuilder m(b, elt, vector ? vector.getDimSize(0) : 0);
+    Value y = op.getLhs(), x = op.getRhs();
+    Value ax = m.abs(x), ay = m.abs(y);
+    Value big = m.max(ax, ay), small = m.min(ax, ay);
+    Value zero = m.c(0.0);
+    // 0/0 at the origin: atan2(±0, ±0) has t = 0.
+    Value t = m.select(m.gt(big, zero), m.div(small, big), zero);
+    Value a = m.mul(t, m.poly(m.sqr(t), kAtanCoeffs));
+    a = m.select(m.gt(ay, ax), m.sub(m.c(M_PI_2), a), a);
+    // x < 0, including −0: the angle is measured from the negative axis.
+    Value negative = arith::CmpFOp::create(b, arith::CmpFPredicate::OLT,
+                                           m.copysign(m.c(1.0), x), zero);
+    a = m.select(negative, m.sub(m.c(M_PI), a), a);
+    // NaN in, NaN out (the selects above would hide a NaN x or y).
+    Value unordered = arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, x, y);
+    a = m.select(unordered, m.add(x, y), a);
+    rewriter.replaceOp(op, m.copysign(a, y));
+    return success();
+  }
+};
+
+} // namespace
+
+void torsor::geo::populateKernelMathPatterns(RewritePatternSet &patterns) {
+  patterns.add<PolynomialAtan2>(patterns.getContext());
+  auto exp = [](StringRef name) { return name == "math.exp" || name == "exp"; };
+  populateMathPolynomialApproximationPatterns(patterns, exp);
+}
