@@ -98,10 +98,9 @@ void torsor::buildCPULoweringPipeline(OpPassManager &pm,
   math::MathExpandOpsPassOptions expand;
   expand.opMnemonics = {"rsqrt"};
   pm.addPass(math::createMathExpandOpsPass(expand));
-  // Ops with an LLVM intrinsic first (fma, sqrt, ...: instructions, or
-  // libm calls LLVM chooses itself), so that only the rest become libm
-  // calls; math-to-libm alone would call fmaf for every math.fma.
-  pm.addPass(createConvertMathToLLVMPass());
+  // Exactly rounded ops (fma, sqrt, ...) become instructions first;
+  // math-to-libm alone would call fmaf for every math.fma.
+  pm.addPass(createTorsorLowerExactMath());
   pm.addPass(createConvertMathToLibmPass());
   // The fused kernels' vector transfers become (masked) vector loads and
   // stores before the generic conversion.

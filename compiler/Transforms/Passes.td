@@ -86,6 +86,25 @@ def TorsorSelectStrategy : Pass<"torsor-select-strategy", "::mlir::ModuleOp"> {
   ];
 }
 
+def TorsorLowerExactMath : Pass<"torsor-lower-exact-math", "::mlir::ModuleOp"> {
+  let summary = "Lower exactly rounded math ops to LLVM intrinsics";
+  let description = [{
+    Runs before `convert-math-to-libm`: `math.fma`, `sqrt`, `absf`,
+    `copysign`, `floor`, `ceil`, `trunc` and `roundeven` (scalars or
+    vectors) become `llvm.intr.*`, i.e. instructions, instead of libm calls
+    per element. Every other math op is left for math-to-libm, which keeps
+    libm's accuracy (math-to-llvm would rewrite expm1 and log1p
+    inaccurately).
+
+    Before / after:
+    ```mlir
+    %r = math.fma %a, %b, %c : vector<16xf32>
+    %r = llvm.intr.fma(%a, %b, %c) : (vector<16xf32>, vector<16xf32>, vector<16xf32>) -> vector<16xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def TorsorOutlineParallelLoops
     : Pass<"torsor-outline-parallel-loops", "::mlir::ModuleOp"> {
   let summary = "Move outermost parallel loops into runtime tasks";

@@ -317,7 +317,6 @@ struct ConvertLieToArith
 
 void torsor::populateLieToArithConversionPatterns(RewritePatternSet &patterns) {
   patterns.add<LowerIdentity, LowerCompose, LowerInverse, LowerLog,
-               LowerPairFeatures, LowerExp,
-               LowerAct, LowerDist2, LowerMembershipResidual>(
-      patterns.getContext());
+               LowerPairFeatures, LowerExp, LowerAct, LowerDist2,
+               LowerMembershipResidual>(patterns.getContext());
 }

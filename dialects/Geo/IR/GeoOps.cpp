@@ -93,31 +93,30 @@ static LogicalResult verifyHeadWeights(Operation *op,
                                        int64_t heads, ArrayRef<double> tau,
                                        ArrayRef<double> lambda) {
   if (static_cast<int64_t>(tau.size()) != heads)
-    return op->emitOpError() << "expects `tau` with one entry per head (" << heads
-                         << "), got " << tau.size();
+    return op->emitOpError() << "expects `tau` with one entry per head ("
+                             << heads << "), got " << tau.size();
   for (auto [h, t] : llvm::enumerate(tau))
     if (!(t > 0.0))
       return op->emitOpError() << "expects positive `tau` entries, got " << t
-                           << " for head " << h;
+                               << " for head " << h;
 
   ArrayRef<lie::AlgebraBlock> blocks = model.getBlocks();
   int64_t numBlocks = blocks.size();
   if (static_cast<int64_t>(lambda.size()) != heads * numBlocks)
-    return op->emitOpError() << "expects `lambda` with heads x blocks = " << heads
-                         << " x " << numBlocks << " = " << heads * numBlocks
-                         << " entries (row-major; blocks of "
-                         << model.getDisplayName() << ": "
-                         << llvm::join(
-                                llvm::map_range(blocks,
-                                                [](const lie::AlgebraBlock &b) {
-                                                  return b.name;
-                                                }),
-                                ", ")
-                         << "), got " << lambda.size();
+    return op->emitOpError()
+           << "expects `lambda` with heads x blocks = " << heads << " x "
+           << numBlocks << " = " << heads * numBlocks
+           << " entries (row-major; blocks of " << model.getDisplayName()
+           << ": "
+           << llvm::join(llvm::map_range(
+                             blocks,
+                             [](const lie::AlgebraBlock &b) { return b.name; }),
+                         ", ")
+           << "), got " << lambda.size();
   for (auto [i, l] : llvm::enumerate(lambda))
     if (!(l >= 0.0))
-      return op->emitOpError() << "expects non-negative `lambda` entries, got " << l
-                           << " at index " << i;
+      return op->emitOpError() << "expects non-negative `lambda` entries, got "
+                               << l << " at index " << i;
   return success();
 }
 
@@ -311,9 +310,8 @@ LogicalResult FlashLieAttentionOp::verify() {
       k.getDimSize(rank - 2) != model.getKeyFeatureCount())
     return emitOpError() << "expects " << model.getQueryFeatureCount()
                          << " query and " << model.getKeyFeatureCount()
-                         << " key features for group "
-                         << model.getDisplayName() << ", got " << q << " and "
-                         << k;
+                         << " key features for group " << model.getDisplayName()
+                         << ", got " << q << " and " << k;
   for (int64_t i = 0; i + 2 < rank; ++i)
     if (!isCompatibleDim(q.getDimSize(i), k.getDimSize(i)) ||
         !isCompatibleDim(q.getDimSize(i), v.getDimSize(i)) ||

@@ -104,8 +104,8 @@ LogicalResult PairFeaturesOp::verify() {
   auto in = getInput().getType();
   auto out = getType();
   if (failed(verifyGroupTensor(*this, in, model, "input")) ||
-      failed(verifyVectorTensor(*this, out, getFeatureCount(), model,
-                                "result")))
+      failed(
+          verifyVectorTensor(*this, out, getFeatureCount(), model, "result")))
     return failure();
   return verifyBatchDims(*this, in, 2, out, 1, "input", "result");
 }

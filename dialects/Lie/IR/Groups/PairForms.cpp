@@ -12,8 +12,8 @@
 using namespace mlir;
 using namespace torsor::lie;
 
-Scalars torsor::lie::buildPlanarFeatures(ScalarBuilder &m, Value r00,
-                                         Value r01, Value r10, Value r11) {
+Scalars torsor::lie::buildPlanarFeatures(ScalarBuilder &m, Value r00, Value r01,
+                                         Value r10, Value r11) {
   Value half = m.c(0.5);
   return {m.mul(half, m.add(r00, r11)), m.mul(half, m.sub(r10, r01))};
 }
@@ -56,8 +56,7 @@ Value torsor::lie::buildHalfAngleRatio2(ScalarBuilder &m,
   Value r = m.sqrt(m.add(cos2, sin2));
   // sin²(θ/2) · r² or · r, written without cancellation on either side.
   Value half = m.c(0.5);
-  Value nearZero =
-      m.div(sin2, m.mul(m.c(2.0), m.mul(r, m.add(r, angle.cosT))));
+  Value nearZero = m.div(sin2, m.mul(m.c(2.0), m.mul(r, m.add(r, angle.cosT))));
   Value nearPi = m.div(m.sub(r, angle.cosT), m.mul(m.c(2.0), r));
   Value sinHalf2 = m.select(m.lt(angle.cosT, m.c(0.0)), nearPi, nearZero);
   Value x = m.mul(half, angle.theta);

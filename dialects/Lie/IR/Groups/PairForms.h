@@ -1,4 +1,5 @@
-//===- PairForms.h - Shared pieces of the factored pairwise forms -*- C++ -*-===//
+//===- PairForms.h - Shared pieces of the factored pairwise forms -*- C++
+//-*-===//
 //
 // The closed pairwise forms of SO(2)/SE(2) and SO(3)/SE(3) share their
 // rotation part: the relative angle of two tokens from dot products of

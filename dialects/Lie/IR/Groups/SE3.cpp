@@ -96,8 +96,8 @@ public:
   unsigned getQueryFeatureCount() const override { return 12; }
   unsigned getKeyFeatureCount() const override { return 12; }
   Scalars buildQueryFeatures(ScalarBuilder &, ValueRange g) const override {
-    return {g[0], g[1], g[2], g[4], g[5], g[6], g[8], g[9], g[10],
-            g[3], g[7], g[11]};
+    return {g[0], g[1], g[2],  g[4], g[5], g[6],
+            g[8], g[9], g[10], g[3], g[7], g[11]};
   }
   Scalars buildKeyFeatures(ScalarBuilder &m, ValueRange g) const override {
     return buildQueryFeatures(m, g);
@@ -117,14 +117,12 @@ public:
     Value uu = m.dot(u, u);
     Value aa = m.dot(a, a), au = m.dot(a, u);
     Value zero = m.c(0.0);
-    Value generic =
-        m.select(m.gt(aa, zero), m.div(m.sqr(au), aa), zero);
+    Value generic = m.select(m.gt(aa, zero), m.div(m.sqr(au), aa), zero);
     Value nearPi = m.div(m.sub(m.dot(d, w), m.mul(angle.cosT, uu)),
                          m.sub(m.c(1.0), angle.cosT));
     Value nu2 = m.select(m.lt(angle.cosT, m.c(-0.5)), nearPi, generic);
     nu2 = m.min(m.max(nu2, zero), uu);
-    Value trans =
-        m.fma(buildHalfAngleRatio2(m, angle), m.sub(uu, nu2), nu2);
+    Value trans = m.fma(buildHalfAngleRatio2(m, angle), m.sub(uu, nu2), nu2);
     return {m.sqr(angle.theta), trans};
   }
 
