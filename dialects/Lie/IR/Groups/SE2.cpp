@@ -71,8 +71,7 @@ public:
     PairAngle angle = buildPlanarPairAngle(m, q.take_front(2), k.take_front(2));
     Value d1 = m.sub(k[2], q[2]), d2 = m.sub(k[3], q[3]);
     Value dist2 = m.fma(d1, d1, m.mul(d2, d2));
-    return {m.sqr(angle.theta),
-            m.mul(buildHalfAngleRatio2(m, angle), dist2)};
+    return {m.sqr(angle.theta), m.mul(buildHalfAngleRatio2(m, angle), dist2)};
   }
 
   /// Top two rows of a·b; the fixed row [0, 0, 1] is not computed.
