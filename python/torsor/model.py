@@ -19,7 +19,7 @@ import numpy as np
 
 from . import _capi
 from ._capi import INPUT, KINDS, OUTPUT, PARAM
-from .errors import InvalidArgumentError, TorsorIOError
+from .errors import InvalidArgumentError
 
 
 @dataclass(frozen=True)
@@ -144,8 +144,6 @@ class Model:
 
     def __init__(self, path):
         self.path = os.fspath(path)
-        if not os.path.exists(self.path):
-            raise TorsorIOError("%s: no such file" % self.path, 2)
         self._lib = _capi.lib()
         self._lock = threading.Lock()
         self._params = {}
