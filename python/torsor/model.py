@@ -10,6 +10,7 @@ ranks, extents, symbolic dims, groups) is the runtime's; its messages
 become the exceptions of torsor.errors unchanged.
 """
 import ctypes
+import json
 import os
 import threading
 from dataclasses import dataclass
@@ -151,7 +152,6 @@ class Model:
         _capi.check(self._lib.torsorModuleLoad(_capi.encode(self.path),
                                                ctypes.byref(self._handle)))
         manifest_path = os.path.splitext(self.path)[0] + ".json"
-        import json
         with open(manifest_path) as f:
             self.manifest = json.load(f)
         self.name = self._lib.torsorModuleName(self._handle).decode()
