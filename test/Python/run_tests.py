@@ -61,7 +61,7 @@ def main():
         shutil.rmtree(pkg, ignore_errors=True)
         shutil.copytree(os.path.join(source, "python"), pkg,
                         ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
-        install_env = dict(env, TORSOR_BUILD_DIR=build)
+        install_env = dict(env, TORSOR_BUILD_DIR=build, PIP_ROOT_USER_ACTION="ignore")
         # The venv has no pip of its own; the system pip installs into the
         # venv because it runs under the venv's interpreter.
         subprocess.check_call([python, "-m", "pip", "install", "-q", "--no-index",
