@@ -326,6 +326,13 @@ TorsorStatus *torsorModuleBindParam(TorsorModule *module, const char *name,
   return bind(module, TORSOR_PARAM, name, tensor);
 }
 
+void torsorModuleUnbindInputs(TorsorModule *module) {
+  if (!module)
+    return;
+  for (BoundTensor &b : module->inputs)
+    b = BoundTensor();
+}
+
 TorsorStatus *torsorModuleLoadWeights(TorsorModule *module,
                                       const char *safetensorsPath) {
   if (!module || !safetensorsPath)

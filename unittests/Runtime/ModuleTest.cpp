@@ -179,6 +179,20 @@ TEST_F(ModuleTest, MissingParamIsAnError) {
   EXPECT_EQ(msg(torsorModuleRun(module)), "missing param 'w'");
 }
 
+TEST_F(ModuleTest, UnbindInputsForgetsInputsButKeepsParams) {
+  bindAll();
+  ASSERT_EQ(msg(torsorModuleRun(module)), "");
+  torsorModuleUnbindInputs(module);
+  EXPECT_EQ(msg(torsorModuleRun(module)), "missing input 'pose'");
+  TorsorTensor tp{pose.data(), poseShape, nullptr, 3, TORSOR_DTYPE_F32};
+  TorsorTensor tx{x.data(), xShape, nullptr, 2, TORSOR_DTYPE_F32};
+  ASSERT_EQ(msg(torsorModuleBindInput(module, "pose", &tp)), "");
+  ASSERT_EQ(msg(torsorModuleBindInput(module, "x", &tx)), "");
+  ASSERT_EQ(msg(torsorModuleRun(module)), ""); // param 'w' is still bound
+  expectOutputs();
+  torsorModuleUnbindInputs(nullptr); // no-op
+}
+
 TEST_F(ModuleTest, ChecksGroupsWhenAsked) {
   pose[3 * 16 + 1] = 0.21f; // shear element 3
   bindAll();

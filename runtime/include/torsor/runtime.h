@@ -130,6 +130,13 @@ TorsorStatus *torsorModuleBindInput(TorsorModule *module, const char *name,
 TorsorStatus *torsorModuleBindParam(TorsorModule *module, const char *name,
                                     const TorsorTensor *tensor);
 
+/// Forgets every bound input, so the next torsorModuleRun() reports each one
+/// as missing until it is bound again. Hosts that lend memory for one call
+/// only (Python's package) call it after each run, so a later call that
+/// omits an input gets an error instead of reading freed memory. Params,
+/// outputs and the group-check setting are kept. NULL is a no-op.
+void torsorModuleUnbindInputs(TorsorModule *module);
+
 /// Reads a .safetensors bundle and binds every tensor in it to the param of
 /// the same name (the module keeps the data). A tensor that names no param is
 /// an error; params the bundle lacks stay unbound.

@@ -1,0 +1,43 @@
+"""Torsor from Python: compile .tsr models and call them on NumPy arrays or
+PyTorch tensors.
+
+    import torsor
+    m = torsor.compile("examples/se3_pose_attention.tsr", dtype="f32", opt=2)
+    m.load_weights("w.safetensors")          # or m.set_params({name: array})
+    y = m(pose=poses, x=feats)
+
+torsor.compile(source, ...)   torsorc, cached by source hash -> Model
+torsor.load("pose.so")        a compiled model (and its pose.json) -> Model
+torsor.groups                 random/exp/log/check for the built-in groups
+torsor.map_state_dict         PyTorch state_dict -> Torsor params (nn.Linear aware)
+torsor.save_weights           {name: array} -> .safetensors
+torsor.set_num_threads(n)     the runtime's thread pool
+torsor.torch                  nn.Module wrapper and torch.library op (needs torch)
+
+docs/python.md is the reference, docs/tutorial.md a walk-through.
+"""
+from . import groups
+from .compiler import cache_dir, compile
+from .errors import (AbiError, CompileError, FailedPreconditionError,
+                     InvalidArgumentError, TorsorError, TorsorIOError,
+                     UnavailableError)
+from .model import Model, TensorSpec, get_num_threads, load, set_num_threads
+from .weights import as_is, linear, map_state_dict, save_weights
+
+__version__ = "0.2.0"
+
+__all__ = [
+    "AbiError", "CompileError", "FailedPreconditionError", "InvalidArgumentError",
+    "Model", "TensorSpec", "TorsorError", "TorsorIOError", "UnavailableError",
+    "as_is", "cache_dir", "compile", "get_num_threads", "groups", "linear", "load",
+    "map_state_dict", "save_weights", "set_num_threads",
+]
+
+
+def __getattr__(name):
+    # torsor.torch imports torch, which is optional and slow to import:
+    # load it on first use only.
+    if name == "torch":
+        import importlib
+        return importlib.import_module(".torch", __name__)
+    raise AttributeError("module 'torsor' has no attribute %r" % name)

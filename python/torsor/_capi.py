@@ -1,0 +1,98 @@
+"""_capi.py - ctypes declarations of the runtime's C API (torsor/runtime.h).
+
+Why ctypes: the C API is plain C with opaque handles (a dozen functions), so
+ctypes binds it with no compiler, no build step and no dependency beyond
+the standard library; the package stays pure Python and installs anywhere
+NumPy does. ctypes.CDLL also releases the GIL for the duration of every
+foreign call, so torsorModuleRun runs without holding it. (cffi would add a
+dependency; nanobind a C++ extension to build per Python version. Neither
+buys anything for a dozen calls per forward pass, each microseconds next to
+the model itself.)
+
+The library is loaded once, on first use. The runtime re-opens itself
+RTLD_GLOBAL before dlopen-ing a model, so models resolve
+torsor_parallel_for even though ctypes loads it RTLD_LOCAL.
+"""
+import ctypes
+
+from . import _locate
+from .errors import from_status
+
+INPUT, PARAM, OUTPUT = 0, 1, 2
+KINDS = {INPUT: "input", PARAM: "param", OUTPUT: "output"}
+
+# TorsorDType codes <-> manifest spellings <-> NumPy dtype names.
+DTYPE_CODES = {"f32": 0, "f64": 1, "i64": 2}
+DTYPE_NAMES = {v: k for k, v in DTYPE_CODES.items()}
+NUMPY_NAMES = {"f32": "float32", "f64": "float64", "i64": "int64"}
+
+
+class Tensor(ctypes.Structure):
+    """struct TorsorTensor."""
+    _fields_ = [("data", ctypes.c_void_p),
+                ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)),
+                ("rank", ctypes.c_int32),
+                ("dtype", ctypes.c_int32)]
+
+
+_P = ctypes.c_void_p
+_I32 = ctypes.c_int32
+_I64 = ctypes.c_int64
+_STR = ctypes.c_char_p
+
+# name: (restype, argtypes)
+_SIGNATURES = {
+    "torsorStatusCode": (ctypes.c_int, [_P]),
+    "torsorStatusMessage": (_STR, [_P]),
+    "torsorStatusFree": (None, [_P]),
+    "torsorModuleLoad": (_P, [_STR, ctypes.POINTER(_P)]),
+    "torsorModuleFree": (None, [_P]),
+    "torsorModuleName": (_STR, [_P]),
+    "torsorModuleNumTensors": (_I32, [_P, ctypes.c_int]),
+    "torsorModuleTensorName": (_STR, [_P, ctypes.c_int, _I32]),
+    "torsorModuleTensorDType": (_I32, [_P, ctypes.c_int, _I32]),
+    "torsorModuleTensorRank": (_I32, [_P, ctypes.c_int, _I32]),
+    "torsorModuleTensorDimExtent": (_I64, [_P, ctypes.c_int, _I32, _I32]),
+    "torsorModuleTensorDimSymbol": (_STR, [_P, ctypes.c_int, _I32, _I32]),
+    "torsorModuleTensorGroup": (_STR, [_P, ctypes.c_int, _I32]),
+    "torsorModuleBindInput": (_P, [_P, _STR, ctypes.POINTER(Tensor)]),
+    "torsorModuleBindParam": (_P, [_P, _STR, ctypes.POINTER(Tensor)]),
+    "torsorModuleUnbindInputs": (None, [_P]),
+    "torsorModuleLoadWeights": (_P, [_P, _STR]),
+    "torsorModuleSetCheckGroups": (None, [_P, _I32, ctypes.c_double]),
+    "torsorModuleRun": (_P, [_P]),
+    "torsorModuleGetOutput": (_P, [_P, _STR, ctypes.POINTER(Tensor)]),
+    "torsorSetNumThreads": (_P, [_I32]),
+    "torsorGetNumThreads": (_I32, []),
+}
+
+_lib = None
+
+
+def lib():
+    """The runtime library with every signature declared (loaded once)."""
+    global _lib
+    if _lib is None:
+        handle = ctypes.CDLL(_locate.runtime_library_path())
+        for name, (restype, argtypes) in _SIGNATURES.items():
+            fn = getattr(handle, name)
+            fn.restype, fn.argtypes = restype, argtypes
+        _lib = handle
+    return _lib
+
+
+def check(status):
+    """Raises the exception for a non-NULL TorsorStatus* (and frees it)."""
+    if not status:
+        return
+    L = lib()
+    code = L.torsorStatusCode(status)
+    message = L.torsorStatusMessage(status).decode("utf-8", "replace")
+    L.torsorStatusFree(status)
+    raise from_status(code, message)
+
+
+def encode(text):
+    """A Python str as the bytes a C string argument needs."""
+    return text.encode("utf-8") if isinstance(text, str) else bytes(text)

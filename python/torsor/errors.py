@@ -1,0 +1,69 @@
+"""errors.py - the exceptions the package raises.
+
+Every failure of the runtime's C API arrives as a status code and a message;
+the message is passed on unchanged (it names the tensor and says expected
+vs. found), and the code picks the class. Compiler failures carry torsorc's
+located diagnostics (`model.tsr:12:9: error: ...` with the caret line).
+"""
+
+
+class TorsorError(Exception):
+    """Base class of every Torsor error. `code` is the runtime status code
+    (0 when the error did not come from the runtime)."""
+
+    code = 0
+
+    def __init__(self, message, code=None):
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+
+
+class CompileError(TorsorError):
+    """torsorc rejected the model. `diagnostics` holds its stderr verbatim
+    (file:line:col: error: ... with a caret line); `command` the argv."""
+
+    def __init__(self, message, diagnostics="", command=()):
+        super().__init__(message)
+        self.diagnostics = diagnostics
+        self.command = list(command)
+
+
+class InvalidArgumentError(TorsorError, ValueError):
+    """Wrong name, rank, extent, dtype or value (TORSOR_INVALID_ARGUMENT)."""
+
+    code = 1
+
+
+class TorsorIOError(TorsorError, OSError):
+    """Missing, unreadable or malformed file (TORSOR_IO_ERROR)."""
+
+    code = 2
+
+
+class AbiError(TorsorError):
+    """The model .so does not match this runtime (TORSOR_ABI_ERROR)."""
+
+    code = 3
+
+
+class UnavailableError(TorsorError):
+    """Feature or device not in this build (TORSOR_UNAVAILABLE)."""
+
+    code = 4
+
+
+class FailedPreconditionError(TorsorError, RuntimeError):
+    """E.g. a run before every input is bound (TORSOR_FAILED_PRECONDITION)."""
+
+    code = 5
+
+
+_BY_CODE = {c.code: c for c in (InvalidArgumentError, TorsorIOError, AbiError,
+                                UnavailableError, FailedPreconditionError)}
+
+
+def from_status(code, message):
+    """The exception for a runtime status code and message."""
+    return _BY_CODE.get(code, TorsorError)(message, code)

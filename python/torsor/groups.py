@@ -1,0 +1,173 @@
+"""groups.py - random elements, exp, log and membership for built-in groups.
+
+Everything here runs compiled Torsor code: one small model per (group,
+dtype), compiled once by torsor.compile (and cached), whose outputs are the
+language's own `exp(v, group = G)`, `log(g)` and `membership_residual(g)`.
+So the helpers use exactly the charts, series branches and coordinate
+conventions of the compiler (docs/groups/), not a NumPy re-derivation.
+
+    g = torsor.groups.random("SE3", 128, seed=0)     # [128, 4, 4] float32
+    v = torsor.groups.log("SE3", g)                  # [128, 6]
+    g2 = torsor.groups.exp("SE3", v)                 # back to [128, 4, 4]
+    torsor.groups.check("SE3", g)                    # True
+    h = torsor.groups.random("SE3", 1)[0]
+    moved = h @ g                                    # every pose moved by h
+
+Group elements are homogeneous matrices [..., n, n]; algebra coordinates
+[..., k] in the group's orthonormal basis (docs/groups/<group>.md).
+"""
+import threading
+
+import numpy as np
+
+from .errors import InvalidArgumentError
+
+#: Built-in groups: (matrix size n, algebra dimension k).
+BUILTIN = {"SO2": (2, 1), "SE2": (3, 3), "SO3": (3, 3), "SE3": (4, 6),
+           "Aff2": (3, 6), "Sim3": (4, 7)}
+
+# Default standard deviation per algebra coordinate for random(): rotations
+# stay moderate so relative rotations g_i^-1 g_j are mostly away from the
+# cut at pi, where log's coordinates (not its norms) are ambiguous.
+_DEFAULT_SCALE = {
+    "SO2": [1.0], "SE2": [0.7, 1.0, 1.0], "SO3": [0.5] * 3,
+    "SE3": [0.5] * 3 + [1.0] * 3, "Aff2": [0.3] * 4 + [1.0] * 2,
+    "Sim3": [0.5] * 3 + [1.0] * 3 + [0.3],
+}
+
+_SOURCE = """// torsor.groups helper for {G}: exp, log and membership residual.
+model GroupHelper{G} {{
+  dim N;
+  dim M;
+  input v: f32[N, {k}];
+  input g: {G}[M];
+  output exp_v = exp(v, group = {G});
+  output log_g = log(g);
+  output residual = membership_residual(g);
+}}
+"""
+
+_models = {}
+_models_lock = threading.Lock()
+
+
+def _group(G):
+    """(n, k) of a built-in group name; a clear error otherwise."""
+    if G not in BUILTIN:
+        raise InvalidArgumentError("unknown group %r; the helpers cover the "
+                                   "built-in groups %s" % (G, ", ".join(BUILTIN)))
+    return BUILTIN[G]
+
+
+def _dtype_name(dtype):
+    """"f32"/"f64" from a NumPy dtype or a manifest spelling."""
+    if dtype in ("f32", "f64"):
+        return dtype
+    name = np.dtype(dtype).name
+    if name == "float32":
+        return "f32"
+    if name == "float64":
+        return "f64"
+    raise InvalidArgumentError("group helpers take float32 or float64, got %s" % name)
+
+
+def helper_model(G, dtype="f32"):
+    """The compiled helper model of group G (compiled once per process and
+    cached on disk by torsor.compile)."""
+    from .compiler import compile as torsor_compile
+    n, k = _group(G)
+    dtype = _dtype_name(dtype)
+    with _models_lock:
+        m = _models.get((G, dtype))
+        if m is None:
+            m = torsor_compile(_SOURCE.format(G=G, k=k), dtype=dtype)
+            _models[(G, dtype)] = m
+    return m
+
+
+def _call(G, dtype, v=None, g=None):
+    """Runs the helper on flattened coordinates v [N, k] and elements
+    g [M, n, n] (either may be empty)."""
+    n, k = _group(G)
+    np_dtype = np.float32 if dtype == "f32" else np.float64
+    if v is None:
+        v = np.zeros((0, k), np_dtype)
+    if g is None:
+        g = np.zeros((0, n, n), np_dtype)
+    return helper_model(G, dtype).run({"v": v, "g": g})
+
+
+def _as_array(x, what):
+    """x as a float32/float64 NumPy array (torch tensors included)."""
+    from .model import _to_numpy
+    arr = _to_numpy(x)
+    if arr.dtype not in (np.float32, np.float64):
+        arr = arr.astype(np.float64)
+    return arr
+
+
+def exp(G, v):
+    """Group elements exp(v) [..., n, n] of coordinates v [..., k]; computed
+    in v's dtype (float32 or float64)."""
+    n, k = _group(G)
+    v = _as_array(v, "v")
+    if v.ndim < 1 or v.shape[-1] != k:
+        raise InvalidArgumentError("exp(%s): coordinates need a last dim of %d, "
+                                   "got shape %s" % (G, k, list(v.shape)))
+    lead = v.shape[:-1]
+    out = _call(G, _dtype_name(v.dtype), v=np.ascontiguousarray(v.reshape(-1, k)))
+    return out["exp_v"].reshape(lead + (n, n))
+
+
+def _elements(G, g, fn):
+    """g as a contiguous [M, n, n] array plus its leading dims."""
+    n, _ = _group(G)
+    g = _as_array(g, "g")
+    if g.ndim < 2 or g.shape[-2:] != (n, n):
+        raise InvalidArgumentError("%s(%s): elements are %dx%d matrices, got shape %s"
+                                   % (fn, G, n, n, list(g.shape)))
+    return np.ascontiguousarray(g.reshape(-1, n, n)), g.shape[:-2]
+
+
+def log(G, g):
+    """Coordinates log(g) [..., k] of elements g [..., n, n] (principal log)."""
+    _, k = _group(G)
+    flat, lead = _elements(G, g, "log")
+    out = _call(G, _dtype_name(flat.dtype), g=flat)
+    return out["log_g"].reshape(lead + (k,))
+
+
+def residual(G, g):
+    """How far each element is from the group [...]: 0 on it, > 0 off it
+    (the language's membership_residual)."""
+    flat, lead = _elements(G, g, "residual")
+    out = _call(G, _dtype_name(flat.dtype), g=flat)
+    return out["residual"].reshape(lead)
+
+
+def check(G, g, tol=None):
+    """True when every element of g [..., n, n] is in G: its membership
+    residual is at most `tol` (default 1e-4 for float32, 1e-10 for float64)
+    and finite."""
+    r = residual(G, g)
+    if tol is None:
+        tol = 1e-4 if r.dtype == np.float32 else 1e-10
+    return bool(np.all(np.isfinite(r)) and np.all(r <= tol))
+
+
+def random(G, n, seed=None, scale=None, dtype="f32"):
+    """`n` random elements of G (n an int or a shape): exp of coordinates
+    drawn from a normal distribution with per-coordinate standard deviation
+    `scale` (a number or k numbers; default moderate rotations, unit
+    translations). `seed` is an int or a numpy Generator. Returns
+    [*n, n, n] in `dtype` ("f32" or "f64"); computed in float64."""
+    _, k = _group(G)
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    shape = (n,) if np.isscalar(n) else tuple(n)
+    s = np.broadcast_to(np.asarray(_DEFAULT_SCALE[G] if scale is None else scale,
+                                   np.float64), (k,))
+    v = rng.standard_normal(shape + (k,)) * s
+    # exp in float64, then rounded: f32 elements are then as close to the
+    # group as f32 allows.
+    g = exp(G, v)
+    return g.astype(np.float32) if _dtype_name(dtype) == "f32" else g

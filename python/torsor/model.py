@@ -1,0 +1,330 @@
+"""model.py - a compiled model loaded through the runtime's C API.
+
+`Model` owns one TorsorModule. A call binds the given arrays as inputs
+(NumPy arrays and CPU torch tensors are lent to the runtime without a copy;
+strided ones are gathered by the runtime itself), runs the model with the
+GIL released (ctypes drops it for every foreign call), copies the outputs
+out of the runtime's buffers, and unbinds the inputs again so no pointer
+into the caller's memory outlives the call. All checking (names, dtypes,
+ranks, extents, symbolic dims, groups) is the runtime's; its messages
+become the exceptions of torsor.errors unchanged.
+"""
+import ctypes
+import json
+import os
+import threading
+from dataclasses import dataclass
+from typing import Optional, Tuple, Union
+
+import numpy as np
+
+from . import _capi
+from ._capi import INPUT, KINDS, OUTPUT, PARAM
+from .errors import InvalidArgumentError
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """One manifest entry: an input, a param or an output.
+
+    `shape` holds ints (fixed extents) and strings (symbolic dims such as
+    "L"); `group` is the group name of a group-element tensor ("SE3") and
+    `left_invariant` the compiler's verdict for group inputs (None for
+    other tensors)."""
+
+    name: str
+    kind: str
+    dtype: str
+    shape: Tuple[Union[int, str], ...]
+    group: Optional[str] = None
+    left_invariant: Optional[bool] = None
+
+    @property
+    def numpy_dtype(self):
+        """The matching NumPy dtype (float32, float64 or int64)."""
+        return np.dtype(_capi.NUMPY_NAMES[self.dtype])
+
+    def concrete_shape(self, dims):
+        """The shape with symbolic dims taken from `dims` ({"L": 10})."""
+        return tuple(dims[d] if isinstance(d, str) else d for d in self.shape)
+
+    def __str__(self):
+        dims = lambda ds: ", ".join(str(d) for d in ds)
+        if self.group:
+            text = "%s: %s[%s] (%s %s)" % (self.name, self.group, dims(self.shape[:-2]),
+                                         " x ".join(str(d) for d in self.shape),
+                                         self.dtype)
+            if self.left_invariant is not None:
+                text += ", left_invariant=%s" % self.left_invariant
+            return text
+        return "%s: %s[%s]" % (self.name, self.dtype, dims(self.shape))
+
+
+def _is_torch_tensor(value):
+    """Duck-typed so that NumPy-only users never import torch."""
+    return (type(value).__module__.startswith("torch")
+            and hasattr(value, "data_ptr") and hasattr(value, "stride"))
+
+
+_TORCH_DTYPES = {"torch.float32": "f32", "torch.float64": "f64",
+                 "torch.int64": "i64"}
+_NUMPY_DTYPES = {"float32": "f32", "float64": "f64", "int64": "i64"}
+
+
+def _tensor_struct(label, value, want_dtype):
+    """(TorsorTensor, keep-alive tuple) lending `value`'s memory.
+
+    `label` ("input 'x'") prefixes our own messages; `want_dtype` (a
+    manifest dtype or None) converts lists and scalars, never arrays: an
+    array of the wrong dtype is passed through so the runtime reports it."""
+    if _is_torch_tensor(value):
+        if value.device.type != "cpu":
+            raise InvalidArgumentError(
+                "%s: tensor is on device '%s'; Torsor's CPU models take CPU "
+                "tensors (use .cpu())" % (label, value.device))
+        code = _TORCH_DTYPES.get(str(value.dtype))
+        if code is None:
+            raise InvalidArgumentError(
+                "%s: torch dtype %s is not supported; expected %s"
+                % (label, str(value.dtype).replace("torch.", ""),
+                   want_dtype or "f32, f64 or i64"))
+        data, shape, strides = value.data_ptr(), tuple(value.shape), value.stride()
+        keep = value
+    else:
+        if isinstance(value, np.ndarray):
+            arr = value
+        else:
+            dt = _capi.NUMPY_NAMES.get(want_dtype, None)
+            arr = np.asarray(value, dtype=dt)
+        if not arr.dtype.isnative:
+            arr = arr.astype(arr.dtype.newbyteorder("="))
+        code = _NUMPY_DTYPES.get(arr.dtype.name)
+        if code is None:
+            raise InvalidArgumentError(
+                "%s: NumPy dtype %s is not supported; expected %s"
+                % (label, arr.dtype.name, want_dtype or "f32, f64 or i64"))
+        item = arr.dtype.itemsize
+        if any(s % item for s in arr.strides):
+            arr = np.ascontiguousarray(arr)
+        data, shape = arr.ctypes.data, arr.shape
+        strides = tuple(s // item for s in arr.strides)
+        keep = arr
+    rank = len(shape)
+    c_shape = (ctypes.c_int64 * max(rank, 1))(*shape)
+    c_strides = (ctypes.c_int64 * max(rank, 1))(*strides)
+    t = _capi.Tensor(data, c_shape, c_strides, rank, _capi.DTYPE_CODES[code])
+    return t, (keep, c_shape, c_strides)
+
+
+def _to_numpy(value):
+    """Any array-like (torch tensors included, on any device) as NumPy."""
+    if _is_torch_tensor(value):
+        t = value.detach().cpu()
+        if str(t.dtype) == "torch.bfloat16":
+            t = t.float()
+        return t.numpy()
+    return np.asarray(value)
+
+
+class Model:
+    """A compiled Torsor model: `Model("pose.so")` (or torsor.load).
+
+    m.inputs, m.params, m.outputs   lists of TensorSpec, in ABI order
+    m.load_weights("w.safetensors") bind params from a bundle
+    m.set_params({name: array})     bind params from arrays (copied)
+    m(pose=poses, x=feats)          run: one output -> the array,
+                                    several -> {name: array}
+    m.run({"pose": poses, ...})     run: always {name: array}
+
+    Inputs are NumPy arrays or CPU torch tensors of the model's dtype (a
+    wrong dtype is an error, never a silent cast); lists are converted.
+    Outputs are NumPy arrays, or torch tensors when any input was one.
+    One call at a time per Model (a lock serialises threads); separate
+    Models may run concurrently from separate threads.
+    """
+
+    def __init__(self, path):
+        self.path = os.fspath(path)
+        self._lib = _capi.lib()
+        self._lock = threading.Lock()
+        self._params = {}
+        self._handle = ctypes.c_void_p()
+        _capi.check(self._lib.torsorModuleLoad(_capi.encode(self.path),
+                                               ctypes.byref(self._handle)))
+        manifest_path = os.path.splitext(self.path)[0] + ".json"
+        with open(manifest_path) as f:
+            self.manifest = json.load(f)
+        self.name = self._lib.torsorModuleName(self._handle).decode()
+        self.dtype = self.manifest.get("dtype")
+        self.dims = list(self.manifest.get("dims", []))
+        self.inputs = self._specs(INPUT)
+        self.params = self._specs(PARAM)
+        self.outputs = self._specs(OUTPUT)
+        self._by_name = {s.name: s for s in self.inputs + self.params + self.outputs}
+
+    def _specs(self, kind):
+        """TensorSpecs of one kind: names, dtypes, shapes and groups from the
+        runtime; left_invariant from the manifest (the C API has no getter)."""
+        L, h = self._lib, self._handle
+        entries = self.manifest.get(KINDS[kind] + "s", [])
+        specs = []
+        for i in range(L.torsorModuleNumTensors(h, kind)):
+            shape = []
+            for d in range(L.torsorModuleTensorRank(h, kind, i)):
+                sym = L.torsorModuleTensorDimSymbol(h, kind, i, d)
+                shape.append(sym.decode() if sym is not None
+                             else int(L.torsorModuleTensorDimExtent(h, kind, i, d)))
+            group = L.torsorModuleTensorGroup(h, kind, i)
+            entry = entries[i] if i < len(entries) else {}
+            specs.append(TensorSpec(
+                name=L.torsorModuleTensorName(h, kind, i).decode(),
+                kind=KINDS[kind],
+                dtype=_capi.DTYPE_NAMES[L.torsorModuleTensorDType(h, kind, i)],
+                shape=tuple(shape),
+                group=group.decode() if group is not None else None,
+                left_invariant=entry.get("left_invariant") if kind == INPUT and group
+                else None))
+        return specs
+
+    # -- weights --------------------------------------------------------------
+
+    def load_weights(self, path):
+        """Binds every tensor of a .safetensors bundle to the param of the
+        same name (the runtime reads and keeps the data)."""
+        with self._lock:
+            _capi.check(self._lib.torsorModuleLoadWeights(
+                self._handle, _capi.encode(os.fspath(path))))
+        return self
+
+    def set_params(self, params):
+        """Binds {param name: array} (NumPy, torch or nested lists).
+
+        Each array is copied, converted to the param's dtype, so later
+        changes to the caller's array do not reach the model; the runtime
+        checks names, ranks and extents."""
+        with self._lock:
+            for name, value in params.items():
+                spec = self._by_name.get(name)
+                if spec is not None and spec.kind == "param":
+                    arr = np.array(_to_numpy(value), dtype=spec.numpy_dtype,
+                                   order="C", copy=True)
+                else:  # unknown name: let the runtime say so
+                    arr = np.zeros((0,), np.float32)
+                t, keep = _tensor_struct("param '%s'" % name, arr, None)
+                _capi.check(self._lib.torsorModuleBindParam(
+                    self._handle, _capi.encode(name), ctypes.byref(t)))
+                self._params[name] = keep
+        return self
+
+    def set_check_groups(self, enable=True, tol=1e-4):
+        """Makes every run check that group inputs (built-in groups) are in
+        their group to absolute tolerance `tol` (off by default)."""
+        self._lib.torsorModuleSetCheckGroups(self._handle, 1 if enable else 0,
+                                             float(tol))
+        return self
+
+    # -- running ---------------------------------------------------------------
+
+    def run(self, inputs, borrowed_params=None):
+        """Runs on {input name: array}; returns {output name: array}.
+
+        `borrowed_params` ({name: array of the param's dtype}) binds params
+        for this call without a copy; the model keeps a reference to each
+        until it is bound again (torsor.torch uses this for its buffers)."""
+        as_torch = any(_is_torch_tensor(v) for v in inputs.values())
+        with self._lock:
+            keep = []
+            try:
+                for name, value in (borrowed_params or {}).items():
+                    t, k = _tensor_struct("param '%s'" % name, value, None)
+                    _capi.check(self._lib.torsorModuleBindParam(
+                        self._handle, _capi.encode(name), ctypes.byref(t)))
+                    self._params[name] = k
+                for name, value in inputs.items():
+                    spec = self._by_name.get(name)
+                    want = spec.dtype if spec is not None else None
+                    t, k = _tensor_struct("input '%s'" % name, value, want)
+                    keep.append(k)
+                    _capi.check(self._lib.torsorModuleBindInput(
+                        self._handle, _capi.encode(name), ctypes.byref(t)))
+                _capi.check(self._lib.torsorModuleRun(self._handle))
+                out = {s.name: self._output(s.name) for s in self.outputs}
+            finally:
+                self._lib.torsorModuleUnbindInputs(self._handle)
+        if as_torch:
+            import torch
+            out = {k: torch.from_numpy(v) for k, v in out.items()}
+        return out
+
+    def __call__(self, *args, **kwargs):
+        """m(pose, x) or m(pose=..., x=...): positional arguments follow the
+        manifest's input order. One output: the array; several: a dict."""
+        if len(args) > len(self.inputs):
+            raise TypeError("%s takes %d inputs (%s), got %d positional arguments"
+                            % (self.name, len(self.inputs),
+                               ", ".join(s.name for s in self.inputs), len(args)))
+        inputs = {}
+        for spec, value in zip(self.inputs, args):
+            inputs[spec.name] = value
+        for name, value in kwargs.items():
+            if name in inputs:
+                raise TypeError("input '%s' given both by position and by name" % name)
+            inputs[name] = value
+        out = self.run(inputs)
+        return next(iter(out.values())) if len(out) == 1 else out
+
+    def _output(self, name):
+        """A NumPy copy of output `name` of the last run."""
+        t = _capi.Tensor()
+        _capi.check(self._lib.torsorModuleGetOutput(
+            self._handle, _capi.encode(name), ctypes.byref(t)))
+        shape = tuple(t.shape[i] for i in range(t.rank))
+        dtype = np.dtype(_capi.NUMPY_NAMES[_capi.DTYPE_NAMES[t.dtype]])
+        count = int(np.prod(shape)) if shape else 1
+        if count == 0 or not t.data:
+            return np.zeros(shape, dtype)
+        buf = (ctypes.c_char * (count * dtype.itemsize)).from_address(t.data)
+        return np.frombuffer(buf, dtype).reshape(shape).copy()
+
+    # -- lifetime --------------------------------------------------------------
+
+    def close(self):
+        """Unloads the model (also done when the object is collected)."""
+        handle, self._handle = getattr(self, "_handle", None), None
+        if handle:
+            self._lib.torsorModuleFree(handle)
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: ctypes may be gone
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return "<torsor.Model %s (%s): inputs %s; %d params; outputs %s>" % (
+            self.name, os.path.basename(self.path),
+            "; ".join(str(s) for s in self.inputs), len(self.params),
+            "; ".join(str(s) for s in self.outputs))
+
+
+def load(path):
+    """Loads a compiled model (`pose.so` plus its manifest `pose.json`)."""
+    return Model(path)
+
+
+def set_num_threads(n):
+    """Sizes the runtime's thread pool (the calling thread included) for
+    every model; n <= 0 selects the hardware concurrency. Not while a
+    model runs."""
+    _capi.check(_capi.lib().torsorSetNumThreads(int(n)))
+
+
+def get_num_threads():
+    """The size of the runtime's thread pool."""
+    return int(_capi.lib().torsorGetNumThreads())

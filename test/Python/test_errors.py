@@ -1,0 +1,162 @@
+"""test_errors.py - bad input raises a located, specific exception.
+
+Compiler errors keep torsorc's `file:line:col: error:` and caret line;
+runtime errors keep the runtime's message (naming the tensor, expected vs.
+found) and map its status code to an exception class. Nothing crashes,
+and a failed call leaves the model usable.
+"""
+import os
+import tempfile
+import unittest
+
+import numpy as np
+
+import common
+from common import torsor
+
+MODEL = """model Pair {
+  dim L;
+  input pose: SE3[L];
+  input x: f32[L, 4];
+  param w: f32[4];
+  output y = lie_attention(pose, x * w);
+}
+"""
+
+
+class CompileErrors(unittest.TestCase):
+    def test_source_text_error_is_located(self):
+        bad = "model M {\n  dim L;\n  input g: SE4[L];\n  output y = log(g);\n}\n"
+        with self.assertRaises(torsor.CompileError) as cm:
+            torsor.compile(bad)
+        msg = str(cm.exception)
+        self.assertIn("<source>:3:12: error: unknown group 'SE4'", msg)
+        self.assertIn("  input g: SE4[L];\n", msg)          # the source line
+        self.assertIn("           ^", msg)                   # and the caret
+        self.assertEqual(cm.exception.diagnostics.strip(), msg)
+        self.assertIn("--dtype=f32", cm.exception.command)
+
+    def test_file_error_names_the_file(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "broken.tsr")
+            with open(path, "w") as f:
+                f.write("model M {\n  output y = nope(1);\n}\n")
+            with self.assertRaises(torsor.CompileError) as cm:
+                torsor.compile(path)
+        self.assertRegex(str(cm.exception), r"broken\.tsr:2:\d+: error: ")
+
+    def test_missing_file_and_bad_options(self):
+        with self.assertRaises(FileNotFoundError):
+            torsor.compile("no/such/model.tsr")
+        with self.assertRaises(ValueError):
+            torsor.compile(MODEL, opt=7)
+        with self.assertRaises(torsor.CompileError) as cm:
+            torsor.compile(MODEL, dtype="f16")
+        self.assertIn("f16", str(cm.exception))
+
+
+class LoadErrors(unittest.TestCase):
+    def test_missing_and_broken_model_files(self):
+        with self.assertRaises(torsor.TorsorIOError) as cm:
+            torsor.load("/no/such/model.so")
+        self.assertIn("/no/such/model.so", str(cm.exception))
+        self.assertIsInstance(cm.exception, OSError)
+        with tempfile.TemporaryDirectory() as d:
+            so = os.path.join(d, "junk.so")
+            with open(so, "w") as f:
+                f.write("not a library")
+            with self.assertRaises(torsor.TorsorError) as cm:
+                torsor.load(so)             # no manifest next to it
+            self.assertIn("junk.json", str(cm.exception))
+
+
+class RunErrors(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.m = torsor.compile(MODEL)
+        cls.m.set_params({"w": np.ones(4, np.float32)})
+        cls.pose = torsor.groups.random("SE3", 6, seed=0)
+        cls.x = np.ones((6, 4), np.float32)
+
+    def expect(self, cls, text, **inputs):
+        with self.assertRaises(cls) as cm:
+            self.m(**inputs)
+        self.assertEqual(str(cm.exception), text)
+        # The model still works after the error.
+        self.assertEqual(self.m(pose=self.pose, x=self.x).shape, (6, 4))
+
+    def test_wrong_dtype(self):
+        self.expect(torsor.InvalidArgumentError,
+                    "input 'x': expected dtype f32, got f64",
+                    pose=self.pose, x=self.x.astype(np.float64))
+        self.expect(torsor.InvalidArgumentError,
+                    "input 'x': NumPy dtype float16 is not supported; expected f32",
+                    pose=self.pose, x=self.x.astype(np.float16))
+
+    def test_wrong_rank_and_extent(self):
+        self.expect(torsor.InvalidArgumentError,
+                    "input 'pose': expected rank 3 (L x 4 x 4), got rank 2 (6 x 16)",
+                    pose=self.pose.reshape(6, 16), x=self.x)
+        self.expect(torsor.InvalidArgumentError,
+                    "input 'x': dim 1 expected 4, got 3", pose=self.pose, x=self.x[:, :3])
+
+    def test_symbolic_dim_mismatch(self):
+        self.expect(torsor.InvalidArgumentError,
+                    "symbolic dim 'L' is 6 from input 'pose' but 5 from input 'x'",
+                    pose=self.pose, x=self.x[:5])
+
+    def test_unknown_and_missing_inputs(self):
+        self.expect(torsor.InvalidArgumentError,
+                    "unknown input 'posee'; model inputs are: pose, x",
+                    posee=self.pose, x=self.x)
+        # A successful call first, so a stale binding would exist if the
+        # package did not unbind after each call.
+        self.m(pose=self.pose, x=self.x)
+        self.expect(torsor.FailedPreconditionError, "missing input 'x'", pose=self.pose)
+        with self.assertRaises(TypeError):
+            self.m(self.pose, self.x, self.x)
+
+    def test_group_check(self):
+        bad = self.pose.copy()
+        bad[3, 0, 1] += 0.25
+        self.m(pose=bad, x=self.x)            # off by default
+        self.m.set_check_groups(True)
+        try:
+            with self.assertRaises(torsor.InvalidArgumentError) as cm:
+                self.m(pose=bad, x=self.x)
+            self.assertRegex(str(cm.exception),
+                             r"^input 'pose' element 3 is not in SE3: ")
+            self.m(pose=self.pose, x=self.x)
+        finally:
+            self.m.set_check_groups(False)
+
+    def test_param_errors(self):
+        m = torsor.load(self.m.path)
+        with self.assertRaises(torsor.FailedPreconditionError) as cm:
+            m(pose=self.pose, x=self.x)
+        self.assertEqual(str(cm.exception), "missing param 'w'")
+        with self.assertRaises(torsor.InvalidArgumentError) as cm:
+            m.set_params({"ww": np.ones(4)})
+        self.assertEqual(str(cm.exception), "unknown param 'ww'; model params are: w")
+        with self.assertRaises(torsor.InvalidArgumentError) as cm:
+            m.set_params({"w": np.ones(5)})
+        self.assertEqual(str(cm.exception), "param 'w': dim 0 expected 4, got 5")
+        with self.assertRaises(torsor.TorsorIOError) as cm:
+            m.load_weights("/no/such/w.safetensors")
+        self.assertIn("/no/such/w.safetensors", str(cm.exception))
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "w.safetensors")
+            torsor.save_weights(path, {"v": np.ones(4, np.float32)})
+            with self.assertRaises(torsor.InvalidArgumentError) as cm:
+                m.load_weights(path)
+            self.assertEqual(str(cm.exception),
+                             "%s: unknown param 'v'; model params are: w" % path)
+
+    def test_threads_out_of_range(self):
+        with self.assertRaises(torsor.InvalidArgumentError) as cm:
+            torsor.set_num_threads(100000)
+        self.assertIn("too large", str(cm.exception))
+
+
+if __name__ == "__main__":
+    unittest.main()
