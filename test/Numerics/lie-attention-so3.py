@@ -12,11 +12,13 @@ f64 fused vs f64 oracle 1e-12; f32 fused and f32 oracle vs the f64 oracle on
 the same f32-rounded inputs 1e-5 away from π, 1e-4 for rows that see a key
 within 0.05 of θ = π.
 
-The float64 oracle itself is checked against the independent NumPy reference
-(model_reference.lie_attention, SciPy logm per pair, 100-digit logs within
-1e-5 of the cut) at L = 17, both batches: 1e-11 (measured ~1e-14).
+The float64 oracle itself (and the fused f64 model) is checked against the
+independent NumPy reference (model_reference.lie_attention: SciPy logm per
+pair, 100-digit logs of the projected element within 1e-3 of the cut) on
+one extra sequence of L = 12 (11 adversarial tokens, batch 0): 1e-12
+(measured ≤ 2.3e-15).
 """
 from attention_suite import run_group
 
-report, _, _ = run_group("SO3", reference_lengths=(17,))
+report, _, _ = run_group("SO3", reference_lengths=(12,))
 report.finish()

@@ -41,7 +41,7 @@ for name, dtype, batch, L in (("SE3", "f32", 2, 257), ("Sim2", "f64", 1, 300)):
         report.check("%s %s L=%d: --threads %d vs --threads 1, differing values (count)"
                      % (name, dtype, L, threads), diff, 0)
     truth = oracle.run(fused.as_seen(inp), {})
-    theta = S.relative_angles(inp["g"])
+    theta = S.relative_angles(inp["g"], case.affine)
     worst = 0.0
     for v, h in S.VARIANTS.items():
         kappa = S.conditioning(case, S.visible_max_angle(theta, S.CAUSAL[v]))[..., None]
