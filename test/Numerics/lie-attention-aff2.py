@@ -14,9 +14,9 @@ within 0.05 of θ = π.
 
 Batch 0 has general linear parts and no near-π tokens; batch 1 rotation-scale
 linear parts with the near-π tokens (near −I a general linear part leaves
-the chart). Tolerances × max(1, 0.1/(π − θ)) (ill-conditioned log), and the
-NaN policy: a half turn relative to the identity has no real log, and
-exactly the rows that see that pair must be NaN, fused and oracle.
+the chart). Tolerances × κ = min(100, max(1, 0.3/(π − θ))) (ill-conditioned
+log), and the NaN policy: a half turn relative to the identity has no real
+log, and exactly the rows that see that pair must be NaN, fused and oracle.
 """
 from attention_suite import run_group
 

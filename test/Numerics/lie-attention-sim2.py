@@ -13,9 +13,10 @@ the same f32-rounded inputs 1e-5 away from π, 1e-4 for rows that see a key
 within 0.05 of θ = π.
 
 Declared, not nilpotent: the generic model (scaling and squaring).
-Tolerances × max(1, 0.1/(π − θ)) (ill-conditioned log near a half turn), and
-the NaN policy: a half turn relative to the identity has no real log, and
-exactly the rows that see that pair must be NaN, fused and oracle.
+Tolerances × κ = min(100, max(1, 0.3/(π − θ))) (ill-conditioned log near a
+half turn), and the NaN policy: a half turn relative to the identity has no
+real log, and exactly the rows that see that pair must be NaN, fused and
+oracle.
 """
 from attention_suite import run_group
 
