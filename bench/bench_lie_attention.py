@@ -430,8 +430,9 @@ def markdown_report(bench, meta):
     a = bench.args
     lines = ["# Lie attention benchmark", "",
              "`%s`" % meta["command"], "",
-             "%s; %s; %d threads (pinned); f32; dv = %d, heads = %d; allocator: %s; env: %s; "
-             "%s." % (meta["machine"].get("cpu", "?"), meta["machine"].get("simd", ""),
+             "Torsor %s; %s; %s; %d threads (pinned); f32; dv = %d, heads = %d; allocator: %s; env: %s; "
+             "%s." % (meta.get("torsor_commit", "?"), meta["machine"].get("cpu", "?"),
+                      meta["machine"].get("simd", ""),
                       a.threads, a.dv, a.heads, a.allocator,
                       " ".join("%s=%s" % kv for kv in sorted(meta["env"].items())
                                if not kv[0].startswith("XLA") and "NUM_THREADS" not in kv[0])
@@ -519,14 +520,36 @@ def update_readme(bench, meta):
         print("README has no %s marker; not updated" % README_BEGIN)
         return
     body = "\n".join([README_BEGIN, "",
-                      "Measured %s with `%s` (%s):" % (meta["date"], meta["command"],
-                                                      meta["machine"].get("cpu", "?")), "",
+                      "Measured %s with `%s` on Torsor %s (%s, %s CPUs, load average %.1f at "
+                      "the start, %.1f at the end; `bench/results/%s.md` has every point, the "
+                      "spreads, the correctness check and the machine bound):"
+                      % (meta["date"], meta["command"], meta.get("torsor_commit", "?"),
+                         meta["machine"].get("cpu", "?"), meta["machine"].get("cpus"),
+                         meta["loadavg_start"], meta["loadavg_end"], bench.args.name), "",
                       headline_table(bench), "", README_END])
     head, rest = text.split(README_BEGIN, 1)
     tail = rest.split(README_END, 1)[1]
     with open(path, "w") as f:
         f.write(head + body + tail)
     print("updated", path)
+
+
+def rerender(path, readme):
+    """Reports from a saved run (lie_attention.json) without measuring."""
+    with open(path) as f:
+        saved = json.load(f)
+    meta = saved["meta"]
+    args = argparse.Namespace(**meta["args"])
+    args.results = os.path.dirname(os.path.abspath(path))
+    bench = Bench.__new__(Bench)
+    bench.args, bench.rows, bench.results = args, saved["rows"], args.results
+    bench.verify = {}
+    for key, v in saved["verify"].items():
+        peer, group = key.split("/")
+        bench.verify[(peer, None if group == "None" else group)] = v
+    print(write_reports(bench, meta).split("## Correctness")[0])
+    if readme:
+        update_readme(bench, meta)
 
 
 def versions():
@@ -584,8 +607,14 @@ def main():
     p.add_argument("--no-bound", action="store_true", help="skip the machine-bound section")
     p.add_argument("--readme", action="store_true",
                    help="rewrite the results section of bench/README.md")
+    p.add_argument("--from-json", metavar="PATH",
+                   help="measure nothing: rewrite the reports (and with --readme the README "
+                        "table) from a saved results .json")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     a = p.parse_args()
+    if a.from_json:
+        rerender(a.from_json, a.readme)
+        return
     if a.quick:
         if a.sizes == p.get_default("sizes"):
             a.sizes = [256, 1024]
@@ -605,7 +634,10 @@ def main():
                 shlex.quote(x) for x in sys.argv[1:]),
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "machine": harness.machine_info(), "env": bench.env, "versions": versions(),
-            "args": vars(a), "loadavg_start": os.getloadavg()[0]}
+            "args": vars(a), "loadavg_start": os.getloadavg()[0],
+            "torsor_commit": subprocess.run(["git", "-C", ROOT, "describe", "--always",
+                                             "--dirty"], capture_output=True,
+                                            text=True).stdout.strip() or "?"}
     if meta["loadavg_start"] > 0.5 * (os.cpu_count() or 1):
         print("warning: load average %.1f on %d CPUs: other processes compete for the "
               "cores, timings will be noisy" % (meta["loadavg_start"], os.cpu_count()))

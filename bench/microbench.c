@@ -1,4 +1,4 @@
-/*===- bench/microbench.c - FMA peak and vector transcendental cost --------===*\
+/*===- bench/microbench.c - FMA peak and vector math cost ---------*- C -*-===*\
 |*                                                                            *|
 |* Part of the Torsor benchmarks (never built by `make`; machine_bound.py     *|
 |* compiles it: cc -O3 -mavx512f -mfma microbench.c -lmvec -lpthread).       *|
@@ -20,9 +20,9 @@
 #include <string.h>
 #include <time.h>
 
-#define N 2048    /* 8 KiB per array: stays in L1 */
-#define ACC 12    /* independent FMA chains */
-#define VEC 16    /* lanes per accumulator (one zmm) */
+#define N 2048 /* 8 KiB per array: stays in L1 */
+#define ACC 12 /* independent FMA chains */
+#define VEC 16 /* lanes per accumulator (one zmm) */
 
 static double now(void) {
   struct timespec t;
