@@ -75,17 +75,28 @@ def _rodrigues(w):
     return np.eye(3) + a * K + b * (K @ K)
 
 
-def random_inputs(group, L, dv, seed=0):
+def random_inputs(group, L, dv, seed=0, near_pi=False):
     """Float64 group elements g [L, n, n] and values v [L, dv]. Rotations
     are moderate (std 0.5-1 rad per coordinate), translations standard
-    normal, like the project's model tests."""
-    rng = np.random.default_rng(seed + 1000 * L)
+    normal, like the project's model tests. `near_pi`: rotations within
+    ~0.01 rad of the identity for even tokens and of a half turn about z for
+    odd ones, so that half of all pairs are near θ = π."""
+    rng = np.random.default_rng(seed + 1000 * L + (7 if near_pi else 0))
     n = GROUPS[group][0]
     g = np.tile(np.eye(n), (L, 1, 1))
+    flip = np.arange(L) % 2 == 1
     if group in ("SO2", "SE2"):
-        th = rng.standard_normal(L) * (1.0 if group == "SO2" else 0.7)
+        if near_pi:
+            th = rng.standard_normal(L) * 0.01 + np.pi * flip
+        else:
+            th = rng.standard_normal(L) * (1.0 if group == "SO2" else 0.7)
         g[:, 0, 0], g[:, 0, 1], g[:, 1, 0], g[:, 1, 1] = (np.cos(th), -np.sin(th),
                                                           np.sin(th), np.cos(th))
+    elif near_pi:
+        half_turn = _rodrigues(np.array([[0.0, 0.0, np.pi]]))[0]
+        R = _rodrigues(rng.standard_normal((L, 3)) * 0.01)
+        R[flip] = R[flip] @ half_turn
+        g[:, :3, :3] = R
     else:
         g[:, :3, :3] = _rodrigues(rng.standard_normal((L, 3)) * 0.5)
     if group in ("SE2", "SE3"):
