@@ -370,6 +370,14 @@ class Bench:
                 r["vs_sdpa"] = r["median_ms"] / s["median_ms"]
 
 
+    def add_bound(self, ns_per_pair):
+        """bound_ms = L² × the machine bound per pair; vs_bound = time / it."""
+        for r in self.rows:
+            if r.get("status") == "ok" and r["group"] in ns_per_pair:
+                r["bound_ms"] = r["L"] ** 2 * ns_per_pair[r["group"]] * 1e-6
+                r["vs_bound"] = r["median_ms"] / r["bound_ms"]
+
+
 def _describe(res):
     if res.get("status") == "ok":
         return "median %s  [IQR %s – %s]  n=%d  peak +%.0f MB" % (
@@ -382,7 +390,7 @@ def _describe(res):
 
 CSV_FIELDS = ["group", "L", "peer", "status", "median_ms", "q1_ms", "q3_ms", "min_ms",
               "max_ms", "reps", "peak_mb", "out_mb", "warmup_peak_mb", "fastest_peer",
-              "vs_fastest_peer", "sdpa_ms", "vs_sdpa", "verify_rel_err", "verified", "reason"]
+              "vs_fastest_peer", "sdpa_ms", "vs_sdpa", "bound_ms", "vs_bound", "verify_rel_err", "verified", "reason"]
 
 
 def write_reports(bench, meta):
@@ -434,10 +442,12 @@ def headline_table(bench):
                 harness.fmt_ms(sd["median_ms"]) if sd.get("status") == "ok" else "–",
                 "%.2f×" % (t["median_ms"] / sd["median_ms"])
                 if ok and sd.get("status") == "ok" else "–",
-                "%.0f MB" % t["peak_mb"] if ok else "–"])
+                "%.2f×" % t["vs_bound"] if "vs_bound" in t else "–",
+                "%.0f MB" % (t["peak_mb"] - t.get("out_mb", 0)) if ok else "–"])
     return harness.markdown_table(
         ["group", "L", torsor or "torsor", "fastest PyTorch/JAX", "speedup (peer / Torsor)",
-         "SDPA d=%d" % a.dv, "Torsor / SDPA", "Torsor peak above inputs"], rows)
+         "SDPA d=%d" % a.dv, "Torsor / SDPA", "Torsor / bound",
+         "Torsor peak above inputs and output"], rows)
 
 
 def markdown_report(bench, meta):
@@ -451,8 +461,10 @@ def markdown_report(bench, meta):
                       " ".join("%s=%s" % kv for kv in sorted(meta["env"].items())
                                if not kv[0].startswith("XLA") and "NUM_THREADS" not in kv[0])
                       or "defaults", meta["versions"]),
-             "Median of %d-%d timed calls after warm-up; IQR = interquartile range; peak = "
-             "max RSS during the timed calls − RSS with inputs (output included); "
+             "Median of n timed calls after warm-up (%d-%d; 3 when a call takes over 2 s); "
+             "IQR = interquartile range; peak = max RSS during the timed calls − RSS with "
+             "inputs (output included, except in the headline); bound = L² × the machine "
+             "bound per pair (below); "
              "ratio columns: time / fastest verified PyTorch-or-JAX peer, time / SDPA. "
              "Load average at start / end: %.1f / %.1f (on %s CPUs)."
              % (a.min_reps, a.max_reps, meta["loadavg_start"], meta["loadavg_end"],
@@ -561,6 +573,8 @@ def rerender(path, readme):
     for key, v in saved["verify"].items():
         peer, group = key.split("/")
         bench.verify[(peer, None if group == "None" else group)] = v
+    if meta.get("bound_ns_per_pair"):
+        bench.add_bound(meta["bound_ns_per_pair"])
     print(write_reports(bench, meta).split("## Correctness")[0])
     if readme:
         update_readme(bench, meta)
@@ -670,9 +684,14 @@ def main():
     print("timing: L = %s, groups %s" % (a.sizes, " ".join(a.groups)))
     bench.run_timing()
     if not a.no_bound:
-        r = subprocess.run(bound_cmd, capture_output=True, text=True,
+        bound_json = os.path.join(bench.cache, "bound.json")
+        r = subprocess.run(bound_cmd + ["--json", bound_json], capture_output=True, text=True,
                            env={**os.environ, **harness.thread_env(a.threads)})
         meta["bound"] = r.stdout if r.returncode == 0 else "machine_bound.py failed:\n" + r.stderr
+        if r.returncode == 0:
+            with open(bound_json) as f:
+                meta["bound_ns_per_pair"] = json.load(f)["ns_per_pair"]
+            bench.add_bound(meta["bound_ns_per_pair"])
     meta["loadavg_end"] = os.getloadavg()[0]
     md = write_reports(bench, meta)
     print()
