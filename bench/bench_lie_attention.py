@@ -63,6 +63,7 @@ ALL_PEERS = ["torsor-O2", "torsor-O0", "torch-naive", "torch-chunked", "torch-co
 DEFAULT_PEERS = ["torsor-O2", "torch-naive", "torch-chunked", "torch-compile", "jax-jit",
                  "sdpa"]
 LIE_PEERS = ["torch-naive", "torch-chunked", "torch-compile", "jax-jit"]  # "fastest peer"
+CHUNKED = ["torch-chunked", "torch-compile", "jax-jit"]
 QUADRATIC_MEMORY = ("torch-naive", "torsor-O0")
 
 
@@ -160,6 +161,8 @@ def measure(spec):
     res.update(harness.summarize(times))
     res.update(status="ok", peak_mb=harness.peak_mb() - baseline,
                out_mb=spec["L"] * spec["dv"] * 4 / 2**20)
+    if spec["peer"] in CHUNKED:
+        res["chunk_rows"] = spec["chunk"] or lie_peers.chunk_rows(spec["L"], spec["chunk_elems"])
     return res
 
 
@@ -218,7 +221,7 @@ class Bench:
         a = self.args
         s = {"peer": peer, "group": group, "L": L, "dv": a.dv, "heads": a.heads,
              "sdpa_heads": a.sdpa_heads, "threads": a.threads, "mode": mode,
-             "seed": a.seed, "chunk": a.chunk, "chunk_elems": a.chunk_elems,
+             "seed": a.seed, "chunk": a.chunk, "chunk_elems": a.chunk_elems[0],
              "min_reps": a.min_reps, "max_reps": a.max_reps, "budget_s": a.budget_s,
              "max_call_s": a.max_call_s}
         if is_torsor(peer):
@@ -333,10 +336,16 @@ class Bench:
                     if reason:
                         res = {"status": "skipped", "reason": reason}
                     else:
-                        timeout = 180 + (3 + a.min_reps) * a.max_call_s
+                        timeout = min(180 + (3 + a.min_reps) * a.max_call_s, a.timeout_s)
+                        kw, tuning = {}, None
+                        if peer in CHUNKED and len(a.chunk_elems) > 1 and not a.chunk:
+                            kw["chunk_elems"], tuning = self.tune_chunk(peer, group, L,
+                                                                        timeout)
                         res = harness.run_worker(
-                            self.cmd, self.spec(peer, group or a.groups[0], L, "time"),
-                            self.env, min(timeout, a.timeout_s))
+                            self.cmd, self.spec(peer, group or a.groups[0], L, "time", **kw),
+                            self.env, timeout)
+                        if tuning:
+                            res["chunk_tuning"] = tuning
                 history.append((L, res))
                 row.update({k: v for k, v in res.items() if k != "log"})
                 v = self.verify.get((peer, group if peer != "sdpa" else None))
@@ -351,6 +360,21 @@ class Bench:
                 if res.get("status") == "error" and res.get("log"):
                     print("    " + res["log"].strip().splitlines()[-1])
         self.add_ratios(sdpa)
+
+    def tune_chunk(self, peer, group, L, timeout):
+        """The best of --chunk-elems for (peer, group, L): one warm-up and two
+        timed calls each, in fresh processes. Returns (best, {elems: ms})."""
+        a = self.args
+        times = {}
+        for ce in a.chunk_elems:
+            r = harness.run_worker(self.cmd, self.spec(peer, group, L, "time", chunk_elems=ce,
+                                                       min_reps=2, max_reps=2, budget_s=0),
+                                   self.env, timeout)
+            if r.get("status") == "ok":
+                times[ce] = r["median_ms"]
+        if not times:
+            return a.chunk_elems[0], None
+        return min(times, key=times.get), {str(k): v for k, v in times.items()}
 
     def add_ratios(self, sdpa):
         for r in self.rows:
@@ -389,7 +413,7 @@ def _describe(res):
 # --- reports ------------------------------------------------------------------------------
 
 CSV_FIELDS = ["group", "L", "peer", "status", "median_ms", "q1_ms", "q3_ms", "min_ms",
-              "max_ms", "reps", "peak_mb", "out_mb", "warmup_peak_mb", "fastest_peer",
+              "max_ms", "reps", "peak_mb", "out_mb", "warmup_peak_mb", "chunk_rows", "fastest_peer",
               "vs_fastest_peer", "sdpa_ms", "vs_sdpa", "bound_ms", "vs_bound", "verify_rel_err", "verified", "reason"]
 
 
@@ -485,11 +509,12 @@ def markdown_report(bench, meta):
                       if ok else "", "%s – %s" % (harness.fmt_ms(r["min_ms"]),
                                                   harness.fmt_ms(r["max_ms"])) if ok else "",
                       r.get("reps", ""), "%.0f" % r["peak_mb"] if ok else "",
+                      r.get("chunk_rows", ""),
                       "%.2f" % r["vs_fastest_peer"] if "vs_fastest_peer" in r else "",
                       "%.2f" % r["vs_sdpa"] if "vs_sdpa" in r else "",
                       "" if ok else str(r.get("reason", ""))[:120]])
     lines += [harness.markdown_table(["group", "L", "peer", "median", "IQR", "min – max", "n",
-                                      "peak MB", "/ fastest", "/ SDPA", "skipped because"],
+                                      "peak MB", "chunk rows", "/ fastest", "/ SDPA", "skipped because"],
                                      trows), ""]
     if meta.get("bound"):
         lines += ["## Machine bound", "", "```", meta["bound"].rstrip(), "```", ""]
@@ -612,7 +637,9 @@ def main():
                         "another process competes for the cores")
     p.add_argument("--chunk", type=int, default=0,
                    help="query rows per chunk (0: about --chunk-elems pairs per chunk)")
-    p.add_argument("--chunk-elems", type=int, default=1 << 20)
+    p.add_argument("--chunk-elems", type=int, nargs="+", default=[1 << 20],
+                   help="pairs per chunk; several values: each chunked peer is tuned per "
+                        "point (2 calls each, fresh processes) and runs with the fastest")
     p.add_argument("--min-reps", type=int, default=5)
     p.add_argument("--max-reps", type=int, default=30)
     p.add_argument("--budget-s", type=float, default=3.0,
