@@ -60,15 +60,15 @@ def allocator_env(name):
 
 
 def thread_env(threads):
-    """Every thread pool a peer may use, sized to `threads`."""
+    """Every thread pool a peer may use, sized to `threads` (the Torsor
+    runtime reads no variable: its worker calls torsorSetNumThreads)."""
     n = str(threads)
     return {"OMP_NUM_THREADS": n, "MKL_NUM_THREADS": n, "OPENBLAS_NUM_THREADS": n,
             # XLA:CPU has no thread-count flag (the often-quoted
             # "intra_op_parallelism_threads=N" in XLA_FLAGS is silently ignored);
             # it sizes its pool from the CPUs it may run on, and the worker
             # pins itself to `threads` CPUs (pin_to_cpus).
-            "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=true",
-            "TORSOR_NUM_THREADS": n}
+            "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=true"}
 
 
 def pin_to_cpus(threads):
