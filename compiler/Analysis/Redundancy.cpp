@@ -294,8 +294,9 @@ std::string percent(int64_t part, int64_t whole) {
 void printBlock(const BlockReport &r, size_t index, llvm::raw_ostream &os) {
   os << "block " << index << ": " << r.form << " attention at " << r.location
      << "\n  params:";
-  for (const auto &[role, name] : r.params)
-    os << " " << role << " = " << (name.empty() ? "<computed>" : name);
+  for (size_t i = 0; i < r.params.size(); ++i)
+    os << (i ? ", " : " ") << r.params[i].first << " = "
+       << (r.params[i].second.empty() ? "<computed>" : r.params[i].second);
   os << "\n  d = " << r.d << ", H = " << r.heads;
   if (r.form == "standard")
     os << ", d_h = " << r.dh;
