@@ -157,11 +157,11 @@ bool rowMaps(linalg::GenericOp g, ArrayRef<bool> dropsLast) {
 }
 
 /// A row reduction of `s` over the last dim with combiner `Op`.
-template <typename Op>
-Value matchRowReduce(Value v) {
+template <typename Op> Value matchRowReduce(Value v) {
   auto g = v.getDefiningOp<linalg::GenericOp>();
-  if (!g || g.getNumDpsInputs() != 1 || !hasIterators(g, {false, false, true}) ||
-      !rowMaps(g, {false, true}) || !yielded(g) ||
+  if (!g || g.getNumDpsInputs() != 1 ||
+      !hasIterators(g, {false, false, true}) || !rowMaps(g, {false, true}) ||
+      !yielded(g) ||
       !isBinaryOfArgs<Op>(yielded(g), g, 0, 1, /*commutative=*/true))
     return {};
   return g.getDpsInputs()[0];
@@ -178,9 +178,9 @@ Value matchSoftmax(Value p) {
     return {};
   Value e = div.getDpsInputs()[0];
   if (matchRowReduce<arith::AddFOp>(div.getDpsInputs()[1]) != e ||
-      !isZeroFilled(
-          div.getDpsInputs()[1].getDefiningOp<linalg::GenericOp>().getDpsInits()
-              [0]))
+      !isZeroFilled(div.getDpsInputs()[1]
+                        .getDefiningOp<linalg::GenericOp>()
+                        .getDpsInits()[0]))
     return {};
   auto exp = e.getDefiningOp<linalg::GenericOp>();
   if (!exp || exp.getNumDpsInputs() != 2 ||
@@ -208,7 +208,8 @@ Value matchScale(Value v, double &scale) {
       !yielded(g))
     return v;
   Operation *op = yielded(g).getDefiningOp();
-  if (!op || op->getNumOperands() != 2 || !isa<arith::MulFOp, arith::DivFOp>(op))
+  if (!op || op->getNumOperands() != 2 ||
+      !isa<arith::MulFOp, arith::DivFOp>(op))
     return v;
   FloatAttr c;
   bool lhsIsArg = isBodyArg(op->getOperand(0), g, 0);
@@ -310,7 +311,7 @@ std::string torsor::paramName(Value value) {
   auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
   if (!func || arg.getOwner() != &func.getBody().front())
     return "";
-  auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                "torsor.name");
+  auto name =
+      func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "torsor.name");
   return name ? name.str() : "";
 }

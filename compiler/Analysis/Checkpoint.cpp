@@ -25,16 +25,14 @@ torsor::lookupParam(const WeightFile &file, StringRef path, Value param) {
   auto it = file.tensors.find(name.getValue());
   if (it == file.tensors.end())
     return emitError(param.getLoc())
-           << "weights file '" << path << "' has no tensor '"
-           << name.getValue() << "' for param '" << name.getValue() << "'";
-  std::vector<int64_t> expected(type.getShape().begin(),
-                                type.getShape().end());
+           << "weights file '" << path << "' has no tensor '" << name.getValue()
+           << "' for param '" << name.getValue() << "'";
+  std::vector<int64_t> expected(type.getShape().begin(), type.getShape().end());
   if (!type.hasStaticShape() || it->second.shape != expected)
     return emitError(param.getLoc())
            << "tensor '" << name.getValue() << "' in '" << path
-           << "' has shape " << formatShape(it->second.shape)
-           << ", but param '" << name.getValue() << "' is "
-           << formatShape(expected);
+           << "' has shape " << formatShape(it->second.shape) << ", but param '"
+           << name.getValue() << "' is " << formatShape(expected);
   return &it->second;
 }
 
@@ -105,8 +103,8 @@ LogicalResult torsor::convertCheckpoint(ModuleOp module, StringRef inPath,
         auto it = in->tensors.find(srcName);
         if (it == in->tensors.end())
           return emitError(arg.getLoc())
-                 << "weights file '" << inPath << "' has no tensor '"
-                 << srcName << "' needed for '" << name.getValue() << "'";
+                 << "weights file '" << inPath << "' has no tensor '" << srcName
+                 << "' needed for '" << name.getValue() << "'";
         src[k] = &it->second;
       }
       auto type = cast<RankedTensorType>(arg.getType());
@@ -120,8 +118,8 @@ LogicalResult torsor::convertCheckpoint(ModuleOp module, StringRef inPath,
                       : src[1]->shape == std::vector<int64_t>{e, d});
       if (!fits)
         return emitError(arg.getLoc())
-               << "tensors '" << cast<StringAttr>(from[0]).getValue()
-               << "' " << formatShape(src[0]->shape) << " and '"
+               << "tensors '" << cast<StringAttr>(from[0]).getValue() << "' "
+               << formatShape(src[0]->shape) << " and '"
                << cast<StringAttr>(from[1]).getValue() << "' "
                << formatShape(src[1]->shape) << " in '" << inPath
                << "' do not fit " << h << " heads of a d = " << d << " model";
@@ -129,8 +127,8 @@ LogicalResult torsor::convertCheckpoint(ModuleOp module, StringRef inPath,
       tensor.dtype =
           src[0]->dtype == "F64" || src[1]->dtype == "F64" ? "F64" : "F32";
       tensor.shape = {h, d, d};
-      tensor.data = qk ? formQK(*src[0], *src[1], h)
-                       : formVO(*src[0], *src[1], h);
+      tensor.data =
+          qk ? formQK(*src[0], *src[1], h) : formVO(*src[0], *src[1], h);
       out.tensors[name.getValue()] = std::move(tensor);
       out.order.push_back(name.str());
     }

@@ -172,15 +172,14 @@ LogicalResult addNumerics(BlockReport &r, const AttentionBlock &block,
     f64 = f64 && (*t)->dtype == "F64";
   }
   int64_t h = block.heads, d = block.d, dOut = block.dOut;
-  std::vector<double> gqk = relational ? tensors[0]->data
-                                       : formQK(*tensors[0], *tensors[1], h);
-  std::vector<double> gvo = relational ? tensors[1]->data
-                                       : formVO(*tensors[2], *tensors[3], h);
+  std::vector<double> gqk =
+      relational ? tensors[0]->data : formQK(*tensors[0], *tensors[1], h);
+  std::vector<double> gvo =
+      relational ? tensors[1]->data : formVO(*tensors[2], *tensors[3], h);
   double eps = f64 ? std::numeric_limits<double>::epsilon()
                    : double(std::numeric_limits<float>::epsilon());
-  r.relTol = options.rankTolerance > 0
-                 ? options.rankTolerance
-                 : double(std::max(d, dOut)) * eps;
+  r.relTol = options.rankTolerance > 0 ? options.rankTolerance
+                                       : double(std::max(d, dOut)) * eps;
   r.tolerance = options.rankTolerance > 0
                     ? "σ > rank-tol·σ_max (given)"
                     : std::string("σ > max(d, d_out)·ε_") +
@@ -196,8 +195,8 @@ LogicalResult addNumerics(BlockReport &r, const AttentionBlock &block,
     head.sigmaVO = singularValues(vo, d, dOut);
     head.rankQK = numericalRank(head.sigmaQK, r.relTol);
     head.rankVO = numericalRank(head.sigmaVO, r.relTol);
-    r.numericalDof += rankManifold(head.rankQK, d, d) +
-                      rankManifold(head.rankVO, d, dOut);
+    r.numericalDof +=
+        rankManifold(head.rankQK, d, d) + rankManifold(head.rankVO, d, dOut);
     r.perHead.push_back(std::move(head));
   }
   for (int64_t a = 0; a < h; ++a)
@@ -215,8 +214,8 @@ LogicalResult addNumerics(BlockReport &r, const AttentionBlock &block,
 int64_t modelParams(func::FuncOp func) {
   int64_t total = 0;
   for (BlockArgument arg : func.getArguments()) {
-    auto kind = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                  "torsor.kind");
+    auto kind =
+        func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "torsor.kind");
     auto type = dyn_cast<RankedTensorType>(arg.getType());
     if (kind && kind.getValue() == "param" && type && type.hasStaticShape())
       total += type.getNumElements();
@@ -272,12 +271,10 @@ json::Value blockJson(const BlockReport &r, size_t index) {
       dups.push_back(json::Object{{"heads", json::Array{dup.a, dup.b}},
                                   {"cos_qk", dup.cosQK},
                                   {"cos_vo", dup.cosVO}});
-    o["weights"] = json::Object{{"tolerance", r.tolerance},
-                                {"relative_tolerance", r.relTol},
-                                {"heads", std::move(heads)},
-                                {"numerical_dof", r.numericalDof},
-                                {"max_cos_qk", r.maxCosQK},
-                                {"near_duplicates", std::move(dups)}};
+    o["weights"] = json::Object{
+        {"tolerance", r.tolerance},  {"relative_tolerance", r.relTol},
+        {"heads", std::move(heads)}, {"numerical_dof", r.numericalDof},
+        {"max_cos_qk", r.maxCosQK},  {"near_duplicates", std::move(dups)}};
   }
   return o;
 }
@@ -336,11 +333,11 @@ void printBlock(const BlockReport &r, size_t index, llvm::raw_ostream &os) {
     const HeadNumerics &hn = r.perHead[k];
     os << "    head " << k << ": rank G_QK " << hn.rankQK << " of "
        << hn.sigmaQK.size() << sig(hn.sigmaQK, hn.rankQK) << "; rank G_VO "
-       << hn.rankVO << " of " << hn.sigmaVO.size()
-       << sig(hn.sigmaVO, hn.rankVO) << "\n";
+       << hn.rankVO << " of " << hn.sigmaVO.size() << sig(hn.sigmaVO, hn.rankVO)
+       << "\n";
   }
-  os << "    numerical degrees of freedom Σ_h r(m + n − r) = "
-     << r.numericalDof << "\n";
+  os << "    numerical degrees of freedom Σ_h r(m + n − r) = " << r.numericalDof
+     << "\n";
   os << "    largest G_QK cosine between heads "
      << llvm::format("%.6f", r.maxCosQK) << "; near-duplicate heads:";
   if (r.duplicates.empty())
@@ -439,9 +436,9 @@ LogicalResult torsor::writeRedundancyReport(ModuleOp module,
   if (!anyModel)
     return emitError(module.getLoc()) << "no model function to report on";
   if (options.json)
-    os << llvm::formatv("{0:2}", json::Value(json::Object{
-                                     {"report", "redundancy"},
-                                     {"models", std::move(models)}}))
+    os << llvm::formatv(
+              "{0:2}", json::Value(json::Object{{"report", "redundancy"},
+                                                {"models", std::move(models)}}))
        << "\n";
   return success();
 }

@@ -71,8 +71,8 @@ llvm::Expected<WeightFile> torsor::readSafetensors(llvm::StringRef path) {
     auto *shape = info ? info->getArray("shape") : nullptr;
     auto *offsets = info ? info->getArray("data_offsets") : nullptr;
     if (!dtype || !shape || !offsets || offsets->size() != 2)
-      return fail(path, "tensor '" + name +
-                            "' lacks dtype, shape or data_offsets");
+      return fail(path,
+                  "tensor '" + name + "' lacks dtype, shape or data_offsets");
     size_t size = elementSize(*dtype);
     if (!size)
       return fail(path, "tensor '" + name + "' has dtype " + *dtype +

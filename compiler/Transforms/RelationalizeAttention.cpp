@@ -38,8 +38,8 @@ bool isModelParam(func::FuncOp func, Value v) {
   auto arg = dyn_cast<BlockArgument>(v);
   if (!arg || arg.getOwner() != &func.getBody().front())
     return false;
-  auto kind = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                "torsor.kind");
+  auto kind =
+      func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "torsor.kind");
   return kind && kind.getValue() == "param" && !paramName(v).empty();
 }
 
@@ -69,14 +69,13 @@ public:
     attrs.append("torsor.dims", builder.getI64ArrayAttr({heads, d, d}));
     attrs.append("torsor.kind", builder.getStringAttr("param"));
     attrs.append("torsor.name", builder.getStringAttr(name));
-    attrs.append("torsor.relational",
-                 builder.getDictionaryAttr(
-                     {builder.getNamedAttr("form", builder.getStringAttr(form)),
-                      builder.getNamedAttr(
-                          "from", builder.getStrArrayAttr(
-                                      {paramName(a), paramName(b)})),
-                      builder.getNamedAttr("heads",
-                                           builder.getI64IntegerAttr(heads))}));
+    attrs.append(
+        "torsor.relational",
+        builder.getDictionaryAttr(
+            {builder.getNamedAttr("form", builder.getStringAttr(form)),
+             builder.getNamedAttr(
+                 "from", builder.getStrArrayAttr({paramName(a), paramName(b)})),
+             builder.getNamedAttr("heads", builder.getI64IntegerAttr(heads))}));
     unsigned index = cast<BlockArgument>(a).getArgNumber();
     (void)func.insertArgument(index, type, attrs.getDictionary(ctx), loc);
     Value arg = func.getArgument(index);
@@ -91,7 +90,8 @@ private:
     size_t dot = weight.rfind('.');
     std::string prefix =
         dot == std::string::npos ? "" : weight.substr(0, dot + 1);
-    std::string leaf = dot == std::string::npos ? weight : weight.substr(dot + 1);
+    std::string leaf =
+        dot == std::string::npos ? weight : weight.substr(dot + 1);
     std::string name = prefix + base.str();
     if (names.contains(name))
       name = prefix + base.str() + "_" + leaf;

@@ -110,10 +110,12 @@ cl::opt<Report> report(
 cl::opt<bool> reportJson("report-json",
                          cl::desc("Print the --report data as JSON"),
                          cl::init(false), cl::cat(torsorcCategory));
-cl::opt<std::string> weightsPath(
-    "weights", cl::desc("Weights (.safetensors) for --report's ranks and "
-                        "for --convert-weights"),
-    cl::value_desc("W.safetensors"), cl::init(""), cl::cat(torsorcCategory));
+cl::opt<std::string>
+    weightsPath("weights",
+                cl::desc("Weights (.safetensors) for --report's ranks and "
+                         "for --convert-weights"),
+                cl::value_desc("W.safetensors"), cl::init(""),
+                cl::cat(torsorcCategory));
 cl::opt<double> rankTol("rank-tol",
                         cl::desc("Relative singular-value cut for --report "
                                  "ranks (default max(m, n)·ε of the dtype)"),
