@@ -12,6 +12,7 @@
 #include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Transforms/Passes.h"
 #include "dialects/Geo/IR/GeoDialect.h"
+#include "dialects/Geo/Transforms/Passes.h"
 #include "dialects/Lie/IR/LieDialect.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -31,5 +32,6 @@ void torsor::registerAllPasses() {
   mlir::registerAllPasses();
   registerTorsorConversionPasses();
   registerTorsorTransformsPasses();
+  geo::registerGeoTransformsPasses();
   registerPipelines();
 }

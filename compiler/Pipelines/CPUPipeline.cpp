@@ -15,6 +15,7 @@
 
 #include "compiler/Conversion/Passes.h"
 #include "compiler/Transforms/Passes.h"
+#include "dialects/Geo/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
@@ -41,6 +42,22 @@ void torsor::buildCPULoweringPipeline(OpPassManager &pm,
   pm.addPass(createTorsorWrapModel());
   pm.addPass(createInlinerPass());
   pm.addPass(createSymbolDCEPass());
+
+  // Tile sizes and vector widths for this CPU, in one attribute.
+  TorsorSelectStrategyOptions strategy;
+  strategy.vectorBits = options.vectorBits;
+  pm.addPass(createTorsorSelectStrategy(strategy));
+
+  // Above -O0, Lie attention is fused: pair features, query tiles on the
+  // thread pool, and vector kernels with an online softmax
+  // (docs/compiler.md). -O0 keeps the unfused lowering: the oracle.
+  if (options.optLevel > 0) {
+    pm.addPass(geo::createGeoFuseAttention());
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+    pm.addPass(geo::createGeoTileAttention());
+    pm.addPass(geo::createGeoDecomposeAttention());
+  }
 
   // Sequence-level and group ops to loops of scalar arith/math on tensors.
   pm.addPass(createConvertGeoToLinalg());
@@ -81,7 +98,14 @@ void torsor::buildCPULoweringPipeline(OpPassManager &pm,
   math::MathExpandOpsPassOptions expand;
   expand.opMnemonics = {"rsqrt"};
   pm.addPass(math::createMathExpandOpsPass(expand));
+  // Ops with an LLVM intrinsic first (fma, sqrt, ...: instructions, or
+  // libm calls LLVM chooses itself), so that only the rest become libm
+  // calls; math-to-libm alone would call fmaf for every math.fma.
+  pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
+  // The fused kernels' vector transfers become (masked) vector loads and
+  // stores before the generic conversion.
+  pm.addPass(createConvertVectorToLLVMPass());
   pm.addPass(createConvertToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());

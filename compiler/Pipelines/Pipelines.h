@@ -19,6 +19,9 @@ namespace torsor {
 struct PipelineOptions {
   /// 0 keeps the straightforward unfused lowering (the oracle).
   unsigned optLevel = 2;
+  /// SIMD width of the target in bits (torsor-select-strategy); 0 keeps a
+  /// strategy already on the module, else the portable 128.
+  unsigned vectorBits = 0;
 };
 
 /// Torsor's own simplifications on lie/geo/linalg (what --emit=opt shows).

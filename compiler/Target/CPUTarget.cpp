@@ -11,6 +11,7 @@
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/FileSystem.h"
@@ -64,6 +65,17 @@ torsor::createCPUTargetMachine(const CPUTargetOptions &options,
   return machine;
 }
 
+unsigned torsor::getVectorBits(const llvm::TargetMachine &machine) {
+  const llvm::MCSubtargetInfo *info = machine.getMCSubtargetInfo();
+  if (!machine.getTargetTriple().isX86() || !info)
+    return 128;
+  if (info->checkFeatures("+avx512f"))
+    return 512;
+  if (info->checkFeatures("+avx"))
+    return 256;
+  return 128;
+}
+
 std::unique_ptr<llvm::Module>
 torsor::translateAndOptimize(mlir::ModuleOp module, llvm::LLVMContext &context,
                              llvm::TargetMachine &machine, unsigned optLevel) {
@@ -82,6 +94,11 @@ torsor::translateAndOptimize(mlir::ModuleOp module, llvm::LLVMContext &context,
     function.addFnAttr("target-cpu", machine.getTargetCPU());
     if (!machine.getTargetFeatureString().empty())
       function.addFnAttr("target-features", machine.getTargetFeatureString());
+    // LLVM splits 512-bit vectors in two on CPUs whose tuning prefers
+    // 256-bit ones unless told otherwise; Torsor's kernels choose their
+    // width themselves (torsor.strategy), so let them have it.
+    if (unsigned bits = getVectorBits(machine); bits >= 512)
+      function.addFnAttr("prefer-vector-width", std::to_string(bits));
   }
   if (optLevel == 0)
     return llvmModule;

@@ -39,6 +39,10 @@ struct CPUTargetOptions {
 std::unique_ptr<llvm::TargetMachine>
 createCPUTargetMachine(const CPUTargetOptions &options, std::string &error);
 
+/// Width in bits of the widest SIMD registers `machine` may use (512 with
+/// AVX-512, 256 with AVX, else 128); what torsor-select-strategy is given.
+unsigned getVectorBits(const llvm::TargetMachine &machine);
+
 /// Translates `module` (LLVM dialect only) to LLVM IR for `machine`, with
 /// triple and data layout set, and runs LLVM's optimization pipeline.
 std::unique_ptr<llvm::Module> translateAndOptimize(mlir::ModuleOp module,

@@ -63,6 +63,29 @@ def TorsorEmitEntry : Pass<"torsor-emit-entry", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def TorsorSelectStrategy : Pass<"torsor-select-strategy", "::mlir::ModuleOp"> {
+  let summary = "Record the target's tiling strategy on the module";
+  let description = [{
+    Writes `torsor.strategy`, the one dictionary of tile sizes and vector
+    widths every tiling pass reads (compiler/Strategy/TargetStrategy.h), so
+    the CPU and GPU pipelines share one set of choices and no pass keeps
+    constants of its own. A strategy already on the module is kept unless
+    `vector-bits` is given, so a test can pin one by hand.
+
+    After (`--torsor-select-strategy=vector-bits=512`):
+    ```mlir
+    module attributes {torsor.strategy = {attention_key_vectors = 2 : i64,
+        attention_max_query_rows = 4 : i64, target = "cpu",
+        vector_bits = 512 : i64, vector_registers = 32 : i64}} {
+    ```
+  }];
+  let options = [
+    Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"0",
+           "SIMD register width in bits (0: keep the module's strategy, "
+           "or 128 when it has none)">,
+  ];
+}
+
 def TorsorOutlineParallelLoops
     : Pass<"torsor-outline-parallel-loops", "::mlir::ModuleOp"> {
   let summary = "Move outermost parallel loops into runtime tasks";

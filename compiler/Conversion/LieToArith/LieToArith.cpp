@@ -219,6 +219,21 @@ struct LowerLog : OpRewritePattern<LogOp> {
   }
 };
 
+struct LowerPairFeatures : OpRewritePattern<PairFeaturesOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(PairFeaturesOp op,
+                                PatternRewriter &rewriter) const override {
+    const GroupModel &model = op.getGroup().getModel();
+    bool key = op.getKey();
+    lowerElementwise(op, rewriter, {{op.getInput(), 2}}, op.getType(), 1,
+                     [&](ScalarBuilder &m, ArrayRef<Scalars> in) {
+                       return key ? model.buildKeyFeatures(m, in[0])
+                                  : model.buildQueryFeatures(m, in[0]);
+                     });
+    return success();
+  }
+};
+
 struct LowerExp : OpRewritePattern<ExpOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ExpOp op,
@@ -301,7 +316,8 @@ struct ConvertLieToArith
 } // namespace
 
 void torsor::populateLieToArithConversionPatterns(RewritePatternSet &patterns) {
-  patterns.add<LowerIdentity, LowerCompose, LowerInverse, LowerLog, LowerExp,
+  patterns.add<LowerIdentity, LowerCompose, LowerInverse, LowerLog,
+               LowerPairFeatures, LowerExp,
                LowerAct, LowerDist2, LowerMembershipResidual>(
       patterns.getContext());
 }

@@ -200,8 +200,19 @@ LogicalResult compile(llvm::SourceMgr &sourceMgr, MLIRContext &context,
     manifest = *built;
   }
 
+  // The target machine comes first: its vector width shapes the kernels.
+  torsor::CPUTargetOptions targetOptions;
+  targetOptions.triple = mtriple;
+  targetOptions.cpu = mcpu;
+  targetOptions.optLevel = optLevel;
+  std::string error;
+  auto machine = torsor::createCPUTargetMachine(targetOptions, error);
+  if (!machine)
+    return emitError(UnknownLoc::get(&context)) << error;
+
   torsor::PipelineOptions pipelineOptions;
   pipelineOptions.optLevel = optLevel;
+  pipelineOptions.vectorBits = torsor::getVectorBits(*machine);
   PassManager pm(&context, module.get()->getName().getStringRef());
   if (failed(applyPassManagerCLOptions(pm)))
     return failure();
@@ -219,14 +230,6 @@ LogicalResult compile(llvm::SourceMgr &sourceMgr, MLIRContext &context,
     return success();
   }
 
-  torsor::CPUTargetOptions targetOptions;
-  targetOptions.triple = mtriple;
-  targetOptions.cpu = mcpu;
-  targetOptions.optLevel = optLevel;
-  std::string error;
-  auto machine = torsor::createCPUTargetMachine(targetOptions, error);
-  if (!machine)
-    return emitError(UnknownLoc::get(&context)) << error;
   llvm::LLVMContext llvmContext;
   auto llvmModule =
       torsor::translateAndOptimize(*module, llvmContext, *machine, optLevel);

@@ -86,6 +86,41 @@ static LogicalResult verifySequence(Operation *op, RankedTensorType type) {
 // LieAttentionOp
 //===----------------------------------------------------------------------===//
 
+/// Checks `tau` (one positive entry per head) and `lambda` (heads × blocks
+/// non-negative entries) of an attention op over `model`'s group.
+static LogicalResult verifyHeadWeights(Operation *op,
+                                       const lie::GroupModel &model,
+                                       int64_t heads, ArrayRef<double> tau,
+                                       ArrayRef<double> lambda) {
+  if (static_cast<int64_t>(tau.size()) != heads)
+    return op->emitOpError() << "expects `tau` with one entry per head (" << heads
+                         << "), got " << tau.size();
+  for (auto [h, t] : llvm::enumerate(tau))
+    if (!(t > 0.0))
+      return op->emitOpError() << "expects positive `tau` entries, got " << t
+                           << " for head " << h;
+
+  ArrayRef<lie::AlgebraBlock> blocks = model.getBlocks();
+  int64_t numBlocks = blocks.size();
+  if (static_cast<int64_t>(lambda.size()) != heads * numBlocks)
+    return op->emitOpError() << "expects `lambda` with heads x blocks = " << heads
+                         << " x " << numBlocks << " = " << heads * numBlocks
+                         << " entries (row-major; blocks of "
+                         << model.getDisplayName() << ": "
+                         << llvm::join(
+                                llvm::map_range(blocks,
+                                                [](const lie::AlgebraBlock &b) {
+                                                  return b.name;
+                                                }),
+                                ", ")
+                         << "), got " << lambda.size();
+  for (auto [i, l] : llvm::enumerate(lambda))
+    if (!(l >= 0.0))
+      return op->emitOpError() << "expects non-negative `lambda` entries, got " << l
+                           << " at index " << i;
+  return success();
+}
+
 LogicalResult LieAttentionOp::verify() {
   auto g = cast<RankedTensorType>(getElements().getType());
   auto v = cast<RankedTensorType>(getValues().getType());
@@ -125,35 +160,7 @@ LogicalResult LieAttentionOp::verify() {
     return emitOpError() << "expects the value feature dim (" << dim
                          << ") to be divisible by heads (" << heads << ")";
 
-  ArrayRef<double> tau = getTau();
-  if (static_cast<int64_t>(tau.size()) != heads)
-    return emitOpError() << "expects `tau` with one entry per head (" << heads
-                         << "), got " << tau.size();
-  for (auto [h, t] : llvm::enumerate(tau))
-    if (!(t > 0.0))
-      return emitOpError() << "expects positive `tau` entries, got " << t
-                           << " for head " << h;
-
-  ArrayRef<lie::AlgebraBlock> blocks = model.getBlocks();
-  int64_t numBlocks = blocks.size();
-  ArrayRef<double> lambda = getLambda();
-  if (static_cast<int64_t>(lambda.size()) != heads * numBlocks)
-    return emitOpError() << "expects `lambda` with heads x blocks = " << heads
-                         << " x " << numBlocks << " = " << heads * numBlocks
-                         << " entries (row-major; blocks of "
-                         << model.getDisplayName() << ": "
-                         << llvm::join(
-                                llvm::map_range(blocks,
-                                                [](const lie::AlgebraBlock &b) {
-                                                  return b.name;
-                                                }),
-                                ", ")
-                         << "), got " << lambda.size();
-  for (auto [i, l] : llvm::enumerate(lambda))
-    if (!(l >= 0.0))
-      return emitOpError() << "expects non-negative `lambda` entries, got " << l
-                           << " at index " << i;
-  return success();
+  return verifyHeadWeights(*this, model, heads, getTau(), getLambda());
 }
 
 //===----------------------------------------------------------------------===//
@@ -277,4 +284,58 @@ LogicalResult RelationalNormOp::verify() {
     return emitOpError() << "expects positive eps, got "
                          << getEps().convertToDouble();
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// FlashLieAttentionOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult FlashLieAttentionOp::verify() {
+  auto q = cast<RankedTensorType>(getQueries().getType());
+  auto k = cast<RankedTensorType>(getKeys().getType());
+  auto v = cast<RankedTensorType>(getValues().getType());
+  auto init = cast<RankedTensorType>(getInit().getType());
+  const lie::GroupModel &model = getGroup().getModel();
+  int64_t rank = q.getRank();
+  if (rank < 2 || k.getRank() != rank || v.getRank() != rank ||
+      init.getRank() != rank)
+    return emitOpError() << "expects queries, keys, values and init of one "
+                            "rank >= 2, got "
+                         << q << ", " << k << ", " << v << " and " << init;
+  if (q.getElementType() != v.getElementType() ||
+      k.getElementType() != v.getElementType() ||
+      init.getElementType() != v.getElementType())
+    return emitOpError() << "expects one element type, got " << q << ", " << k
+                         << ", " << v << " and " << init;
+  if (q.getDimSize(rank - 1) != model.getQueryFeatureCount() ||
+      k.getDimSize(rank - 2) != model.getKeyFeatureCount())
+    return emitOpError() << "expects " << model.getQueryFeatureCount()
+                         << " query and " << model.getKeyFeatureCount()
+                         << " key features for group "
+                         << model.getDisplayName() << ", got " << q << " and "
+                         << k;
+  for (int64_t i = 0; i + 2 < rank; ++i)
+    if (!isCompatibleDim(q.getDimSize(i), k.getDimSize(i)) ||
+        !isCompatibleDim(q.getDimSize(i), v.getDimSize(i)) ||
+        !isCompatibleDim(q.getDimSize(i), init.getDimSize(i)))
+      return emitOpError() << "expects the operands to agree on batch dims";
+  if (!isCompatibleDim(k.getDimSize(rank - 1), v.getDimSize(rank - 2)))
+    return emitOpError() << "expects as many keys as values, got " << k
+                         << " and " << v;
+  if (!isCompatibleDim(q.getDimSize(rank - 2), init.getDimSize(rank - 2)) ||
+      v.getDimSize(rank - 1) != init.getDimSize(rank - 1))
+    return emitOpError() << "expects init of [batch...] x rows x D, got "
+                         << init;
+  if (getType() != init)
+    return emitOpError() << "expects the result type of init, got "
+                         << getType();
+  int64_t dim = v.getDimSize(rank - 1);
+  int64_t heads = getHeads();
+  if (heads < 1 || ShapedType::isDynamic(dim) || dim % heads != 0)
+    return emitOpError() << "expects a static value feature dim divisible by "
+                            "heads ("
+                         << heads << "), got " << v;
+  if (std::optional<int64_t> tile = getKeyTile(); tile && *tile < 1)
+    return emitOpError() << "expects a positive key_tile, got " << *tile;
+  return verifyHeadWeights(*this, model, heads, getTau(), getLambda());
 }

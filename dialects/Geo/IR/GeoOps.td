@@ -60,6 +60,55 @@ def Geo_LieAttentionOp : Geo_Op<"lie_attention", [Pure]> {
 }
 
 //===----------------------------------------------------------------------===//
+// FlashLieAttentionOp
+//===----------------------------------------------------------------------===//
+
+def Geo_FlashLieAttentionOp : Geo_Op<"flash_lie_attention", [Pure]> {
+  let summary = "Lie attention from pair features with an online softmax";
+  let description = [{
+    The fused form of `geo.lie_attention` that `geo-fuse-attention`
+    produces, tiled by `geo-tile-attention` and turned into loops and
+    vectors by `geo-decompose-attention` (docs/compiler.md). Instead of
+    group elements it takes the group model's per-token pair features
+    (`lie.pair_features`): `queries` (`[batch...] x R x Fq`, rows
+    `query_offset`, …, `query_offset + R − 1` of the sequence) and `keys`
+    (`[batch...] x Fk x L`, feature-major so that consecutive keys are
+    contiguous), with `values` (`[batch...] x L x D`). For each head h,
+
+        s_rj   = −Σ_b λ_hb · N_b(q_r, k_j) / τ_h
+        out_r  = Σ_j softmax_j(s_rj) · v_j        (on head h's slice)
+
+    with N_b the model's pairwise block norms, and j ≤ query_offset + r
+    when `causal`. It computes what `geo.lie_attention` computes, row for
+    row, with O(R·D) state: a running max, a running sum and an
+    accumulator per row and head, never an R × L tensor. `init` is the
+    destination. `key_tile` (keys per step of the online softmax) is set
+    by tiling, from the target strategy; decomposition needs it and a
+    static R.
+
+    ```mlir
+    %o = geo.flash_lie_attention %q, %k, %v, %c0, %init {
+           group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>,
+           lambda = array<f64: 1.0>, key_tile = 32 : i64}
+        : (tensor<4x9xf32>, tensor<9x?xf32>, tensor<?x64xf32>, index,
+           tensor<4x64xf32>) -> tensor<4x64xf32>
+    ```
+  }];
+  let arguments = (ins Geo_FloatTensor:$queries, Geo_FloatTensor:$keys,
+                       Geo_FloatTensor:$values, Index:$query_offset,
+                       Geo_FloatTensor:$init,
+                       Lie_GroupAttr:$group, I64Attr:$heads,
+                       DenseF64ArrayAttr:$tau, DenseF64ArrayAttr:$lambda,
+                       UnitAttr:$causal, OptionalAttr<I64Attr>:$key_tile);
+  let results = (outs Geo_FloatTensor:$result);
+  let assemblyFormat = [{
+    $queries `,` $keys `,` $values `,` $query_offset `,` $init attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // PluckerOp
 //===----------------------------------------------------------------------===//
 

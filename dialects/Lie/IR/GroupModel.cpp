@@ -51,13 +51,21 @@ Scalars GroupModel::buildAct(ScalarBuilder &m, ValueRange g,
   return q;
 }
 
-Value GroupModel::buildWeightedNorm2(ScalarBuilder &m, ValueRange w,
-                                     ValueRange lambda) const {
-  Value total;
-  for (auto [block, weight] : llvm::zip_equal(getBlocks(), lambda)) {
+Scalars GroupModel::buildBlockNorms(ScalarBuilder &m, ValueRange w) const {
+  Scalars norms;
+  for (const AlgebraBlock &block : getBlocks()) {
     Value sum = m.sqr(w[block.offset]);
     for (unsigned k = 1; k < block.size; ++k)
       sum = m.fma(w[block.offset + k], w[block.offset + k], sum);
+    norms.push_back(sum);
+  }
+  return norms;
+}
+
+Value GroupModel::buildWeightedNorm2(ScalarBuilder &m, ValueRange w,
+                                     ValueRange lambda) const {
+  Value total;
+  for (auto [sum, weight] : llvm::zip_equal(buildBlockNorms(m, w), lambda)) {
     Value term = m.mul(weight, sum);
     total = total ? m.add(total, term) : term;
   }
@@ -68,6 +76,27 @@ Value GroupModel::buildDist2(ScalarBuilder &m, ValueRange a, ValueRange b,
                              ValueRange lambda) const {
   Scalars rel = buildCompose(m, buildInverse(m, a), b);
   return buildWeightedNorm2(m, buildLog(m, rel), lambda);
+}
+
+unsigned GroupModel::getQueryFeatureCount() const {
+  return getMatrixSize() * getMatrixSize();
+}
+
+unsigned GroupModel::getKeyFeatureCount() const {
+  return getMatrixSize() * getMatrixSize();
+}
+
+Scalars GroupModel::buildQueryFeatures(ScalarBuilder &m, ValueRange a) const {
+  return buildInverse(m, a);
+}
+
+Scalars GroupModel::buildKeyFeatures(ScalarBuilder &, ValueRange b) const {
+  return Scalars(b.begin(), b.end());
+}
+
+Scalars GroupModel::buildPairBlockNorms(ScalarBuilder &m, ValueRange q,
+                                        ValueRange k) const {
+  return buildBlockNorms(m, buildLog(m, buildCompose(m, q, k)));
 }
 
 Value GroupModel::buildMembershipResidual(ScalarBuilder &m,

@@ -78,12 +78,42 @@ public:
                                  mlir::ValueRange b,
                                  mlir::ValueRange lambda) const;
 
+  //===--------------------------------------------------------------------===//
+  // Factored pairwise form of dist2 (fused attention, MATH.md §1)
+  //===--------------------------------------------------------------------===//
+  //
+  // dist2(a, b) = Σ_b λ_b · N_b(q(a), k(b)): per-token features q and k
+  // computed once per token, and per-block squared norms N_b computed per
+  // pair from the features alone. Every head's score comes from one N per
+  // pair. Closed-form models make N mostly dot products of features; the
+  // default is exact for every group and costs one compose and one log per
+  // pair, with the inverse hoisted into the query features.
+
+  /// Number of query features (default n², the entries of a⁻¹).
+  virtual unsigned getQueryFeatureCount() const;
+  /// Number of key features (default n², the entries of b).
+  virtual unsigned getKeyFeatureCount() const;
+  /// Features of a query (left) element. Default: a⁻¹.
+  virtual Scalars buildQueryFeatures(ScalarBuilder &m,
+                                     mlir::ValueRange a) const;
+  /// Features of a key (right) element. Default: b.
+  virtual Scalars buildKeyFeatures(ScalarBuilder &m, mlir::ValueRange b) const;
+  /// Σ_{k∈block} w_k² for every block, w = log(a⁻¹ b), from the features.
+  /// Default: log(compose(q, k)) and sums of squares.
+  virtual Scalars buildPairBlockNorms(ScalarBuilder &m, mlir::ValueRange q,
+                                      mlir::ValueRange k) const;
+  /// Whether buildPairBlockNorms is straight-line arith/math (no regions),
+  /// so that it can be built on vectors, one pair per lane.
+  virtual bool hasStraightLinePairForm() const { return true; }
+
   /// How far the matrix `g` is from the group (see lie.membership_residual).
   /// Default: the round trip ‖exp(log g) − g‖_F / max(1, ‖g‖_F), right for
   /// every model whose log reads only the entries a group element has.
   virtual mlir::Value buildMembershipResidual(ScalarBuilder &m,
                                               mlir::ValueRange g) const;
 
+  /// Σ_{k∈b} w_k² for every block b of algebra coordinates `w`.
+  Scalars buildBlockNorms(ScalarBuilder &m, mlir::ValueRange w) const;
   /// Weighted squared norm Σ_b λ_b Σ_{k∈b} w_k² of algebra coordinates.
   mlir::Value buildWeightedNorm2(ScalarBuilder &m, mlir::ValueRange w,
                                  mlir::ValueRange lambda) const;

@@ -94,6 +94,22 @@ LogicalResult LogOp::verify() {
   return verifyBatchDims(*this, in, 2, out, 1, "input", "result");
 }
 
+unsigned PairFeaturesOp::getFeatureCount() {
+  const GroupModel &model = getGroup().getModel();
+  return getKey() ? model.getKeyFeatureCount() : model.getQueryFeatureCount();
+}
+
+LogicalResult PairFeaturesOp::verify() {
+  const GroupModel &model = getGroup().getModel();
+  auto in = getInput().getType();
+  auto out = getType();
+  if (failed(verifyGroupTensor(*this, in, model, "input")) ||
+      failed(verifyVectorTensor(*this, out, getFeatureCount(), model,
+                                "result")))
+    return failure();
+  return verifyBatchDims(*this, in, 2, out, 1, "input", "result");
+}
+
 LogicalResult ExpOp::verify() {
   const GroupModel &model = getGroup().getModel();
   auto in = getInput().getType();

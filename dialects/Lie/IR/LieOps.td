@@ -102,6 +102,35 @@ def Lie_LogOp : Lie_Op<"log", [Pure]> {
 }
 
 //===----------------------------------------------------------------------===//
+// PairFeaturesOp
+//===----------------------------------------------------------------------===//
+
+def Lie_PairFeaturesOp : Lie_Op<"pair_features", [Pure]> {
+  let summary = "per-token features of the factored pairwise dist2";
+  let description = [{
+    The group model's factored pairwise form of `dist2(a, b)`: features of
+    each element computed once, from which the fused attention kernels
+    form every pair's block norms with dot products (MATH.md §1,
+    docs/geo.md). Query (left, `a`) features by default, key (right, `b`)
+    features with `key`. The trailing n×n dims become one dim of the
+    model's feature count, e.g. 12 for SE(3) (R row-major, then t).
+    ```mlir
+    %q = lie.pair_features %g {group = #lie.group<se3>} : tensor<?x4x4xf32> -> tensor<?x12xf32>
+    %k = lie.pair_features %g {group = #lie.group<se3>, key} : tensor<?x4x4xf32> -> tensor<?x12xf32>
+    ```
+  }];
+  let arguments = (ins Lie_GroupTensor:$input, Lie_GroupAttr:$group,
+                       UnitAttr:$key);
+  let results = (outs Lie_AlgebraTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Features per element on this op's side of the pair.
+    unsigned getFeatureCount();
+  }];
+}
+
+//===----------------------------------------------------------------------===//
 // ExpOp
 //===----------------------------------------------------------------------===//
 

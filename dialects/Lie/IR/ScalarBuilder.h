@@ -6,6 +6,12 @@
 // `m.mul(m.c(0.5), m.sub(a, b))` instead of five builder calls, with one
 // float type for the whole formula.
 //
+// The same formula builds SIMD code unchanged: a builder made with `lanes`
+// > 0 works on `vector<lanes x f32/f64>` values, one pair or element per
+// lane. Only constants differ (splats); every arith/math op, compare and
+// select is element-wise on vectors, so straight-line model code needs no
+// change. Formulas that build regions (loops) stay scalar.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef TORSOR_DIALECTS_LIE_IR_SCALARBUILDER_H
@@ -13,6 +19,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
 namespace torsor::lie {
@@ -20,17 +27,40 @@ namespace torsor::lie {
 /// Builds scalar arith/math ops of one float type at one location.
 class ScalarBuilder {
 public:
-  ScalarBuilder(mlir::ImplicitLocOpBuilder &b, mlir::FloatType type)
-      : b(b), type(type) {}
+  /// Scalars of `type`, or with `lanes` > 0 vectors of that many `type`s.
+  ScalarBuilder(mlir::ImplicitLocOpBuilder &b, mlir::FloatType type,
+                unsigned lanes = 0)
+      : b(b), type(type), lanes(lanes) {}
 
   mlir::ImplicitLocOpBuilder &builder() { return b; }
+  /// The element type (the scalar type even when building vectors).
   mlir::FloatType getType() const { return type; }
+  /// The type of every value the formulas see: the scalar or its vector.
+  mlir::Type getValueType() const {
+    if (lanes == 0)
+      return type;
+    return mlir::VectorType::get({static_cast<int64_t>(lanes)}, type);
+  }
+  /// Lanes per value; 0 when building scalars.
+  unsigned getLanes() const { return lanes; }
   /// True when the formulas are built in float32 (series cut-offs differ).
   bool isF32() { return type.getWidth() == 32; }
 
-  /// A constant of the formula's type.
+  /// A constant of the formula's type (a splat when building vectors).
   mlir::Value c(double v) {
-    return mlir::arith::ConstantOp::create(b, b.getFloatAttr(type, v));
+    mlir::FloatAttr scalar = b.getFloatAttr(type, v);
+    if (lanes == 0)
+      return mlir::arith::ConstantOp::create(b, scalar);
+    auto vectorType = mlir::cast<mlir::VectorType>(getValueType());
+    return mlir::arith::ConstantOp::create(
+        b, mlir::DenseElementsAttr::get(vectorType, scalar.getValue()));
+  }
+  /// `x` (a scalar of the element type) in every lane; `x` itself when
+  /// building scalars.
+  mlir::Value splat(mlir::Value x) {
+    if (lanes == 0)
+      return x;
+    return mlir::vector::BroadcastOp::create(b, getValueType(), x);
   }
   mlir::Value add(mlir::Value x, mlir::Value y) {
     return mlir::arith::AddFOp::create(b, x, y);
@@ -101,6 +131,7 @@ public:
 private:
   mlir::ImplicitLocOpBuilder &b;
   mlir::FloatType type;
+  unsigned lanes;
 };
 
 } // namespace torsor::lie

@@ -589,3 +589,31 @@ Value GenericGroupModel::buildDist2(ScalarBuilder &m, ValueRange a,
     return special->buildDist2(m, a, b, lambda);
   return GroupModel::buildDist2(m, a, b, lambda);
 }
+
+unsigned GenericGroupModel::getQueryFeatureCount() const {
+  return special ? special->getQueryFeatureCount()
+                 : GroupModel::getQueryFeatureCount();
+}
+
+unsigned GenericGroupModel::getKeyFeatureCount() const {
+  return special ? special->getKeyFeatureCount()
+                 : GroupModel::getKeyFeatureCount();
+}
+
+Scalars GenericGroupModel::buildQueryFeatures(ScalarBuilder &m,
+                                              ValueRange a) const {
+  return special ? special->buildQueryFeatures(m, a)
+                 : GroupModel::buildQueryFeatures(m, a);
+}
+
+Scalars GenericGroupModel::buildKeyFeatures(ScalarBuilder &m,
+                                            ValueRange b) const {
+  return special ? special->buildKeyFeatures(m, b)
+                 : GroupModel::buildKeyFeatures(m, b);
+}
+
+Scalars GenericGroupModel::buildPairBlockNorms(ScalarBuilder &m, ValueRange q,
+                                               ValueRange k) const {
+  return special ? special->buildPairBlockNorms(m, q, k)
+                 : GroupModel::buildPairBlockNorms(m, q, k);
+}

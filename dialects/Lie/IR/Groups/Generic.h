@@ -62,6 +62,19 @@ public:
   mlir::Value buildDist2(ScalarBuilder &m, mlir::ValueRange a,
                          mlir::ValueRange b,
                          mlir::ValueRange lambda) const override;
+  // The pairwise form: the specialised model's when there is one, else
+  // the default (inverse per query token, compose and log per pair),
+  // whose log builds loops and so stays scalar.
+  unsigned getQueryFeatureCount() const override;
+  unsigned getKeyFeatureCount() const override;
+  Scalars buildQueryFeatures(ScalarBuilder &m,
+                             mlir::ValueRange a) const override;
+  Scalars buildKeyFeatures(ScalarBuilder &m, mlir::ValueRange b) const override;
+  Scalars buildPairBlockNorms(ScalarBuilder &m, mlir::ValueRange q,
+                              mlir::ValueRange k) const override;
+  bool hasStraightLinePairForm() const override {
+    return special && special->hasStraightLinePairForm();
+  }
 
   /// The keyword of the built-in model the builders delegate to ("se3"),
   /// or empty when the generic builders are used.

@@ -24,6 +24,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Lie/IR/Groups/Groups.h"
+#include "dialects/Lie/IR/Groups/PairForms.h"
 
 #include <cmath>
 
@@ -49,6 +50,29 @@ public:
   }
   bool isInsideChart(ArrayRef<double> v) const override {
     return std::abs(v[0]) < M_PI;
+  }
+
+  // Pairwise form: (c, s, t₁, t₂) per token. θ_ij as SO(2); the
+  // translation block is f(θ)·‖t_j − t_i‖² (R(−x) and R_iᵀ preserve
+  // norms), with the difference formed per pair: the expansion
+  // ‖t_i‖² + ‖t_j‖² − 2⟨t_i, t_j⟩ would cancel when |t| ≫ |t_j − t_i|.
+  unsigned getQueryFeatureCount() const override { return 4; }
+  unsigned getKeyFeatureCount() const override { return 4; }
+  Scalars buildQueryFeatures(ScalarBuilder &m, ValueRange g) const override {
+    Scalars f = buildPlanarFeatures(m, g[0], g[1], g[3], g[4]);
+    f.append({g[2], g[5]});
+    return f;
+  }
+  Scalars buildKeyFeatures(ScalarBuilder &m, ValueRange g) const override {
+    return buildQueryFeatures(m, g);
+  }
+  Scalars buildPairBlockNorms(ScalarBuilder &m, ValueRange q,
+                              ValueRange k) const override {
+    PairAngle angle = buildPlanarPairAngle(m, q.take_front(2), k.take_front(2));
+    Value d1 = m.sub(k[2], q[2]), d2 = m.sub(k[3], q[3]);
+    Value dist2 = m.fma(d1, d1, m.mul(d2, d2));
+    return {m.sqr(angle.theta),
+            m.mul(buildHalfAngleRatio2(m, angle), dist2)};
   }
 
   /// Top two rows of a·b; the fixed row [0, 0, 1] is not computed.

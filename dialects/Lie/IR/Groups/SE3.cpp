@@ -40,6 +40,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Lie/IR/Groups/Groups.h"
+#include "dialects/Lie/IR/Groups/PairForms.h"
 
 #include <cmath>
 
@@ -82,6 +83,49 @@ public:
   }
   bool isInsideChart(ArrayRef<double> v) const override {
     return std::sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]) < M_PI;
+  }
+
+  // Pairwise form (MATH.md §1): R (9) and t (3) per token. With M =
+  // R_iᵀR_j (angle θ, axis n) and u = R_iᵀ(t_j − t_i),
+  //   ‖ρ‖² = ‖V⁻¹u‖² = (n·u)² + f(θ)(‖u‖² − (n·u)²),
+  // f = ((θ/2)/sin(θ/2))². (n·u)² is (a·u)²/‖a‖² (a = 2 sin θ n) for
+  // cos θ ≥ −½; nearer π, where a vanishes, it is
+  // (uᵀMu − cos θ‖u‖²)/(1 − cos θ) from nnᵀ = (sym M − cos θ I)/(1 − cos θ),
+  // with uᵀMu = (R_i u)·(R_j u) = (t_j − t_i)·(R_j u): no cancellation on
+  // either side of the switch, which both dtypes share (SO3.cpp's reason).
+  unsigned getQueryFeatureCount() const override { return 12; }
+  unsigned getKeyFeatureCount() const override { return 12; }
+  Scalars buildQueryFeatures(ScalarBuilder &, ValueRange g) const override {
+    return {g[0], g[1], g[2], g[4], g[5], g[6], g[8], g[9], g[10],
+            g[3], g[7], g[11]};
+  }
+  Scalars buildKeyFeatures(ScalarBuilder &m, ValueRange g) const override {
+    return buildQueryFeatures(m, g);
+  }
+  Scalars buildPairBlockNorms(ScalarBuilder &m, ValueRange q,
+                              ValueRange k) const override {
+    ValueRange ri = q.take_front(9), rj = k.take_front(9);
+    Value a[3];
+    PairAngle angle = buildSpatialPairAngle(m, ri, rj, a);
+    Value d[3], u[3], w[3];
+    for (unsigned i = 0; i < 3; ++i)
+      d[i] = m.sub(k[9 + i], q[9 + i]);
+    for (unsigned p = 0; p < 3; ++p) // u = R_iᵀd
+      u[p] = m.fma(ri[6 + p], d[2], m.fma(ri[3 + p], d[1], m.mul(ri[p], d[0])));
+    for (unsigned r = 0; r < 3; ++r) // w = R_j u
+      w[r] = m.dot({rj[3 * r], rj[3 * r + 1], rj[3 * r + 2]}, u);
+    Value uu = m.dot(u, u);
+    Value aa = m.dot(a, a), au = m.dot(a, u);
+    Value zero = m.c(0.0);
+    Value generic =
+        m.select(m.gt(aa, zero), m.div(m.sqr(au), aa), zero);
+    Value nearPi = m.div(m.sub(m.dot(d, w), m.mul(angle.cosT, uu)),
+                         m.sub(m.c(1.0), angle.cosT));
+    Value nu2 = m.select(m.lt(angle.cosT, m.c(-0.5)), nearPi, generic);
+    nu2 = m.min(m.max(nu2, zero), uu);
+    Value trans =
+        m.fma(buildHalfAngleRatio2(m, angle), m.sub(uu, nu2), nu2);
+    return {m.sqr(angle.theta), trans};
   }
 
   Scalars buildCompose(ScalarBuilder &m, ValueRange a,

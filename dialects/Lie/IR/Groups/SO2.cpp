@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Lie/IR/Groups/Groups.h"
+#include "dialects/Lie/IR/Groups/PairForms.h"
 
 #include <cmath>
 
@@ -29,6 +30,20 @@ public:
   }
   bool isInsideChart(ArrayRef<double> v) const override {
     return std::abs(v[0]) < M_PI;
+  }
+
+  // Pairwise form: (c, s) per token; θ_ij from two 2-dot products.
+  unsigned getQueryFeatureCount() const override { return 2; }
+  unsigned getKeyFeatureCount() const override { return 2; }
+  Scalars buildQueryFeatures(ScalarBuilder &m, ValueRange g) const override {
+    return buildPlanarFeatures(m, g[0], g[1], g[2], g[3]);
+  }
+  Scalars buildKeyFeatures(ScalarBuilder &m, ValueRange g) const override {
+    return buildQueryFeatures(m, g);
+  }
+  Scalars buildPairBlockNorms(ScalarBuilder &m, ValueRange q,
+                              ValueRange k) const override {
+    return {m.sqr(buildPlanarPairAngle(m, q, k).theta)};
   }
 
   /// Rᵀ.

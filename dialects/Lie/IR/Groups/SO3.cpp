@@ -35,6 +35,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Lie/IR/Groups/Groups.h"
+#include "dialects/Lie/IR/Groups/PairForms.h"
 
 #include <cmath>
 
@@ -61,6 +62,22 @@ public:
   }
   bool isInsideChart(ArrayRef<double> v) const override {
     return std::sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]) < M_PI;
+  }
+
+  // Pairwise form: the 9 entries of R per token; θ_ij from tr(R_iᵀR_j)
+  // and vee(R_iᵀR_j − R_jᵀR_i), both bilinear (PairForms.h).
+  unsigned getQueryFeatureCount() const override { return 9; }
+  unsigned getKeyFeatureCount() const override { return 9; }
+  Scalars buildQueryFeatures(ScalarBuilder &, ValueRange g) const override {
+    return Scalars(g.begin(), g.end());
+  }
+  Scalars buildKeyFeatures(ScalarBuilder &m, ValueRange g) const override {
+    return buildQueryFeatures(m, g);
+  }
+  Scalars buildPairBlockNorms(ScalarBuilder &m, ValueRange q,
+                              ValueRange k) const override {
+    Value axis[3];
+    return {m.sqr(buildSpatialPairAngle(m, q, k, axis).theta)};
   }
 
   /// Rᵀ.

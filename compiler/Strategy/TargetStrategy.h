@@ -1,0 +1,67 @@
+//===- TargetStrategy.h - Tile sizes and vector widths per target -*- C++
+//-*-===//
+//
+// The one place that decides how Torsor's kernels are tiled for a target:
+// vector width, register budget, and the tile sizes of the fused attention
+// and dense kernels. `torsor-select-strategy` writes it on the module as the
+// `torsor.strategy` dictionary attribute; the tiling and vectorization passes
+// (CPU and GPU alike) read it back with TargetStrategy::get. No pass keeps
+// tile-size constants of its own. Keeping *how* (this file) apart from *what*
+// (the ops) is Halide's split of algorithm and schedule.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TORSOR_COMPILER_STRATEGY_TARGETSTRATEGY_H
+#define TORSOR_COMPILER_STRATEGY_TARGETSTRATEGY_H
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Operation.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <string>
+
+namespace torsor {
+
+/// Name of the module attribute holding the strategy.
+constexpr llvm::StringLiteral kStrategyAttrName = "torsor.strategy";
+
+/// Tiling and vectorization choices for one target.
+struct TargetStrategy {
+  /// "cpu" or "nvptx".
+  std::string target = "cpu";
+  /// Width of one SIMD register in bits (128 SSE/NEON, 256 AVX2, 512
+  /// AVX-512).
+  unsigned vectorBits = 128;
+  /// Architectural vector registers (16 below AVX-512, 32 with it).
+  unsigned vectorRegisters = 16;
+
+  // Fused Lie attention (geo-tile-attention, geo-decompose-attention).
+  /// Most query rows one micro-kernel handles; they share every key
+  /// feature and value load. Fewer when the accumulators would not fit in
+  /// registers (attentionQueryRows()).
+  unsigned attentionMaxQueryRows = 4;
+  /// Keys per key tile, in vectors: the online softmax rescales once per
+  /// tile, so wider tiles amortise its horizontal max.
+  unsigned attentionKeyVectors = 2;
+
+  /// SIMD lanes for elements of `bits` width.
+  unsigned lanes(unsigned bits) const {
+    return vectorBits >= bits ? vectorBits / bits : 1;
+  }
+  /// Query rows per attention micro-kernel for `valueDim` value features
+  /// of `bits` width: as many as keep the accumulators within half the
+  /// vector registers (the other half holds key features and scores).
+  unsigned attentionQueryRows(int64_t valueDim, unsigned bits) const;
+
+  /// The strategy for a CPU with `vectorBits`-wide SIMD registers.
+  static TargetStrategy forCPU(unsigned vectorBits);
+  /// The attribute form written on the module.
+  mlir::DictionaryAttr toAttr(mlir::MLIRContext *context) const;
+  /// Reads the strategy of the module enclosing `op` (or `op` itself);
+  /// the portable CPU default (128-bit vectors) when none was selected.
+  static TargetStrategy get(mlir::Operation *op);
+};
+
+} // namespace torsor
+
+#endif // TORSOR_COMPILER_STRATEGY_TARGETSTRATEGY_H

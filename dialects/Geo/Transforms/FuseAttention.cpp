@@ -1,0 +1,87 @@
+//===- FuseAttention.cpp - geo.lie_attention → pair features + flash ------===//
+//
+// geo-fuse-attention: the first step of the fused attention pipeline. The
+// group model's factored pairwise form splits dist2 into per-token features
+// (computed once per token by lie.pair_features) and a per-pair epilogue;
+// geo.flash_lie_attention consumes the features with an online softmax, so
+// neither the L × L × k log coordinates nor the L × L scores of the -O0
+// lowering exist any more.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Geo/IR/GeoOps.h"
+#include "dialects/Geo/Transforms/Passes.h"
+#include "dialects/Lie/IR/LieOps.h"
+
+#include "mlir/Dialect/Tensor/Utils/Utils.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace torsor::geo {
+#define GEN_PASS_DEF_GEOFUSEATTENTION
+#include "dialects/Geo/Transforms/Passes.h.inc"
+} // namespace torsor::geo
+
+using namespace mlir;
+using namespace torsor;
+using namespace torsor::geo;
+
+namespace {
+
+/// geo.lie_attention(g, v) → flash_lie_attention(q(g), k(g)ᵀ, v, 0, empty).
+struct FuseLieAttention : OpRewritePattern<LieAttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(LieAttentionOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value g = op.getElements(), v = op.getValues();
+    auto gType = cast<RankedTensorType>(g.getType());
+    Type elt = gType.getElementType();
+    lie::GroupAttr group = op.getGroup();
+    const lie::GroupModel &model = group.getModel();
+    unsigned rank = gType.getRank() - 1; // of features and values
+    SmallVector<int64_t> tokens(gType.getShape().drop_back(2));
+
+    auto features = [&](bool key) -> Value {
+      SmallVector<int64_t> shape(tokens);
+      shape.push_back(key ? model.getKeyFeatureCount()
+                          : model.getQueryFeatureCount());
+      return lie::PairFeaturesOp::create(
+          rewriter, loc, RankedTensorType::get(shape, elt), g, group, key);
+    };
+    Value queries = features(/*key=*/false);
+    Value keys = features(/*key=*/true);
+
+    // Keys feature-major ([batch...] x F x L): lanes load consecutive keys.
+    SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+    std::swap(perm[rank - 1], perm[rank - 2]);
+    SmallVector<OpFoldResult> keySizes =
+        tensor::getMixedSizes(rewriter, loc, keys);
+    std::swap(keySizes[rank - 1], keySizes[rank - 2]);
+    Value keysT = tensor::EmptyOp::create(rewriter, loc, keySizes, elt);
+    keysT = linalg::TransposeOp::create(rewriter, loc, keys, keysT, perm)
+                .getResult()[0];
+
+    Value init = tensor::EmptyOp::create(
+        rewriter, loc, tensor::getMixedSizes(rewriter, loc, v), elt);
+    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    rewriter.replaceOpWithNewOp<FlashLieAttentionOp>(
+        op, op.getType(), queries, keysT, v, zero, init, group,
+        op.getHeadsAttr(), op.getTauAttr(), op.getLambdaAttr(),
+        op.getCausalAttr(), /*key_tile=*/IntegerAttr());
+    return success();
+  }
+};
+
+struct GeoFuseAttention
+    : torsor::geo::impl::GeoFuseAttentionBase<GeoFuseAttention> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<FuseLieAttention>(&getContext());
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,154 @@
+//===- TileAttention.cpp - Query tiles of geo.flash_lie_attention ---------===//
+//
+// geo-tile-attention: the second step of the fused attention pipeline.
+// An untiled flash_lie_attention over [batch...] x L query rows becomes a
+// loop over (batch, query tile) pairs, flattened into one parallel loop so
+// that the thread pool balances work across batch elements and tiles
+// alike. Each iteration is a flash_lie_attention on rank-2 slices with a
+// static row count and the key tile of the target strategy.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Strategy/TargetStrategy.h"
+#include "compiler/Transforms/LoopAttributes.h"
+#include "dialects/Geo/IR/GeoOps.h"
+#include "dialects/Geo/Transforms/Passes.h"
+
+#include "mlir/Dialect/Tensor/Utils/Utils.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace torsor::geo {
+#define GEN_PASS_DEF_GEOTILEATTENTION
+#include "dialects/Geo/Transforms/Passes.h.inc"
+} // namespace torsor::geo
+
+using namespace mlir;
+using namespace torsor;
+using namespace torsor::geo;
+
+namespace {
+
+/// Builds `scf.for %t = 0 to product(batch) * tiles` over `out`, whose
+/// iteration t computes rows first + (t mod tiles) · rows … of batch
+/// element t div tiles (row-major over the batch dims) as one flash op.
+Value buildTileLoop(OpBuilder &b, Location loc, FlashLieAttentionOp op,
+                    Value out, ArrayRef<Value> batch, Value tiles, Value first,
+                    int64_t rows, int64_t keyTile) {
+  auto qType = cast<RankedTensorType>(op.getQueries().getType());
+  unsigned rank = qType.getRank(), nb = rank - 2;
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value trips = tiles;
+  for (Value extent : batch)
+    trips = arith::MulIOp::create(b, loc, trips, extent);
+
+  auto loop = scf::ForOp::create(
+      b, loc, zero, trips, one, ValueRange{out},
+      [&](OpBuilder &lb, Location nloc, Value t, ValueRange iterArgs) {
+        // Delinearize t into (batch indices..., tile).
+        Value rest = t;
+        Value tile = arith::RemUIOp::create(lb, nloc, rest, tiles);
+        rest = arith::DivUIOp::create(lb, nloc, rest, tiles);
+        SmallVector<OpFoldResult> batchIdx(nb);
+        for (int d = nb - 1; d >= 0; --d) {
+          batchIdx[d] =
+              arith::RemUIOp::create(lb, nloc, rest, batch[d]).getResult();
+          rest = arith::DivUIOp::create(lb, nloc, rest, batch[d]);
+        }
+        Value rowsV = arith::ConstantIndexOp::create(lb, nloc, rows);
+        Value row = arith::AddIOp::create(
+            lb, nloc, first, arith::MulIOp::create(lb, nloc, tile, rowsV));
+
+        // A rank-2 slice of `t` at batch element batchIdx: rows
+        // [r0, r0 + rowCount) of its last-but-one dim (all when r0 null).
+        auto slice = [&](Value src, OpFoldResult r0, OpFoldResult count) {
+          auto type = cast<RankedTensorType>(src.getType());
+          SmallVector<OpFoldResult> offs(batchIdx),
+              sizes(nb, lb.getIndexAttr(1)), strides(rank, lb.getIndexAttr(1));
+          SmallVector<OpFoldResult> full = tensor::getMixedSizes(lb, nloc, src);
+          offs.push_back(r0 ? r0 : lb.getIndexAttr(0));
+          offs.push_back(lb.getIndexAttr(0));
+          sizes.push_back(r0 ? count : full[nb]);
+          sizes.push_back(full[nb + 1]);
+          SmallVector<int64_t> shape = {r0 ? rows : type.getDimSize(nb),
+                                        type.getDimSize(nb + 1)};
+          auto sliceType = RankedTensorType::get(shape, type.getElementType());
+          return tensor::ExtractSliceOp::create(lb, nloc, sliceType, src, offs,
+                                                sizes, strides)
+              .getResult();
+        };
+        OpFoldResult count = lb.getIndexAttr(rows);
+        Value q = slice(op.getQueries(), row, count);
+        Value k = slice(op.getKeys(), nullptr, nullptr);
+        Value v = slice(op.getValues(), nullptr, nullptr);
+        Value dest = slice(iterArgs[0], row, count);
+        Value offset =
+            arith::AddIOp::create(lb, nloc, op.getQueryOffset(), row);
+        Value tileOut = FlashLieAttentionOp::create(
+            lb, nloc, dest.getType(), q, k, v, offset, dest, op.getGroup(),
+            op.getHeadsAttr(), op.getTauAttr(), op.getLambdaAttr(),
+            op.getCausalAttr(), lb.getI64IntegerAttr(keyTile));
+
+        SmallVector<OpFoldResult> offs(batchIdx), sizes(nb, lb.getIndexAttr(1)),
+            strides(rank, lb.getIndexAttr(1));
+        offs.append({row, lb.getIndexAttr(0)});
+        sizes.append(
+            {count, lb.getIndexAttr(
+                        cast<RankedTensorType>(dest.getType()).getDimSize(1))});
+        Value next = tensor::InsertSliceOp::create(
+            lb, nloc, tileOut, iterArgs[0], offs, sizes, strides);
+        scf::YieldOp::create(lb, nloc, next);
+      });
+  // Tiles write disjoint rows and keep no state between iterations.
+  loop->setAttr(kParallelLoopAttr, b.getUnitAttr());
+  return loop.getResult(0);
+}
+
+/// Replaces the untiled `op` by its tile loops.
+void tileFlashAttention(FlashLieAttentionOp op, RewriterBase &rewriter) {
+  Location loc = op.getLoc();
+  auto vType = cast<RankedTensorType>(op.getValues().getType());
+  unsigned rank = vType.getRank(), nb = rank - 2;
+  unsigned bits = vType.getElementType().getIntOrFloatBitWidth();
+  TargetStrategy strategy = TargetStrategy::get(op);
+  int64_t keyTile = strategy.attentionKeyVectors * strategy.lanes(bits);
+  int64_t rows = strategy.attentionQueryRows(vType.getShape().back(), bits);
+
+  SmallVector<Value> batch;
+  for (unsigned d = 0; d < nb; ++d)
+    batch.push_back(tensor::DimOp::create(rewriter, loc, op.getQueries(), d));
+  Value len = tensor::DimOp::create(rewriter, loc, op.getQueries(), nb);
+  Value rowsV = arith::ConstantIndexOp::create(rewriter, loc, rows);
+  Value full = arith::DivUIOp::create(rewriter, loc, len, rowsV);
+  Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+
+  Value out = buildTileLoop(rewriter, loc, op, op.getInit(), batch, full, zero,
+                            rows, keyTile);
+  if (rows > 1) {
+    // The rows R does not divide, one at a time.
+    Value first = arith::MulIOp::create(rewriter, loc, full, rowsV);
+    Value rest = arith::SubIOp::create(rewriter, loc, len, first);
+    out = buildTileLoop(rewriter, loc, op, out, batch, rest, first, 1, keyTile);
+  }
+  rewriter.replaceOp(op, out);
+}
+
+struct GeoTileAttention
+    : torsor::geo::impl::GeoTileAttentionBase<GeoTileAttention> {
+  void runOnOperation() override {
+    // Walk instead of a greedy driver: the tiles created are flash ops too
+    // and must not be visited again.
+    SmallVector<FlashLieAttentionOp> ops;
+    getOperation()->walk([&](FlashLieAttentionOp op) {
+      if (!op.getKeyTile())
+        ops.push_back(op);
+    });
+    IRRewriter rewriter(&getContext());
+    for (FlashLieAttentionOp op : ops) {
+      rewriter.setInsertionPoint(op);
+      tileFlashAttention(op, rewriter);
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,45 @@
+//===- PairForms.h - Shared pieces of the factored pairwise forms -*- C++ -*-===//
+//
+// The closed pairwise forms of SO(2)/SE(2) and SO(3)/SE(3) share their
+// rotation part: the relative angle of two tokens from dot products of
+// their per-token features (MATH.md §1, docs/geo.md), never from a formed
+// relative element. Both the scalar and the vector (one pair per lane)
+// ScalarBuilder build them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TORSOR_DIALECTS_LIE_IR_GROUPS_PAIRFORMS_H
+#define TORSOR_DIALECTS_LIE_IR_GROUPS_PAIRFORMS_H
+
+#include "dialects/Lie/IR/GroupModel.h"
+
+namespace torsor::lie {
+
+/// The relative rotation of a pair: its angle θ ∈ [0, π] (or (−π, π] in the
+/// plane) and unnormalised cos/sin with atan2(sinT, cosT) = θ.
+struct PairAngle {
+  mlir::Value theta, cosT, sinT;
+};
+
+/// (c, s) = ((R₀₀ + R₁₁)/2, (R₁₀ − R₀₁)/2): the rotation part of a 2×2
+/// block, so the pair angle is that of the nearest rotations (as SO2's log).
+Scalars buildPlanarFeatures(ScalarBuilder &m, mlir::Value r00, mlir::Value r01,
+                            mlir::Value r10, mlir::Value r11);
+/// θ of R(θ_i)ᵀR(θ_j) from (c, s) features: two 2-dot products.
+PairAngle buildPlanarPairAngle(ScalarBuilder &m, mlir::ValueRange q,
+                               mlir::ValueRange k);
+
+/// θ of R_iᵀR_j from the 9 row-major entries of each: tr(R_iᵀR_j) and
+/// a = vee(M − Mᵀ) = 2 sin θ n are bilinear in (R_i, R_j); `axis` gets a.
+PairAngle buildSpatialPairAngle(ScalarBuilder &m, mlir::ValueRange ri,
+                                mlir::ValueRange rj, mlir::Value axis[3]);
+
+/// f(θ) = ((θ/2) / sin(θ/2))², the factor of V⁻¹ on the translation part,
+/// from θ and its unnormalised cos/sin (r = √(cos² + sin²)). sin²(θ/2) is
+/// sin²θ / (2(1 + cos θ)) for cos θ ≥ 0 and (1 − cos θ)/2 otherwise, so
+/// neither side cancels; below a small angle its Taylor series in θ/2.
+mlir::Value buildHalfAngleRatio2(ScalarBuilder &m, const PairAngle &angle);
+
+} // namespace torsor::lie
+
+#endif // TORSOR_DIALECTS_LIE_IR_GROUPS_PAIRFORMS_H
