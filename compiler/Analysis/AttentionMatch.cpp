@@ -289,6 +289,8 @@ SmallVector<AttentionBlock> torsor::findAttentionBlocks(func::FuncOp func) {
     if (!rel)
       return;
     auto xType = cast<RankedTensorType>(rel.getInput().getType());
+    if (xType.isDynamicDim(xType.getRank() - 1))
+      return; // counts need a fixed d
     AttentionBlock block;
     block.form = AttentionBlock::Form::Relational;
     block.root = op;
