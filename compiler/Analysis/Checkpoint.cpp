@@ -2,7 +2,7 @@
 //
 // Products are accumulated in float64 whatever the file's dtype, so a
 // converted f64 checkpoint reproduces the standard model to rounding
-// (test/Transforms/relationalize-numerics.py) and an f32 one loses only the
+// (test/Models/relational-pair.py) and an f32 one loses only the
 // final rounding to f32.
 //
 //===----------------------------------------------------------------------===//
