@@ -198,4 +198,45 @@ def TorsorTestMatrixFunctions
                            "::mlir::tensor::TensorDialect"];
 }
 
+def GeoRelationalizeAttention
+    : Pass<"geo-relationalize-attention", "::mlir::ModuleOp"> {
+  let summary = "Rewrite standard multi-head attention into "
+                "geo.relational_attention";
+  let description = [{
+    Finds every attention block of a model function written the standard
+    way, `merge_heads(softmax(heads(x @ Wq, H) @ transpose(heads(x @ Wk, H))
+    * s) @ heads(x @ Wv, H)) @ Wo` (compiler/Analysis/AttentionMatch.h), and
+    replaces it by `geo.relational_attention` on the per-head invariants
+    G_QK^h = W_Q^h W_K^hᵀ and G_VO^h = W_V^h W_O^h (docs/relational.md).
+    The model's params change: two new `[H, d, d]` params, named after the
+    block's prefix (`blocks.0.g_qk`, `blocks.0.g_vo`) and carrying
+    `torsor.relational = {form, from, heads}`, replace W_Q, W_K, W_V and W_O
+    once nothing else uses those. `torsorc --relationalize
+    --convert-weights=OUT.safetensors --weights=IN.safetensors` forms the new
+    params from a checkpoint. A block is left alone (with a remark) when its
+    Q, K and V read different inputs, its output size differs from d, or a
+    weight is not a model param.
+
+    Before:
+    ```mlir
+    func.func @M(%x: tensor<?x8xf32> {torsor.name = "x"},
+                 %wq: tensor<8x8xf32> {torsor.name = "Wq"}, ...) {
+      %q = linalg.matmul ins(%x, %wq ...)   // heads(x @ Wq, 2) ...
+      ...                                   // softmax(q @ transpose(k) * 0.5)
+      %y = linalg.matmul ins(%merged, %wo ...)
+    ```
+    After:
+    ```mlir
+    func.func @M(%x: tensor<?x8xf32> {torsor.name = "x"},
+                 %gqk: tensor<2x8x8xf32> {torsor.name = "g_qk", ...},
+                 %gvo: tensor<2x8x8xf32> {torsor.name = "g_vo", ...}) {
+      %y = geo.relational_attention %x, %gqk, %gvo
+             {heads = 2 : i64, scale = 5.000000e-01 : f64}
+          : (tensor<?x8xf32>, tensor<2x8x8xf32>, tensor<2x8x8xf32>)
+            -> tensor<?x8xf32>
+    ```
+  }];
+  let dependentDialects = ["::torsor::geo::GeoDialect"];
+}
+
 #endif // TORSOR_TRANSFORMS_PASSES

@@ -14,10 +14,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Analysis/Checkpoint.h"
+#include "compiler/Analysis/Redundancy.h"
 #include "compiler/InitAll.h"
 #include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Target/CPUTarget.h"
 #include "compiler/Target/Manifest.h"
+#include "compiler/Transforms/Passes.h"
 #include "frontend/MLIRGen.h"
 
 #include "mlir/IR/AsmState.h"
@@ -47,6 +50,7 @@ namespace cl = llvm::cl;
 namespace {
 enum class Emit { AST, MLIR, Opt, LLVM, Obj, SO };
 enum class Target { CPU, NVPTX };
+enum class Report { None, Redundancy };
 
 cl::OptionCategory torsorcCategory("torsorc options");
 
@@ -96,6 +100,37 @@ cl::opt<std::string> splitInputFile(
     cl::desc("Split the input at '// -----' and process each chunk alone"),
     cl::init(""), cl::cat(torsorcCategory));
 
+// Relational transformers (docs/relational.md).
+cl::opt<Report> report(
+    "report", cl::desc("Print an analysis instead of compiling"),
+    cl::init(Report::None),
+    cl::values(clEnumValN(Report::Redundancy, "redundancy",
+                          "parameter redundancy of the attention blocks")),
+    cl::cat(torsorcCategory));
+cl::opt<bool> reportJson("report-json",
+                         cl::desc("Print the --report data as JSON"),
+                         cl::init(false), cl::cat(torsorcCategory));
+cl::opt<std::string>
+    weightsPath("weights",
+                cl::desc("Weights (.safetensors) for --report's ranks and "
+                         "for --convert-weights"),
+                cl::value_desc("W.safetensors"), cl::init(""),
+                cl::cat(torsorcCategory));
+cl::opt<double> rankTol("rank-tol",
+                        cl::desc("Relative singular-value cut for --report "
+                                 "ranks (default max(m, n)·ε of the dtype)"),
+                        cl::init(0.0), cl::cat(torsorcCategory));
+cl::opt<bool> relationalize(
+    "relationalize",
+    cl::desc("Rewrite standard attention into relational_attention "
+             "(geo-relationalize-attention)"),
+    cl::init(false), cl::cat(torsorcCategory));
+cl::opt<std::string> convertWeights(
+    "convert-weights",
+    cl::desc("With --relationalize: write --weights converted to the "
+             "relational params"),
+    cl::value_desc("OUT.safetensors"), cl::init(""), cl::cat(torsorcCategory));
+
 /// Whether the input is a .tsr model (by extension; stdin is MLIR).
 bool isModelSource(StringRef filename) {
   return llvm::sys::path::extension(filename) == ".tsr";
@@ -133,6 +168,22 @@ LogicalResult compile(llvm::SourceMgr &sourceMgr, MLIRContext &context,
     (*module)->setAttr("torsor.specialized_groups",
                        DictionaryAttr::get(&context, entries));
   }
+  if (relationalize) {
+    PassManager rpm(&context, module.get()->getName().getStringRef());
+    rpm.addPass(torsor::createGeoRelationalizeAttention());
+    if (failed(rpm.run(*module)))
+      return failure();
+    if (!convertWeights.empty() &&
+        failed(torsor::convertCheckpoint(*module, weightsPath, convertWeights)))
+      return failure();
+  }
+  if (report == Report::Redundancy)
+    return torsor::writeRedundancyReport(
+        *module, {reportJson, weightsPath, rankTol, 0.99}, os);
+  // --convert-weights without -o only converts the checkpoint.
+  if (!convertWeights.empty() && outputFilename.empty() &&
+      !emitAction.getNumOccurrences())
+    return success();
   if (emitAction == Emit::MLIR) {
     module->print(os);
     return success();
@@ -257,7 +308,11 @@ int main(int argc, char **argv) {
       argc, argv,
       "torsorc: compile a Torsor model to a shared library\n\n"
       "  torsorc MODEL.tsr -o OUT.so [--target=cpu|nvptx] [--dtype=f32|f64]\n"
-      "          [-O0..-O3] [--emit=ast|mlir|opt|llvm|obj|so]\n");
+      "          [-O0..-O3] [--emit=ast|mlir|opt|llvm|obj|so]\n"
+      "  torsorc MODEL.tsr --report=redundancy [--report-json] "
+      "[--weights=W.safetensors]\n"
+      "  torsorc MODEL.tsr --relationalize [--weights=IN.safetensors "
+      "--convert-weights=OUT.safetensors] [-o OUT.so]\n");
 
   if (optLevel > 3) {
     llvm::errs() << "torsorc: error: -O" << optLevel
@@ -270,6 +325,14 @@ int main(int argc, char **argv) {
     return 1;
   }
 
+  if (reportJson)
+    report = Report::Redundancy;
+  if (!convertWeights.empty() && (!relationalize || weightsPath.empty())) {
+    llvm::errs() << "torsorc: error: --convert-weights needs --relationalize "
+                    "and --weights=IN.safetensors\n";
+    return 1;
+  }
+
   DialectRegistry registry;
   torsor::registerAllDialects(registry);
 
@@ -279,7 +342,8 @@ int main(int argc, char **argv) {
     llvm::errs() << "torsorc: error: " << errorMessage << "\n";
     return 1;
   }
-  bool binaryOutput = emitAction == Emit::Obj || emitAction == Emit::SO;
+  bool binaryOutput = (emitAction == Emit::Obj || emitAction == Emit::SO) &&
+                      report == Report::None;
   std::unique_ptr<llvm::ToolOutputFile> output;
   if (!binaryOutput) {
     output = openOutputFile(outputFilename.empty() ? std::string("-")
