@@ -10,7 +10,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/Sema.h"
+#include "frontend/Suggest.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSwitch.h"
 #include <set>
 
 using namespace torsor::frontend;
@@ -38,6 +40,32 @@ static bool normalizeAxis(DiagnosticEngine &diags, const CallExpr &call,
   }
   result = double(a < 0 ? a + rank : a);
   return true;
+}
+
+/// PyTorch/NumPy spellings users bring along, with the Torsor way.
+static std::string habitHint(StringRef name) {
+  return llvm::StringSwitch<std::string>(name)
+      .Cases({"matmul", "mm", "bmm"}, "; write 'a @ b'")
+      .Cases({"pow", "square"}, "; Torsor has no power: write 'x * x'")
+      .Cases({"t", "permute"}, "; use 'transpose(x)' (swaps the last two dims)")
+      .Case("cat", "; did you mean 'concat'?")
+      .Case("silu", "; use 'x * sigmoid(x)'")
+      .Case("linear", "; write 'x @ W + b' with W of shape [in, out]")
+      .Default("");
+}
+
+std::string Sema::suggestFunction(StringRef name) const {
+  std::string habit = habitHint(name);
+  if (!habit.empty())
+    return habit;
+  Suggester s(name);
+#define BUILTIN(NAME, KIND) s.add(#NAME);
+#include "frontend/Builtins.def"
+  for (const auto &scope : scopes)
+    for (const auto &entry : scope)
+      if (entry.second.kind == Symbol::BlockSym)
+        s.add(entry.getKey());
+  return s.hint();
 }
 
 Type Sema::checkBuiltin(CallExpr &call) {
@@ -212,7 +240,8 @@ Type Sema::checkBuiltin(CallExpr &call) {
     std::swap(x.shape[x.rank() - 1], x.shape[x.rank() - 2]);
     return x;
   }
-  diags.emitError(call.getLoc(), "unknown function '" + name + "'");
+  diags.emitError(call.getLoc(),
+                  "unknown function '" + name + "'" + suggestFunction(name));
   return Type();
 }
 

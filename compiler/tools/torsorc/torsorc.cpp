@@ -235,6 +235,17 @@ LogicalResult processBuffer(std::unique_ptr<llvm::MemoryBuffer> buffer,
   sourceMgr->AddNewSourceBuffer(std::move(buffer), SMLoc());
   if (!verifyDiagnostics) {
     SourceMgrDiagnosticHandler handler(*sourceMgr, &context);
+    // Errors with no source location are the driver's own (files, target,
+    // options): print them as `torsorc: error: ...`, not `<unknown>:0:`.
+    ScopedDiagnosticHandler driverErrors(&context, [](Diagnostic &diag) {
+      if (!isa<UnknownLoc>(diag.getLocation()))
+        return failure();
+      llvm::errs() << "torsorc: "
+                   << (diag.getSeverity() == DiagnosticSeverity::Error ? "error"
+                                                                       : "note")
+                   << ": " << diag << "\n";
+      return success();
+    });
     return compile(*sourceMgr, context, os);
   }
   SourceMgrDiagnosticVerifierHandler handler(*sourceMgr, &context);
