@@ -95,6 +95,20 @@ Status parseEntry(const std::string &bytes, size_t dataStart, uint64_t dataSize,
 Status parseSafeTensors(const std::string &bytes, const std::string &path,
                         TensorBundle &out) {
   out.clear();
+  // Other weight formats users try first: name them and the way out.
+  const char *other = nullptr;
+  if (bytes.compare(0, 4, "PK\x03\x04") == 0)
+    other = "a zip archive (a NumPy .npz or a PyTorch .pt/.pth file)";
+  else if (!bytes.empty() && static_cast<unsigned char>(bytes[0]) == 0x80)
+    other = "a Python pickle (a legacy PyTorch .pt/.pth file)";
+  else if (bytes.compare(0, 6, "\x93NUMPY") == 0)
+    other = "a single NumPy .npy array";
+  if (other)
+    return invalidArg(
+        path + ": this is " + other +
+        ", not a .safetensors file; save the weights with safetensors "
+        "(safetensors.numpy.save_file or safetensors.torch.save_file), or "
+        "bind single arrays with --param NAME=FILE.npy");
   if (bytes.size() < 8)
     return ioError(path + ": not a .safetensors file (shorter than its "
                           "8-byte header length)");

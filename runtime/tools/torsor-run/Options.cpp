@@ -28,6 +28,8 @@ const char *usage() {
          "options:\n"
          "  --input NAME=FILE.npy     bind input NAME (repeat per input)\n"
          "  --weights W.safetensors   bind params by name from a bundle\n"
+         "  --param NAME=FILE.npy     bind one param (repeat per param;\n"
+         "                            overrides --weights)\n"
          "  --output NAME=FILE.npy    write output NAME (default: print a\n"
          "                            summary of every output)\n"
          "  --threads N               thread-pool size (default: all cores)\n"
@@ -112,7 +114,8 @@ Status parseOptions(int argc, char **argv, Options &out) {
       continue;
     }
     static const char *const kValued[] = {"--input",   "--output", "--weights",
-                                          "--threads", "--device", "--time"};
+                                          "--threads", "--device", "--time",
+                                          "--param"};
     bool known = false;
     for (const char *k : kValued)
       known |= flag == k;
@@ -128,6 +131,8 @@ Status parseOptions(int argc, char **argv, Options &out) {
       s = parsePair(flag, value, out.inputs);
     else if (flag == "--output")
       s = parsePair(flag, value, out.outputs);
+    else if (flag == "--param")
+      s = parsePair(flag, value, out.params);
     else if (flag == "--weights") {
       if (!out.weights.empty())
         return invalidArg("--weights given more than once");

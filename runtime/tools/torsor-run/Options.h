@@ -22,6 +22,7 @@ struct Options {
   std::string model;                                        ///< OUT.so
   std::vector<std::pair<std::string, std::string>> inputs;  ///< NAME=FILE
   std::vector<std::pair<std::string, std::string>> outputs; ///< NAME=FILE
+  std::vector<std::pair<std::string, std::string>> params;  ///< NAME=FILE
   std::string weights; ///< .safetensors bundle, optional
   int threads = 0;     ///< 0: hardware concurrency
   std::string device = "cpu";
