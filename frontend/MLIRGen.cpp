@@ -54,12 +54,12 @@ static std::unique_ptr<Module> parseChecked(llvm::SourceMgr &srcMgr,
 
 OwningOpRef<ModuleOp>
 torsor::frontend::importTorsorSource(llvm::SourceMgr &srcMgr, MLIRContext &ctx,
-                                     bool useF64) {
+                                     FloatDType floatDType) {
   MLIRDiagnosticEngine diags(srcMgr, ctx);
   std::unique_ptr<Module> module = parseChecked(srcMgr, diags);
   if (!module)
     return nullptr;
-  return mlirGen(ctx, *module, diags, useF64);
+  return mlirGen(ctx, *module, diags, floatDType);
 }
 
 LogicalResult torsor::frontend::dumpTorsorAST(llvm::SourceMgr &srcMgr,
@@ -76,9 +76,9 @@ LogicalResult torsor::frontend::dumpTorsorAST(llvm::SourceMgr &srcMgr,
 OwningOpRef<ModuleOp> torsor::frontend::mlirGen(MLIRContext &ctx,
                                                 const Module &module,
                                                 MLIRDiagnosticEngine &diags,
-                                                bool useF64) {
+                                                FloatDType floatDType) {
   MLIRGenImpl gen(ctx, diags);
-  gen.useF64 = useF64;
+  gen.floatDType = floatDType;
   return gen.emitModule(module);
 }
 
@@ -87,13 +87,19 @@ OwningOpRef<ModuleOp> torsor::frontend::mlirGen(MLIRContext &ctx,
 //===----------------------------------------------------------------------===//
 
 mlir::Type MLIRGenImpl::elementType(DType dtype) {
+  // --dtype replaces the compute types f32 and f64, in both directions;
+  // the storage types f16 and bf16 stay as written.
+  if (floatDType != FloatDType::AsWritten &&
+      (dtype == DType::F32 || dtype == DType::F64))
+    return floatDType == FloatDType::F64 ? mlir::Type(b.getF64Type())
+                                         : mlir::Type(b.getF32Type());
   switch (dtype) {
   case DType::F16:
     return b.getF16Type();
   case DType::BF16:
     return b.getBF16Type();
   case DType::F32:
-    return useF64 ? b.getF64Type() : b.getF32Type();
+    return b.getF32Type();
   case DType::F64:
     return b.getF64Type();
   case DType::I32:

@@ -94,8 +94,8 @@ public:
   mlir::OpBuilder b;
   MLIRDiagnosticEngine &diags;
   bool hadError = false;
-  /// Emit f32 as f64 (torsorc --dtype=f64).
-  bool useF64 = false;
+  /// torsorc --dtype: keep float types as written, or make them all one.
+  FloatDType floatDType = FloatDType::AsWritten;
 
   // Per-function state.
   mlir::func::FuncOp func;

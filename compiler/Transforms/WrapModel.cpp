@@ -29,7 +29,9 @@ FailureOr<func::FuncOp> torsor::findModelFunction(ModuleOp module) {
       continue;
     if (model) {
       func.emitError() << "more than one model function: '" << model.getName()
-                       << "' and '" << func.getName() << "'";
+                       << "' and '" << func.getName()
+                       << "'; a library holds one: pick it with torsorc "
+                          "--model NAME";
       return failure();
     }
     model = func;
