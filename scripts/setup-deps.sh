@@ -13,7 +13,7 @@ APT_PACKAGES=(
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools lld-22 clang-22
   ninja-build ccache cmake g++ libgtest-dev clang-format
 )
-PY_PACKAGES=(numpy scipy mpmath)
+PY_PACKAGES=(numpy scipy mpmath ml_dtypes)
 PYTHON=${PYTHON:-python3}
 
 missing=()

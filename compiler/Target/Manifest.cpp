@@ -125,6 +125,7 @@ FailureOr<std::optional<std::string>> torsor::buildManifest(ModuleOp module,
   llvm::json::Array inputs, params, outputs;
   std::string modelDType;
   FunctionType type = model.getFunctionType();
+  SmallVector<ResidualCheck> residualChecks = collectResidualChecks(model);
   for (unsigned i = 0; i < type.getNumInputs(); ++i) {
     DictionaryAttr attrs = model.getArgAttrDict(i);
     Location argLoc =
@@ -133,6 +134,10 @@ FailureOr<std::optional<std::string>> torsor::buildManifest(ModuleOp module,
                                 dims, specializations, argLoc);
     if (failed(entry))
       return failure();
+    // Declared-group inputs are checked through torsor_group_residual.
+    if (llvm::any_of(residualChecks,
+                     [&](const ResidualCheck &c) { return c.input == i; }))
+      (*entry)["residual"] = true;
     auto kind = attrs.getAs<StringAttr>("torsor.kind");
     bool isParam = kind && kind.getValue() == "param";
     if (modelDType.empty() && !entry->getObject("group"))
@@ -176,6 +181,8 @@ FailureOr<std::optional<std::string>> torsor::buildManifest(ModuleOp module,
       {"params", std::move(params)},
       {"outputs", std::move(outputs)},
   };
+  if (!residualChecks.empty())
+    manifest["group_residual"] = kResidualEntryName;
   std::string text;
   llvm::raw_string_ostream os(text);
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(manifest)));

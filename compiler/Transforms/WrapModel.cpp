@@ -60,6 +60,9 @@ struct TorsorWrapModel : torsor::impl::TorsorWrapModelBase<TorsorWrapModel> {
                         << "' is reserved for the model wrapper";
       return signalPassFailure();
     }
+    // Built first, while the model still takes tensors and is public.
+    if (failed(buildGroupResidualWrapper(module, model)))
+      return signalPassFailure();
     FunctionType type = model.getFunctionType();
     SmallVector<Type> bufferTypes;
     for (Type t :

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Binding.h"
+#include "Half.h"
 
 #include <cstring>
 
@@ -141,7 +142,11 @@ Status bindTensor(int kind, const TensorSpec &spec, const TorsorTensor *t,
 
 Status bindOwned(int kind, const TensorSpec &spec, HostTensor &&tensor,
                  BoundTensor &out) {
-  Status s = checkAgainstSpec(kind, spec, tensor.dtype(), tensor.shape());
+  // f16/bf16 storage was widened to f32 on load; an f64 model needs f64.
+  Status s = widenForModel(tensor, spec.dtype);
+  if (!s.ok())
+    return s;
+  s = checkAgainstSpec(kind, spec, tensor.dtype(), tensor.shape());
   if (!s.ok())
     return s;
   out = BoundTensor();

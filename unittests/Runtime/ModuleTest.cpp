@@ -180,15 +180,18 @@ TEST_F(ModuleTest, MissingParamIsAnError) {
   EXPECT_EQ(msg(torsorModuleRun(module)), "missing param 'w'");
 }
 
-TEST_F(ModuleTest, ChecksGroupsWhenAsked) {
+TEST_F(ModuleTest, ChecksGroupsByDefault) {
   pose[3 * 16 + 1] = 0.21f; // shear element 3
   bindAll();
-  ASSERT_EQ(msg(torsorModuleRun(module)), ""); // off by default
-  torsorModuleSetCheckGroups(module, 1, 1e-4);
+  // On by default, with tolerance 1e-4.
   EXPECT_EQ(msg(torsorModuleRun(module)),
             "input 'pose' element 3 is not in SE3: rotation block not "
             "orthonormal (error 2.1e-01 > tol 1e-04)");
   torsorModuleSetCheckGroups(module, 1, 0.5);
+  EXPECT_EQ(msg(torsorModuleRun(module)), "");
+  torsorModuleSetCheckGroups(module, 1, 1e-4);
+  EXPECT_NE(msg(torsorModuleRun(module)), "");
+  torsorModuleSetCheckGroups(module, 0, 1e-4); // the opt-out
   EXPECT_EQ(msg(torsorModuleRun(module)), "");
 }
 

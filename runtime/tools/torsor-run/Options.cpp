@@ -36,8 +36,11 @@ const char *usage() {
          "  --device cpu|cuda         where to run (default: cpu)\n"
          "  --time N                  after a warm-up run, time N runs and\n"
          "                            print the median and min wall time\n"
-         "  --check-groups[=TOL]      check group inputs are group elements\n"
-         "                            (default tolerance 1e-4)\n"
+         "  --check-groups[=TOL]      check that group inputs are group\n"
+         "                            elements (on by default; tolerance\n"
+         "                            1e-4)\n"
+         "  --no-check-groups         skip that check (it reads every\n"
+         "                            group input once per run)\n"
          "  --help                    print this help\n";
 }
 
@@ -98,6 +101,10 @@ Status parseOptions(int argc, char **argv, Options &out) {
       flag = arg.substr(0, eq);
       value = arg.substr(eq + 1);
       hasValue = true;
+    }
+    if (arg == "--no-check-groups") {
+      out.checkGroups = false;
+      continue;
     }
     if (flag == "--check-groups") {
       out.checkGroups = true;

@@ -26,8 +26,8 @@ struct Options {
   std::string weights; ///< .safetensors bundle, optional
   int threads = 0;     ///< 0: hardware concurrency
   std::string device = "cpu";
-  int timeRuns = 0; ///< --time N
-  bool checkGroups = false;
+  int timeRuns = 0;        ///< --time N
+  bool checkGroups = true; ///< --no-check-groups turns it off
   double groupTol = 1e-4;
   bool help = false;
 };

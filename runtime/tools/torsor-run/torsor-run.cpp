@@ -10,6 +10,7 @@
 #include "torsor/runtime.h"
 
 #include "Binding.h"
+#include "Half.h"
 #include "Npy.h"
 #include "Options.h"
 
@@ -114,6 +115,16 @@ Status checkName(const TorsorModule *m, TorsorTensorKind kind,
                         name + "=FILE.npy");
 }
 
+/// Widens f16 data (loaded as f32) to f64 when tensor `name` of `kind`
+/// is f64, so half-precision files bind to models of either float type.
+Status widenForTensor(const TorsorModule *m, TorsorTensorKind kind,
+                      const std::string &name, HostTensor &t) {
+  for (int32_t i = 0; i < torsorModuleNumTensors(m, kind); ++i)
+    if (name == torsorModuleTensorName(m, kind, i))
+      return rt::widenForModel(t, torsorModuleTensorDType(m, kind, i));
+  return Status();
+}
+
 /// True when `path` ends in `suffix`.
 bool endsWith(const std::string &path, const char *suffix) {
   size_t n = std::strlen(suffix);
@@ -169,6 +180,8 @@ int runTool(const run::Options &opts) {
   for (size_t i = 0; i < opts.inputs.size(); ++i) {
     const auto &[name, file] = opts.inputs[i];
     s = rt::readNpy(file, inputs[i]);
+    if (s.ok())
+      s = widenForTensor(module.get(), TORSOR_INPUT, name, inputs[i]);
     if (!s.ok())
       return fail(s.message);
     strides[i] = inputs[i].strides();
@@ -188,6 +201,8 @@ int runTool(const run::Options &opts) {
   for (size_t i = 0; i < opts.params.size(); ++i) {
     const auto &[name, file] = opts.params[i];
     s = rt::readNpy(file, params[i]);
+    if (s.ok())
+      s = widenForTensor(module.get(), TORSOR_PARAM, name, params[i]);
     if (!s.ok())
       return fail(s.message);
     paramStrides[i] = params[i].strides();
