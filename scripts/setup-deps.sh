@@ -11,7 +11,7 @@ set -euo pipefail
 
 APT_PACKAGES=(
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools lld-22 clang-22
-  ninja-build ccache cmake g++ libgtest-dev clang-format
+  ninja-build ccache cmake g++ libgtest-dev clang-format pkgconf
 )
 PY_PACKAGES=(numpy scipy mpmath ml_dtypes)
 PYTHON=${PYTHON:-python3}
