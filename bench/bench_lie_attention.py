@@ -2,12 +2,12 @@
 """SE(3) Lie-algebra attention: Torsor vs PyTorch eager, torch.compile and
 plain dot-product attention, side by side in one run.
 
-The workload is one multi-head `lie_attention` layer (MATH.md §1) over L
+The workload is one multi-head `lie_attention` layer (docs/math.md §1) over L
 poses with value dim D: s_ij = −‖log(g_i⁻¹g_j)‖²_λ / τ_h, softmax, @ v.
 - torsor:   examples-style .tsr compiled by torsorc (-O2, host CPU), run by
             torsor-run --time (median of N runs after a warm-up).
 - eager:    the same math written in PyTorch the way a user would (batched
-            relative poses, atan2 log, V⁻¹ via the closed form of MATH.md).
+            relative poses, atan2 log, V⁻¹ via the closed form of docs/math.md).
 - compile:  torch.compile of the eager function (inductor, CPU).
 - sdpa:     torch's scaled_dot_product_attention on random q, k, v of the same
             size: what plain (non-geometric) attention costs.

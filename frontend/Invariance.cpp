@@ -3,7 +3,7 @@
 // Decides, for each group input g of a model, whether the outputs are
 // unchanged when every element of g is replaced by h·g_i for one fixed h,
 // because every use of g goes through relative poses g_i⁻¹g_j. The manifest
-// claims `left_invariant` only from this analysis (DESIGN.md).
+// claims `left_invariant` only from this analysis (docs/language.md §8).
 //
 // Every group-valued expression gets a Frame, how it moves under g ↦ h·g:
 //   Inv      unchanged              (exp(v), compose(inverse(g), g))

@@ -1,6 +1,6 @@
 //===- Options.h - torsor-run command-line options ------------*- C++ -*-===//
 //
-// The command line of torsor-run (DESIGN.md "Run"), parsed strictly: an
+// The command line of torsor-run (docs/runtime.md), parsed strictly: an
 // unknown flag, a missing value or a malformed number is an error that
 // names the flag, never a crash or a silent default.
 //

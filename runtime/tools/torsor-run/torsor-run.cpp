@@ -1,6 +1,6 @@
 //===- torsor-run.cpp - Run a compiled Torsor model -----------------------===//
 //
-// Command-line front end of the runtime (DESIGN.md "Run"): loads OUT.so,
+// Command-line front end of the runtime (docs/runtime.md): loads OUT.so,
 // binds inputs from .npy files and params from a .safetensors bundle, runs
 // (optionally timed), and writes outputs as .npy or prints a summary. Every
 // failure prints "torsor-run: error: <message>" and exits with status 1.

@@ -43,9 +43,8 @@ static int bindZeros(TorsorModule *m, TorsorTensorKind kind, int32_t i,
   *keep = data;
   TorsorTensor t = {data, shape, NULL, rank, dtype};
   const char *name = torsorModuleTensorName(m, kind, i);
-  return kind == TORSOR_INPUT
-             ? check(torsorModuleBindInput(m, name, &t))
-             : check(torsorModuleBindParam(m, name, &t));
+  return kind == TORSOR_INPUT ? check(torsorModuleBindInput(m, name, &t))
+                              : check(torsorModuleBindParam(m, name, &t));
 }
 
 int main(int argc, char **argv) {
@@ -74,8 +73,8 @@ int main(int argc, char **argv) {
   if (check(torsorModuleRun(m)))
     return 1;
   TorsorTensor out;
-  if (check(torsorModuleGetOutput(m, torsorModuleTensorName(m, TORSOR_OUTPUT, 0),
-                                  &out)))
+  if (check(torsorModuleGetOutput(
+          m, torsorModuleTensorName(m, TORSOR_OUTPUT, 0), &out)))
     return 1;
   printf("ran: first output has rank %d, dim 0 = %lld\n", out.rank,
          (long long)out.shape[0]);
