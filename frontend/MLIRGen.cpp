@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "frontend/Builtins.h"
 #include "frontend/MLIRGenImpl.h"
 #include "frontend/Sema.h"
 #include "mlir/AsmParser/AsmParser.h"
@@ -374,15 +375,11 @@ Value MLIRGenImpl::emitExpr(const Expr &expr, const Env &env) {
 Value MLIRGenImpl::emitCall(const CallExpr &call, const Env &env) {
   if (call.block)
     return emitBlockCall(call, env);
-  static const char *const groupOps[] = {
-      "compose", "inverse", "log", "act", "dist2", "membership_residual"};
-  static const char *const geoLayers[] = {"lie_attention", "grassmann_mix",
-                                          "relational_attention",
-                                          "relational_norm"};
-  StringRef name = call.callee;
-  if (llvm::is_contained(groupOps, name) || (name == "exp" && call.group))
+  // The family comes from the one registry of built-ins (Builtins.def).
+  BuiltinKind kind = builtinKind(call.callee, call.group != nullptr);
+  if (kind == BuiltinKind::GROUP)
     return emitGroupOp(call, env);
-  if (llvm::is_contained(geoLayers, name))
+  if (kind == BuiltinKind::LAYER)
     return emitGeoLayer(call, env);
   return emitDense(call, env);
 }

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "frontend/Builtins.h"
 #include "frontend/Sema.h"
 #include "frontend/Suggest.h"
 #include "llvm/ADT/STLExtras.h"
@@ -59,7 +60,7 @@ std::string Sema::suggestFunction(StringRef name) const {
   if (!habit.empty())
     return habit;
   Suggester s(name);
-#define BUILTIN(NAME, KIND) s.add(#NAME);
+#define BUILTIN(NAME, KIND, POSES) s.add(#NAME);
 #include "frontend/Builtins.def"
   for (const auto &scope : scopes)
     for (const auto &entry : scope)
@@ -70,24 +71,15 @@ std::string Sema::suggestFunction(StringRef name) const {
 
 Type Sema::checkBuiltin(CallExpr &call) {
   StringRef name = call.callee;
-  static const char *const groupOps[] = {"compose",
-                                         "inverse",
-                                         "log",
-                                         "act",
-                                         "dist2",
-                                         "exp",
-                                         "membership_residual"};
-  static const char *const geoLayers[] = {"lie_attention", "grassmann_mix",
-                                          "relational_attention",
-                                          "relational_norm"};
   for (ExprPtr &arg : call.args)
     checkExpr(*arg);
   for (KeywordArg &kw : call.kwargs)
     checkExpr(*kw.value);
-  bool groupExp = name == "exp" && call.getKeyword("group");
-  if (llvm::is_contained(groupOps, name) && (name != "exp" || groupExp))
+  // The family comes from the one registry of built-ins (Builtins.def).
+  BuiltinKind kind = builtinKind(name, call.getKeyword("group") != nullptr);
+  if (kind == BuiltinKind::GROUP)
     return checkGroupOp(call);
-  if (llvm::is_contained(geoLayers, name))
+  if (kind == BuiltinKind::LAYER)
     return checkGeoLayer(call);
 
   static const char *const unary[] = {"relu", "gelu", "sigmoid", "tanh", "exp"};
