@@ -1,7 +1,7 @@
 //===- Diagnostics.h - MLIR-free error reporting for the frontend -*- C++ -*-=//
 //
 // The lexer, parser and Sema report errors through this small interface so
-// they stay free of MLIR headers (STYLE.md §6). The driver implements it by
+// they stay free of MLIR headers. The driver implements it by
 // turning the `SMLoc` into an `mlir::FileLineColLoc` and calling
 // `mlir::emitError`, which lets MLIR's SourceMgr handlers print carets and
 // implement `--verify-diagnostics`. Unit tests use CollectingDiagnostics.

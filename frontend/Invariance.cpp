@@ -3,7 +3,7 @@
 // Decides, for each group input g of a model, whether the outputs are
 // unchanged when every element of g is replaced by h·g_i for one fixed h,
 // because every use of g goes through relative poses g_i⁻¹g_j. The manifest
-// claims `left_invariant` only from this analysis (DESIGN.md).
+// claims `left_invariant` only from this analysis (docs/language.md §8).
 //
 // Every group-valued expression gets a Frame, how it moves under g ↦ h·g:
 //   Inv      unchanged              (exp(v), compose(inverse(g), g))
@@ -18,6 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "frontend/Builtins.h"
 #include "frontend/Sema.h"
 #include "llvm/ADT/StringMap.h"
 #include <set>
@@ -119,10 +120,13 @@ private:
       breakAll(eval(*kw.value, env));
     if (call.block)
       return evalBlock(call, args);
-    const std::string &name = call.callee;
-    if (name == "compose")
+    // What the built-in does with poses comes from the registry of
+    // built-ins (Builtins.def); `exp` and dense layers take none.
+    const BuiltinInfo *info = lookupBuiltin(call.callee);
+    PoseUse use = info ? info->poses : PoseUse::ABSOLUTE;
+    if (use == PoseUse::COMPOSE)
       return compose(args[0], args[1]);
-    if (name == "inverse") {
+    if (use == PoseUse::INVERSE) {
       Frame f = args[0];
       if (f.kind == Frame::Left)
         f.kind = Frame::Right;
@@ -130,11 +134,11 @@ private:
         f.kind = Frame::Left;
       return f;
     }
-    if (name == "lie_attention") {
+    if (use == PoseUse::RELATIVE) {
       relative(args[0]);
       return Frame();
     }
-    if (name == "dist2") {
+    if (use == PoseUse::DISTANCE) {
       const Frame &a = args[0], &b = args[1];
       bool ok =
           (a.kind == Frame::Inv && b.kind == Frame::Inv) ||
@@ -145,7 +149,7 @@ private:
       }
       return Frame();
     }
-    // log, act and anything else read absolute poses.
+    // ABSOLUTE (log, act, ...) and everything else read absolute poses.
     for (const Frame &f : args)
       breakAll(f);
     return Frame();

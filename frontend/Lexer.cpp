@@ -125,7 +125,26 @@ Token Lexer::lexToken() {
     case '+':
       return formToken(Token::plus, start);
     case '*':
+      // Python's power operator: one targeted error, not two.
+      if (curPtr != buffer.end() && *curPtr == '*') {
+        ++curPtr;
+        return emitError(start, "Torsor has no '**' operator; write 'x * x' "
+                                "for a square");
+      }
       return formToken(Token::star, start);
+    case '#':
+      // A Python comment (`# text`, or `#` ending the line): say so once
+      // and skip it as a comment, so the rest of the line does not turn
+      // into more errors. Any other `#` is just an unexpected character.
+      if (curPtr != buffer.end() && *curPtr != ' ' && *curPtr != '\t' &&
+          *curPtr != '\n' && *curPtr != '\r' && *curPtr != '#' &&
+          *curPtr != '!')
+        break;
+      diags.emitError(SMLoc::getFromPointer(start),
+                      "'#' does not start a comment; Torsor comments start "
+                      "with '//'");
+      skipComment();
+      continue;
     case '@':
       return formToken(Token::at, start);
     default:
@@ -133,6 +152,19 @@ Token Lexer::lexToken() {
     }
     if (isIdentStart(c))
       return lexIdentifier(start);
+    // `x.T`, `x.shape`, `x.softmax(...)`: Python/PyTorch member access.
+    if (c == '.' && curPtr != buffer.end() && isIdentStart(*curPtr)) {
+      while (curPtr != buffer.end() && isIdentChar(*curPtr))
+        ++curPtr;
+      StringRef member(start + 1, std::min<size_t>(curPtr - start - 1, 40));
+      if (member == "T" || member == "mT" || member == "t")
+        return emitError(start, "Torsor has no '." + member +
+                                    "'; write 'transpose(x)' (it swaps the "
+                                    "last two dims)");
+      return emitError(start, "Torsor has no '.' member access ('." + member +
+                                  "'); built-ins are functions, e.g. '" +
+                                  member + "(x)'");
+    }
     if (llvm::isDigit(c) ||
         (c == '.' && curPtr != buffer.end() && llvm::isDigit(*curPtr)))
       return lexNumber(start);

@@ -36,6 +36,16 @@ public:
   Kind getKind() const { return kind; }
   bool is(Kind k) const { return kind == k; }
   bool isNot(Kind k) const { return kind != k; }
+  /// True for the language's keywords (`model`, `dim`, ...).
+  bool isKeyword() const {
+    switch (kind) {
+#define KEYWORD(SPELLING) case kw_##SPELLING:
+#include "frontend/TokenKinds.def"
+      return true;
+    default:
+      return false;
+    }
+  }
   /// The source text of the token.
   llvm::StringRef getSpelling() const { return spelling; }
   /// Location of the first character.

@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "frontend/Builtins.h"
 #include "frontend/MLIRGenImpl.h"
 #include "frontend/Sema.h"
 #include "mlir/AsmParser/AsmParser.h"
@@ -54,12 +55,12 @@ static std::unique_ptr<Module> parseChecked(llvm::SourceMgr &srcMgr,
 
 OwningOpRef<ModuleOp>
 torsor::frontend::importTorsorSource(llvm::SourceMgr &srcMgr, MLIRContext &ctx,
-                                     bool useF64) {
+                                     FloatDType floatDType) {
   MLIRDiagnosticEngine diags(srcMgr, ctx);
   std::unique_ptr<Module> module = parseChecked(srcMgr, diags);
   if (!module)
     return nullptr;
-  return mlirGen(ctx, *module, diags, useF64);
+  return mlirGen(ctx, *module, diags, floatDType);
 }
 
 LogicalResult torsor::frontend::dumpTorsorAST(llvm::SourceMgr &srcMgr,
@@ -76,9 +77,9 @@ LogicalResult torsor::frontend::dumpTorsorAST(llvm::SourceMgr &srcMgr,
 OwningOpRef<ModuleOp> torsor::frontend::mlirGen(MLIRContext &ctx,
                                                 const Module &module,
                                                 MLIRDiagnosticEngine &diags,
-                                                bool useF64) {
+                                                FloatDType floatDType) {
   MLIRGenImpl gen(ctx, diags);
-  gen.useF64 = useF64;
+  gen.floatDType = floatDType;
   return gen.emitModule(module);
 }
 
@@ -87,13 +88,19 @@ OwningOpRef<ModuleOp> torsor::frontend::mlirGen(MLIRContext &ctx,
 //===----------------------------------------------------------------------===//
 
 mlir::Type MLIRGenImpl::elementType(DType dtype) {
+  // --dtype replaces the compute types f32 and f64, in both directions;
+  // the storage types f16 and bf16 stay as written.
+  if (floatDType != FloatDType::AsWritten &&
+      (dtype == DType::F32 || dtype == DType::F64))
+    return floatDType == FloatDType::F64 ? mlir::Type(b.getF64Type())
+                                         : mlir::Type(b.getF32Type());
   switch (dtype) {
   case DType::F16:
     return b.getF16Type();
   case DType::BF16:
     return b.getBF16Type();
   case DType::F32:
-    return useF64 ? b.getF64Type() : b.getF32Type();
+    return b.getF32Type();
   case DType::F64:
     return b.getF64Type();
   case DType::I32:
@@ -368,15 +375,11 @@ Value MLIRGenImpl::emitExpr(const Expr &expr, const Env &env) {
 Value MLIRGenImpl::emitCall(const CallExpr &call, const Env &env) {
   if (call.block)
     return emitBlockCall(call, env);
-  static const char *const groupOps[] = {
-      "compose", "inverse", "log", "act", "dist2", "membership_residual"};
-  static const char *const geoLayers[] = {"lie_attention", "grassmann_mix",
-                                          "relational_attention",
-                                          "relational_norm"};
-  StringRef name = call.callee;
-  if (llvm::is_contained(groupOps, name) || (name == "exp" && call.group))
+  // The family comes from the one registry of built-ins (Builtins.def).
+  BuiltinKind kind = builtinKind(call.callee, call.group != nullptr);
+  if (kind == BuiltinKind::GROUP)
     return emitGroupOp(call, env);
-  if (llvm::is_contained(geoLayers, name))
+  if (kind == BuiltinKind::LAYER)
     return emitGeoLayer(call, env);
   return emitDense(call, env);
 }

@@ -37,20 +37,25 @@ private:
   mlir::MLIRContext &ctx;
 };
 
+/// What torsorc --dtype asks of the model's floating-point types.
+enum class FloatDType { AsWritten, F32, F64 };
+
 /// Emits a checked module as MLIR: one `func.func @<Model>` per model.
 /// Returns null after reporting through `diags` (e.g. a group attribute the
 /// lie dialect rejects). The result is verified.
-/// With `useF64` (torsorc --dtype=f64), every f32 in the model (tensors
-/// and group elements) is emitted as f64.
-mlir::OwningOpRef<mlir::ModuleOp> mlirGen(mlir::MLIRContext &ctx,
-                                          const Module &module,
-                                          MLIRDiagnosticEngine &diags,
-                                          bool useF64 = false);
+/// `floatDType` is torsorc's --dtype: AsWritten keeps every type as the
+/// source writes it; F32 or F64 turns every f32 and f64 of the model
+/// (tensors, group elements, constants) into that one. f16, bf16 and the
+/// integer types never change.
+mlir::OwningOpRef<mlir::ModuleOp>
+mlirGen(mlir::MLIRContext &ctx, const Module &module,
+        MLIRDiagnosticEngine &diags,
+        FloatDType floatDType = FloatDType::AsWritten);
 
 /// Parses, checks and emits the main buffer of `srcMgr` (driver entry).
-mlir::OwningOpRef<mlir::ModuleOp> importTorsorSource(llvm::SourceMgr &srcMgr,
-                                                     mlir::MLIRContext &ctx,
-                                                     bool useF64 = false);
+mlir::OwningOpRef<mlir::ModuleOp>
+importTorsorSource(llvm::SourceMgr &srcMgr, mlir::MLIRContext &ctx,
+                   FloatDType floatDType = FloatDType::AsWritten);
 
 /// Parses and checks the main buffer of `srcMgr` and prints its AST
 /// (`torsorc --emit=ast`).

@@ -1,6 +1,6 @@
 //===- MLIRGenDense.cpp - Torsor MLIRGen: dense layers --------------------===//
 //
-// Dense layers on upstream dialects (DESIGN.md: no new ops for them):
+// Dense layers on upstream dialects (no new ops for them):
 // elementwise arithmetic and activations are `linalg.generic` with
 // numpy-style broadcasting maps and `arith`/`math` bodies; `@` is
 // `linalg.matmul` for 2-D operands and a `linalg.generic` contraction

@@ -2,16 +2,16 @@
 //
 // Emits `lie` ops for compose/inverse/log/exp/act/dist2 and `geo` ops for
 // lie_attention, grassmann_mix, relational_attention and relational_norm.
-// Ops are created by name (OperationState) with the attribute names of
-// LieOps.td/GeoOps.td, and `#lie.group<...>` is parsed from its text (a
-// keyword for built-in groups, generators and blocks for declared ones), so
-// this file needs only the dialects to be registered in the context.
+// Ops are built with their ODS builders and `#lie.group<...>` directly from
+// the GroupInfo (a keyword for built-in groups, generators and blocks for
+// declared ones), so a mismatch with LieOps.td/GeoOps.td is a compile error.
 // Constant arguments come from CallExpr::constants, filled by Sema.
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/Geo/IR/GeoOps.h"
+#include "dialects/Lie/IR/LieOps.h"
 #include "frontend/MLIRGenImpl.h"
-#include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Diagnostics.h"
@@ -21,83 +21,42 @@
 using namespace torsor::frontend;
 using namespace mlir;
 using FType = torsor::frontend::Type;
+namespace lie = torsor::lie;
+namespace geo = torsor::geo;
 using llvm::SMLoc;
 using llvm::StringRef;
 
-/// The text of `#lie.group<...>` for `group`: the keyword of a built-in
-/// group, or a declared group's generators and blocks (LieAttrs.td).
-static std::string groupAttrText(const GroupInfo &group) {
+lie::GroupAttr MLIRGenImpl::groupAttr(const GroupInfo &group, SMLoc l) {
   if (group.builtin)
-    return "#lie.group<" + group.mnemonic + ">";
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << "#lie.group<\"" << group.name << "\", n = " << group.matrixSize
-     << ", generators = array<f64: ";
-  llvm::ListSeparator comma;
+    return lie::GroupAttr::get(b.getStringAttr(group.mnemonic));
+  // A declared group: its generators, row-major, and its blocks as
+  // [name, coordinate indices...] (LieAttrs.td).
+  SmallVector<double> generators;
   for (const std::vector<double> &gen : group.generators)
-    for (double x : gen) {
-      // Shortest round-tripping text, always with a '.' or exponent (the
-      // parser reads `array<f64: 0>` as an integer).
-      std::string num = llvm::formatv("{0}", llvm::format("%.17g", x)).str();
-      if (num.find_first_of(".e") == std::string::npos)
-        num += ".0";
-      os << comma << num;
-    }
-  os << ">, blocks = [";
-  unsigned next = 0;
-  llvm::ListSeparator blockComma;
+    generators.append(gen.begin(), gen.end());
+  SmallVector<Attribute> blocks;
+  int64_t next = 0;
   for (const NormBlock &block : group.blocks) {
-    os << blockComma << "[\"" << block.name << "\"";
+    SmallVector<Attribute> entry = {b.getStringAttr(block.name)};
     for (unsigned i = 0; i < block.size; ++i)
-      os << ", " << next++;
-    os << "]";
+      entry.push_back(b.getI64IntegerAttr(next++));
+    blocks.push_back(b.getArrayAttr(entry));
   }
-  os << "]>";
-  return text;
-}
-
-Attribute MLIRGenImpl::groupAttr(const GroupInfo &group, SMLoc l) {
-  if (!ctx.getOrLoadDialect("lie")) {
-    mlir::emitError(loc(l)) << "the 'lie' dialect is not registered";
-    hadError = true;
-    return nullptr;
-  }
-  Attribute attr;
+  // The attribute's verifier may still reject what Sema accepted (e.g. a
+  // model it cannot build); report that at the use, with its reason.
   std::string why;
-  {
-    // A parse or verifier failure is reported below at the model's
-    // location instead, with the attribute's own message.
-    ScopedDiagnosticHandler silence(&ctx, [&](Diagnostic &diag) {
-      if (why.empty())
-        why = diag.str();
-      return success();
-    });
-    attr = parseAttribute(groupAttrText(group), &ctx);
-  }
-  if (!attr) {
-    mlir::emitError(loc(l)) << "group '" << group.name
-                            << "' is not supported by the lie dialect in "
-                               "this build: "
-                            << why;
+  auto attr = lie::GroupAttr::getChecked(
+      [&] {
+        return mlir::emitError(loc(l))
+               << "group '" << group.name
+               << "' is not supported by the lie dialect in this build: ";
+      },
+      &ctx, b.getStringAttr(group.name), group.matrixSize,
+      b.getDenseF64ArrayAttr(generators), b.getArrayAttr(blocks),
+      /*generic=*/false);
+  if (!attr)
     hadError = true;
-  }
   return attr;
-}
-
-Value MLIRGenImpl::createByName(StringRef name, Location l, ValueRange operands,
-                                mlir::Type result,
-                                ArrayRef<NamedAttribute> attrs) {
-  StringRef dialect = name.split('.').first;
-  if (!ctx.getOrLoadDialect(dialect)) {
-    mlir::emitError(l) << "the '" << dialect << "' dialect is not registered";
-    hadError = true;
-    return nullptr;
-  }
-  OperationState state(l, name);
-  state.addOperands(operands);
-  state.addTypes(result);
-  state.addAttributes(attrs);
-  return b.create(state)->getResult(0);
 }
 
 Value MLIRGenImpl::emitGroupOp(const CallExpr &call, const Env &env) {
@@ -108,16 +67,25 @@ Value MLIRGenImpl::emitGroupOp(const CallExpr &call, const Env &env) {
     if (!args.back())
       return nullptr;
   }
-  Attribute group = groupAttr(*call.group, call.getLoc());
+  lie::GroupAttr group = groupAttr(*call.group, call.getLoc());
   if (!group)
     return nullptr;
-  SmallVector<NamedAttribute> attrs = {b.getNamedAttr("group", group)};
   StringRef name = call.callee;
   mlir::Type resultType = tensorType(call.type);
-  if (name != "dist2")
-    return createByName(("lie." + name).str(), l, args, resultType, attrs);
-  attrs.push_back(b.getNamedAttr(
-      "lambda", b.getDenseF64ArrayAttr(call.constants.at("lambda"))));
+  if (name == "compose")
+    return lie::ComposeOp::create(b, l, resultType, args[0], args[1], group);
+  if (name == "inverse")
+    return lie::InverseOp::create(b, l, resultType, args[0], group);
+  if (name == "log")
+    return lie::LogOp::create(b, l, resultType, args[0], group);
+  if (name == "exp")
+    return lie::ExpOp::create(b, l, resultType, args[0], group);
+  if (name == "act")
+    return lie::ActOp::create(b, l, resultType, args[0], args[1], group);
+  if (name == "membership_residual")
+    return lie::MembershipResidualOp::create(b, l, resultType, args[0], group);
+  assert(name == "dist2" && "Sema admits no other group operation");
+  auto lambda = b.getDenseF64ArrayAttr(call.constants.at("lambda"));
   if (call.getConstant("pairwise") != 0) {
     // All pairs: broadcast a over columns and b over rows, then compare
     // elementwise; dist2 stays one op that fusion can recognise.
@@ -132,7 +100,8 @@ Value MLIRGenImpl::emitGroupOp(const CallExpr &call, const Env &env) {
                     ->getResult(0);
     args = {lhs, rhs};
   }
-  return createByName("lie.dist2", l, args, resultType, attrs);
+  return lie::Dist2Op::create(b, l, resultType, args[0], args[1], group,
+                              lambda);
 }
 
 Value MLIRGenImpl::emitGeoLayer(const CallExpr &call, const Env &env) {
@@ -148,25 +117,21 @@ Value MLIRGenImpl::emitGeoLayer(const CallExpr &call, const Env &env) {
     const KeywordArg *arg = call.getKeyword(kw);
     return arg ? emitExpr(*arg->value, env) : Value();
   };
-  SmallVector<NamedAttribute> attrs;
-  auto addCausal = [&] {
-    if (call.getConstant("causal") != 0)
-      attrs.push_back(b.getNamedAttr("causal", b.getUnitAttr()));
-  };
+  // Only the layers that take `causal` have it among their constants.
+  UnitAttr causal =
+      call.constants.count("causal") && call.getConstant("causal") != 0
+          ? b.getUnitAttr()
+          : UnitAttr();
   mlir::Type resultType = tensorType(call.type);
   if (name == "lie_attention") {
-    Attribute group = groupAttr(*call.group, call.getLoc());
+    lie::GroupAttr group = groupAttr(*call.group, call.getLoc());
     if (!group)
       return nullptr;
-    attrs = {
-        b.getNamedAttr("group", group),
-        b.getNamedAttr("heads",
-                       b.getI64IntegerAttr(int64_t(call.getConstant("heads")))),
-        b.getNamedAttr("tau", b.getDenseF64ArrayAttr(call.constants.at("tau"))),
-        b.getNamedAttr("lambda",
-                       b.getDenseF64ArrayAttr(call.constants.at("lambda")))};
-    addCausal();
-    return createByName("geo.lie_attention", l, operands, resultType, attrs);
+    return geo::LieAttentionOp::create(
+        b, l, resultType, operands[0], operands[1], group,
+        b.getI64IntegerAttr(int64_t(call.getConstant("heads"))),
+        b.getDenseF64ArrayAttr(call.constants.at("tau")),
+        b.getDenseF64ArrayAttr(call.constants.at("lambda")), causal);
   }
   if (name == "grassmann_mix") {
     for (StringRef kw :
@@ -178,10 +143,10 @@ Value MLIRGenImpl::emitGeoLayer(const CallExpr &call, const Env &env) {
     SmallVector<int64_t> offsets;
     for (double o : call.constants.at("offsets"))
       offsets.push_back(int64_t(o));
-    attrs = {b.getNamedAttr("offsets", b.getDenseI64ArrayAttr(offsets)),
-             b.getNamedAttr("eps", b.getF64FloatAttr(call.getConstant("eps")))};
-    addCausal();
-    return createByName("geo.grassmann_mix", l, operands, resultType, attrs);
+    return geo::GrassmannMixOp::create(
+        b, l, resultType, operands[0], operands[1], operands[2], operands[3],
+        operands[4], operands[5], operands[6], b.getDenseI64ArrayAttr(offsets),
+        b.getF64FloatAttr(call.getConstant("eps")), causal);
   }
   if (name == "relational_attention") {
     for (StringRef kw : {"g_qk", "g_vo"}) {
@@ -189,14 +154,12 @@ Value MLIRGenImpl::emitGeoLayer(const CallExpr &call, const Env &env) {
       if (!operands.back())
         return nullptr;
     }
-    attrs = {
-        b.getNamedAttr("heads",
-                       b.getI64IntegerAttr(int64_t(call.getConstant("heads")))),
-        b.getNamedAttr("scale", b.getF64FloatAttr(call.getConstant("scale")))};
-    addCausal();
-    return createByName("geo.relational_attention", l, operands, resultType,
-                        attrs);
+    return geo::RelationalAttentionOp::create(
+        b, l, resultType, operands[0], operands[1], operands[2],
+        b.getI64IntegerAttr(int64_t(call.getConstant("heads"))),
+        b.getF64FloatAttr(call.getConstant("scale")), causal);
   }
-  attrs = {b.getNamedAttr("eps", b.getF64FloatAttr(call.getConstant("eps")))};
-  return createByName("geo.relational_norm", l, operands, resultType, attrs);
+  return geo::RelationalNormOp::create(
+      b, l, resultType, operands[0],
+      b.getF64FloatAttr(call.getConstant("eps")));
 }

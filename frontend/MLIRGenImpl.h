@@ -9,6 +9,7 @@
 #ifndef TORSOR_FRONTEND_MLIRGENIMPL_H
 #define TORSOR_FRONTEND_MLIRGENIMPL_H
 
+#include "dialects/Lie/IR/LieAttrs.h"
 #include "frontend/MLIRGen.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -55,11 +56,7 @@ public:
   mlir::Value emitGroupOp(const CallExpr &call, const Env &env);
   mlir::Value emitGeoLayer(const CallExpr &call, const Env &env);
   /// `#lie.group<...>`, or null after reporting (declared groups).
-  mlir::Attribute groupAttr(const GroupInfo &group, llvm::SMLoc l);
-  /// Creates a `lie`/`geo` op by name with one result.
-  mlir::Value createByName(llvm::StringRef name, mlir::Location l,
-                           mlir::ValueRange operands, mlir::Type result,
-                           llvm::ArrayRef<mlir::NamedAttribute> attrs);
+  torsor::lie::GroupAttr groupAttr(const GroupInfo &group, llvm::SMLoc l);
 
   // Dense layers (MLIRGenDense.cpp).
   /// One operand of an elementwise op: a tensor or a folded constant.
@@ -94,8 +91,8 @@ public:
   mlir::OpBuilder b;
   MLIRDiagnosticEngine &diags;
   bool hadError = false;
-  /// Emit f32 as f64 (torsorc --dtype=f64).
-  bool useF64 = false;
+  /// torsorc --dtype: keep float types as written, or make them all one.
+  FloatDType floatDType = FloatDType::AsWritten;
 
   // Per-function state.
   mlir::func::FuncOp func;

@@ -176,6 +176,26 @@ ExprPtr Parser::parseCall(SMLoc loc, std::string callee) {
         call->kwargs.push_back(std::move(kw));
         continue;
       }
+      // `dim = -1` (PyTorch's spelling of `axis`): a language keyword used
+      // as an argument name. Parse it as one so Sema can give the hint.
+      if (tok.isKeyword() && tok.isNot(Token::kw_true) &&
+          tok.isNot(Token::kw_false) && tok.isNot(Token::kw_repeat)) {
+        Token nameTok = tok;
+        consume();
+        if (tok.isNot(Token::equal)) {
+          diags.emitError(nameTok.getLoc(), "expected an expression, got '" +
+                                                nameTok.getSpelling() + "'");
+          inError = true;
+          return nullptr;
+        }
+        consume();
+        KeywordArg kw{nameTok.getLoc(), nameTok.getSpelling().str(),
+                      parseExpr()};
+        if (!kw.value)
+          return nullptr;
+        call->kwargs.push_back(std::move(kw));
+        continue;
+      }
       // `name = expr` is a keyword argument; look ahead one token.
       if (tok.is(Token::identifier)) {
         Token nameTok = tok;

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/Parser.h"
+#include "frontend/Suggest.h"
 
 using namespace torsor::frontend;
 using llvm::SMLoc;
@@ -152,8 +153,15 @@ std::unique_ptr<Module> Parser::parseModule() {
       else
         skipToNextDecl();
     } else {
+      std::string hint;
+      if (tok.is(Token::identifier)) {
+        Suggester s(tok.getSpelling());
+        s.add("model");
+        s.add("group");
+        hint = s.hint();
+      }
       errorHere("expected 'model' or 'group' declaration, got " +
-                describeToken());
+                describeToken() + hint);
       consume();
       skipToNextDecl();
     }
@@ -283,14 +291,26 @@ StmtPtr Parser::parseItem(bool inBlock) {
     if (!inBlock)
       break;
     return parseBind(Stmt::Return);
-  default:
+  default: {
+    std::string hint;
+    if (tok.is(Token::identifier)) {
+      Suggester s(tok.getSpelling());
+      for (const char *kw : {"dim", "input", "param", "block", "let", "output",
+                             "return", "model", "group"})
+        s.add(kw);
+      hint = s.hint();
+      if (tok.getSpelling() == "def" || tok.getSpelling() == "fn")
+        hint = "; define reusable layers with 'block NAME(args) -> TYPE { "
+               "... }'";
+    }
     errorHere(Twine("expected ") +
               (inBlock ? "'param', 'let' or 'return'"
                        : "'dim', 'input', 'param', 'block', 'let' or "
                          "'output'") +
-              ", got " + describeToken());
+              ", got " + describeToken() + hint);
     consume();
     return nullptr;
+  }
   }
   errorHere(Twine("'") + tok.getSpelling() + "' is not allowed " +
             (inBlock ? "inside a block" : "outside a block"));

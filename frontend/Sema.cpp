@@ -9,9 +9,11 @@
 
 #include "frontend/Sema.h"
 #include "frontend/Parser.h"
+#include "frontend/Suggest.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include <cmath>
+#include <cstdio>
 
 using namespace torsor::frontend;
 using llvm::SMLoc;
@@ -41,8 +43,11 @@ torsor::frontend::parseAndCheck(const llvm::SourceMgr &srcMgr,
 bool Sema::check(Module &mod) {
   module = &mod;
   unsigned before = diags.getNumErrors();
-  for (auto &group : mod.groups)
+  for (auto &group : mod.groups) {
     checkGroup(*group);
+    if (!lookupGroup(group->name))
+      failedGroups.insert(group->name);
+  }
   llvm::StringMap<SMLoc> modelNames;
   for (auto &model : mod.models) {
     if (!modelNames.insert({model->name, model->loc}).second)
@@ -98,6 +103,25 @@ const GroupInfo *Sema::lookupGroup(StringRef name) const {
   return it == groups.end() ? nullptr : it->second;
 }
 
+std::string Sema::suggestGroup(StringRef name) const {
+  Suggester s(name);
+  for (const GroupInfo &g : getBuiltinGroups())
+    s.add(g.name);
+  for (const auto &entry : groups)
+    s.add(entry.getKey());
+  return s.hint();
+}
+
+std::string Sema::suggestName(StringRef name) const {
+  Suggester s(name);
+  for (const auto &scope : scopes)
+    for (const auto &entry : scope)
+      if (entry.second.kind == Symbol::Value ||
+          (entry.second.kind == Symbol::DimSym && entry.second.dim->isFixed))
+        s.add(entry.getKey());
+  return s.hint();
+}
+
 /// "SO2, SE2, ..." for messages.
 static std::string builtinGroupList() {
   std::string s;
@@ -130,8 +154,16 @@ Type Sema::resolveType(const TypeExpr &t) {
       continue;
     }
     if (!sym || sym->kind != Symbol::DimSym) {
-      diags.emitError(d.loc, "unknown dim '" + d.name +
-                                 "'; declare it with 'dim " + d.name + ";'");
+      Suggester s(d.name);
+      for (const auto &scope : scopes)
+        for (const auto &entry : scope)
+          if (entry.second.kind == Symbol::DimSym)
+            s.add(entry.getKey());
+      std::string hint = s.hint();
+      diags.emitError(
+          d.loc, "unknown dim '" + d.name + "'" +
+                     (hint.empty() ? "; declare it with 'dim " + d.name + ";'"
+                                   : hint));
       ok = false;
       continue;
     }
@@ -151,13 +183,27 @@ Type Sema::resolveType(const TypeExpr &t) {
   }
   const GroupInfo *group = lookupGroup(t.base);
   if (!group) {
+    if (failedGroups.contains(t.base))
+      return Type();
+    std::string hint = suggestGroup(t.base);
+    if (hint.empty() && !llvm::isUpper(t.base.empty() ? 'a' : t.base[0])) {
+      Suggester s(t.base);
+      for (StringRef dt : {"f16", "bf16", "f32", "f64", "i32", "i64"})
+        s.add(dt);
+      hint = s.hint();
+    }
     if (!t.base.empty() && llvm::isUpper(t.base[0]))
-      diags.emitError(t.loc, "unknown group '" + t.base + "'; expected " +
-                                 builtinGroupList() + " or a declared group");
+      diags.emitError(t.loc,
+                      "unknown group '" + t.base + "'" +
+                          (hint.empty() ? "; expected " + builtinGroupList() +
+                                              " or a declared group"
+                                        : hint));
     else
-      diags.emitError(t.loc, "unknown type '" + t.base +
-                                 "'; expected a dtype (f16, bf16, f32, f64, "
-                                 "i32, i64) or a group");
+      diags.emitError(t.loc,
+                      "unknown type '" + t.base + "'" +
+                          (hint.empty() ? "; expected a dtype (f16, bf16, f32, "
+                                          "f64, i32, i64) or a group"
+                                        : hint));
     return Type();
   }
   DType dt = DType::F32;
@@ -348,6 +394,22 @@ remainder(const std::vector<std::vector<double>> &basis,
   return v;
 }
 
+/// `[[0, 0, 1], [0, 0, 0], [0, 0, 0]]` for messages (up to 4 digits).
+static std::string formatMatrix(const std::vector<double> &m, int64_t n) {
+  std::string text = "[";
+  for (int64_t i = 0; i < n; ++i) {
+    text += i ? ", [" : "[";
+    for (int64_t j = 0; j < n; ++j) {
+      char buf[32];
+      double v = m[i * n + j];
+      std::snprintf(buf, sizeof(buf), "%.4g", std::abs(v) < 1e-12 ? 0.0 : v);
+      text += (j ? ", " : "") + std::string(buf);
+    }
+    text += "]";
+  }
+  return text + "]";
+}
+
 /// Euclidean norm.
 static double norm2(const std::vector<double> &v) {
   double sum = 0;
@@ -456,10 +518,11 @@ void Sema::checkGroup(GroupDecl &group) {
             scale += std::abs(x[i * n + l] * y[l * n + j]);
           }
       if (norm2(remainder(basis, br)) > 1e-9 * std::max(1.0, scale)) {
-        diags.emitError(group.generators[b].loc,
-                        "generators do not form a Lie algebra: [" +
-                            info.generatorNames[a] + ", " +
-                            info.generatorNames[b] + "] is not in their span");
+        diags.emitError(
+            group.generators[b].loc,
+            "generators do not form a Lie algebra: [" + info.generatorNames[a] +
+                ", " + info.generatorNames[b] + "] = " + formatMatrix(br, n) +
+                " is not in their span; add it as a generator");
         ok = false;
       }
     }
@@ -495,7 +558,11 @@ void Sema::checkGroup(GroupDecl &group) {
       if (idx != next) {
         diags.emitError(loc, "norm blocks must list the generators in "
                              "declaration order; expected '" +
-                                 info.generatorNames[next] + "' here");
+                                 info.generatorNames[next] +
+                                 "' here (a block weights a contiguous run "
+                                 "of log coordinates, which follow the "
+                                 "generator order: reorder the generators "
+                                 "or the blocks)");
         return;
       }
       owner[idx] = info.blocks.size();

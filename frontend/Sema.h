@@ -15,6 +15,7 @@
 #include "frontend/AST.h"
 #include "frontend/Diagnostics.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 
 namespace torsor::frontend {
 
@@ -52,6 +53,12 @@ private:
   bool declare(llvm::StringRef name, llvm::SMLoc loc, Symbol symbol);
   /// Finds a name, innermost scope first; null if unknown.
   const Symbol *lookup(llvm::StringRef name) const;
+  /// "; did you mean 'X'?" for a misspelled function (built-in or block).
+  std::string suggestFunction(llvm::StringRef name) const;
+  /// The same for a value or group name visible here.
+  std::string suggestName(llvm::StringRef name) const;
+  /// The same for a group name (built-in or declared).
+  std::string suggestGroup(llvm::StringRef name) const;
 
   // Expressions (SemaExpr.cpp, SemaBuiltins.cpp).
   Type checkExpr(Expr &expr);
@@ -89,6 +96,9 @@ private:
   DiagnosticEngine &diags;
   Module *module = nullptr;
   llvm::StringMap<const GroupInfo *> groups;
+  /// Declared groups whose declaration failed (already reported): their
+  /// uses stay quiet instead of reporting "unknown group".
+  llvm::StringSet<> failedGroups;
   /// Scopes: [0] is the model, [1] a block body while checking one.
   std::vector<llvm::StringMap<Symbol>> scopes;
   const BlockDecl *currentBlock = nullptr;

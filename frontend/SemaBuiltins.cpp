@@ -9,8 +9,11 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "frontend/Builtins.h"
 #include "frontend/Sema.h"
+#include "frontend/Suggest.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSwitch.h"
 #include <set>
 
 using namespace torsor::frontend;
@@ -40,26 +43,43 @@ static bool normalizeAxis(DiagnosticEngine &diags, const CallExpr &call,
   return true;
 }
 
+/// PyTorch/NumPy spellings users bring along, with the Torsor way.
+static std::string habitHint(StringRef name) {
+  return llvm::StringSwitch<std::string>(name)
+      .Cases({"matmul", "mm", "bmm"}, "; write 'a @ b'")
+      .Cases({"pow", "square"}, "; Torsor has no power: write 'x * x'")
+      .Cases({"t", "permute"}, "; use 'transpose(x)' (swaps the last two dims)")
+      .Case("cat", "; did you mean 'concat'?")
+      .Case("silu", "; use 'x * sigmoid(x)'")
+      .Case("linear", "; write 'x @ W + b' with W of shape [in, out]")
+      .Default("");
+}
+
+std::string Sema::suggestFunction(StringRef name) const {
+  std::string habit = habitHint(name);
+  if (!habit.empty())
+    return habit;
+  Suggester s(name);
+#define BUILTIN(NAME, KIND, POSES) s.add(#NAME);
+#include "frontend/Builtins.def"
+  for (const auto &scope : scopes)
+    for (const auto &entry : scope)
+      if (entry.second.kind == Symbol::BlockSym)
+        s.add(entry.getKey());
+  return s.hint();
+}
+
 Type Sema::checkBuiltin(CallExpr &call) {
   StringRef name = call.callee;
-  static const char *const groupOps[] = {"compose",
-                                         "inverse",
-                                         "log",
-                                         "act",
-                                         "dist2",
-                                         "exp",
-                                         "membership_residual"};
-  static const char *const geoLayers[] = {"lie_attention", "grassmann_mix",
-                                          "relational_attention",
-                                          "relational_norm"};
   for (ExprPtr &arg : call.args)
     checkExpr(*arg);
   for (KeywordArg &kw : call.kwargs)
     checkExpr(*kw.value);
-  bool groupExp = name == "exp" && call.getKeyword("group");
-  if (llvm::is_contained(groupOps, name) && (name != "exp" || groupExp))
+  // The family comes from the one registry of built-ins (Builtins.def).
+  BuiltinKind kind = builtinKind(name, call.getKeyword("group") != nullptr);
+  if (kind == BuiltinKind::GROUP)
     return checkGroupOp(call);
-  if (llvm::is_contained(geoLayers, name))
+  if (kind == BuiltinKind::LAYER)
     return checkGeoLayer(call);
 
   static const char *const unary[] = {"relu", "gelu", "sigmoid", "tanh", "exp"};
@@ -212,7 +232,8 @@ Type Sema::checkBuiltin(CallExpr &call) {
     std::swap(x.shape[x.rank() - 1], x.shape[x.rank() - 2]);
     return x;
   }
-  diags.emitError(call.getLoc(), "unknown function '" + name + "'");
+  diags.emitError(call.getLoc(),
+                  "unknown function '" + name + "'" + suggestFunction(name));
   return Type();
 }
 

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/Sema.h"
+#include "frontend/Suggest.h"
 #include "llvm/ADT/STLExtras.h"
 
 using namespace torsor::frontend;
@@ -43,8 +44,10 @@ Type Sema::checkExpr(Expr &expr) {
         result.group = g;
         break;
       }
-      diags.emitError(var.getLoc(),
-                      "use of undeclared name '" + var.name + "'");
+      if (failedGroups.contains(var.name) || isDropped(var.name))
+        break;
+      diags.emitError(var.getLoc(), "use of undeclared name '" + var.name +
+                                        "'" + suggestName(var.name));
       break;
     }
     switch (sym->kind) {
@@ -321,12 +324,20 @@ bool Sema::checkKeywords(const CallExpr &call,
     const KeywordArg &kw = call.kwargs[i];
     if (!llvm::is_contained(allowed, kw.name)) {
       std::string list;
-      for (StringRef a : allowed)
+      Suggester s(kw.name);
+      for (StringRef a : allowed) {
         list += (list.empty() ? "'" : ", '") + a.str() + "'";
+        s.add(a);
+      }
+      // PyTorch's `dim=` is Torsor's `axis =`.
+      std::string hint = kw.name == "dim" && llvm::is_contained(allowed, "axis")
+                             ? "; Torsor calls it 'axis' (PyTorch's 'dim')"
+                             : s.hint();
       diags.emitError(kw.loc, "unknown keyword argument '" + kw.name +
                                   "' for '" + call.callee + "'" +
-                                  (list.empty() ? "; it takes none"
-                                                : "; expected one of " + list));
+                                  (list.empty()   ? "; it takes none"
+                                   : hint.empty() ? "; expected one of " + list
+                                                  : hint));
       ok = false;
       continue;
     }

@@ -1,7 +1,7 @@
 //===- SemaGeo.cpp - Torsor semantic analysis: geometric layers -----------===//
 //
 // Argument rules of the sequence-level layers that map to the `geo`
-// dialect: lie_attention (MATH.md §1), grassmann_mix (§3) and the
+// dialect: lie_attention (docs/math.md §1), grassmann_mix (§3) and the
 // relational layers (§4). Weight layouts follow dialects/Geo/IR/GeoOps.td
 // so MLIRGen can pass the params through unchanged.
 //

@@ -1,12 +1,13 @@
 //===- Types.cpp - Semantic types and built-in groups ---------------------===//
 //
 // Printing and comparison of frontend types, and the table of built-in
-// groups with the algebra blocks of MATH.md §1 (the order of the blocks is
+// groups with the algebra blocks of docs/math.md §1 (the order of the blocks is
 // the order of `lambda` entries).
 //
 //===----------------------------------------------------------------------===//
 
 #include "frontend/Types.h"
+#include "torsor/GroupFacts.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -46,24 +47,26 @@ bool torsor::frontend::isFloatDType(DType dtype) {
   return dtype != DType::I32 && dtype != DType::I64;
 }
 
-/// Built-in groups: name, mnemonic, n, k, blocks (MATH.md §1 table).
+/// Built-in groups, built once from the shared table of group facts
+/// (runtime/include/torsor/GroupFacts.def; docs/math.md §1).
 static const std::vector<GroupInfo> &builtinTable() {
-  static const std::vector<GroupInfo> table = {
-      {"SO2", "so2", true, 2, 1, 2, {{"rot", 1}}, {}, {}},
-      {"SE2", "se2", true, 3, 3, 2, {{"rot", 1}, {"trans", 2}}, {}, {}},
-      {"SO3", "so3", true, 3, 3, 3, {{"rot", 3}}, {}, {}},
-      {"SE3", "se3", true, 4, 6, 3, {{"rot", 3}, {"trans", 3}}, {}, {}},
-      {"Aff2", "aff2", true, 3, 6, 2, {{"lin", 4}, {"trans", 2}}, {}, {}},
-      {"Sim3",
-       "sim3",
-       true,
-       4,
-       7,
-       3,
-       {{"rot", 3}, {"trans", 3}, {"scale", 1}},
-       {},
-       {}},
-  };
+  static const std::vector<GroupInfo> table = [] {
+    std::vector<GroupInfo> groups;
+    for (const torsor::facts::Group &g : torsor::facts::kGroups) {
+      GroupInfo info;
+      info.name = std::string(g.name);
+      info.mnemonic = std::string(g.mnemonic);
+      info.builtin = true;
+      info.matrixSize = g.n;
+      info.algebraDim = g.k;
+      info.pointDim = g.pointDim;
+      for (size_t i = 0; i < g.numBlocks; ++i)
+        info.blocks.push_back(
+            {std::string(g.blocks[i].name), g.blocks[i].size});
+      groups.push_back(std::move(info));
+    }
+    return groups;
+  }();
   return table;
 }
 

@@ -2,7 +2,7 @@
 #===- check-runtime-deps.sh - The runtime stays free of LLVM/MLIR --------===#
 #
 # Fails if anything under runtime/ includes an LLVM or MLIR header or names
-# an LLVM/MLIR library in its CMake files (DESIGN.md "Contracts").
+# an LLVM/MLIR library in its CMake files (docs/runtime.md).
 #
 #===----------------------------------------------------------------------===#
 set -euo pipefail

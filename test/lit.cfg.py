@@ -41,6 +41,15 @@ def _has_gpu():
     return count.value > 0
 
 
+# ml_dtypes (bf16 references) is installed by scripts/setup-deps.sh; tests
+# that need it say `REQUIRES: ml_dtypes` and are reported UNSUPPORTED, not
+# passed, where it is missing.
+import subprocess
+if subprocess.run([config.python_executable, "-c", "import ml_dtypes"],
+                  capture_output=True).returncode == 0:
+    config.available_features.add("ml_dtypes")
+
+
 if _has_gpu():
     config.available_features.add("cuda")
 

@@ -52,7 +52,7 @@ def ConvertGeoToLinalg : Pass<"convert-geo-to-linalg"> {
   let summary = "Lower geo ops to unfused linalg/tensor/arith/math/scf (the -O0 oracle)";
   let description = [{
     Every geo op becomes a chain of linalg.generic / named linalg ops on
-    tensors that materialises each intermediate of its formula (MATH.md §1,
+    tensors that materialises each intermediate of its formula (docs/math.md §1,
     §3, §4): pairwise algebra coordinates, per-head scores, a stable masked
     softmax, Plücker coordinates, gates. Nothing is fused; this is the
     reference the fused kernels are tested against. Group math in

@@ -42,10 +42,12 @@ torsor::collectGroupSpecializations(ModuleOp module) {
 }
 
 /// One tensor entry; `dims` collects symbolic dim names in first-use order.
+/// `loc` is the tensor's own declaration, where dtype errors point.
 static FailureOr<llvm::json::Object>
 describeTensor(func::FuncOp model, Type type, DictionaryAttr attrs,
                StringRef what, unsigned index, std::vector<std::string> &dims,
-               const llvm::StringMap<std::string> &specializations) {
+               const llvm::StringMap<std::string> &specializations,
+               Location loc) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   auto name = attrs ? attrs.getAs<StringAttr>("torsor.name") : StringAttr();
   if (!tensor || !name) {
@@ -55,9 +57,12 @@ describeTensor(func::FuncOp model, Type type, DictionaryAttr attrs,
   }
   FailureOr<std::string> dtype = dtypeName(tensor.getElementType());
   if (failed(dtype)) {
-    model.emitError() << what << " '" << name.getValue()
-                      << "' has an element type the runtime does not support: "
-                      << tensor.getElementType();
+    mlir::emitError(loc)
+        << what << " '" << name.getValue()
+        << "' has an element type the runtime cannot pass: "
+        << tensor.getElementType()
+        << "; use f32, f64 or i64 (bf16/f16 files are converted to f32 "
+           "when loaded)";
     return failure();
   }
   llvm::json::Array shape;
@@ -95,6 +100,16 @@ describeTensor(func::FuncOp model, Type type, DictionaryAttr attrs,
   return entry;
 }
 
+/// Where result `i` is computed (the returned value), else the model.
+static Location resultLoc(func::FuncOp model, unsigned i) {
+  if (model.isExternal())
+    return model.getLoc();
+  Operation *term = model.getBody().back().getTerminator();
+  if (!term || i >= term->getNumOperands())
+    return model.getLoc();
+  return term->getOperand(i).getLoc();
+}
+
 FailureOr<std::optional<std::string>> torsor::buildManifest(ModuleOp module,
                                                             StringRef target) {
   FailureOr<func::FuncOp> found = findModelFunction(module);
@@ -110,12 +125,19 @@ FailureOr<std::optional<std::string>> torsor::buildManifest(ModuleOp module,
   llvm::json::Array inputs, params, outputs;
   std::string modelDType;
   FunctionType type = model.getFunctionType();
+  SmallVector<ResidualCheck> residualChecks = collectResidualChecks(model);
   for (unsigned i = 0; i < type.getNumInputs(); ++i) {
     DictionaryAttr attrs = model.getArgAttrDict(i);
+    Location argLoc =
+        model.isExternal() ? model.getLoc() : model.getArgument(i).getLoc();
     auto entry = describeTensor(model, type.getInput(i), attrs, "argument", i,
-                                dims, specializations);
+                                dims, specializations, argLoc);
     if (failed(entry))
       return failure();
+    // Declared-group inputs are checked through torsor_group_residual.
+    if (llvm::any_of(residualChecks,
+                     [&](const ResidualCheck &c) { return c.input == i; }))
+      (*entry)["residual"] = true;
     auto kind = attrs.getAs<StringAttr>("torsor.kind");
     bool isParam = kind && kind.getValue() == "param";
     if (modelDType.empty() && !entry->getObject("group"))
@@ -125,7 +147,7 @@ FailureOr<std::optional<std::string>> torsor::buildManifest(ModuleOp module,
   for (unsigned i = 0; i < type.getNumResults(); ++i) {
     auto entry =
         describeTensor(model, type.getResult(i), model.getResultAttrDict(i),
-                       "result", i, dims, specializations);
+                       "result", i, dims, specializations, resultLoc(model, i));
     if (failed(entry))
       return failure();
     outputs.push_back(std::move(*entry));
@@ -159,6 +181,8 @@ FailureOr<std::optional<std::string>> torsor::buildManifest(ModuleOp module,
       {"params", std::move(params)},
       {"outputs", std::move(outputs)},
   };
+  if (!residualChecks.empty())
+    manifest["group_residual"] = kResidualEntryName;
   std::string text;
   llvm::raw_string_ostream os(text);
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(manifest)));

@@ -28,7 +28,8 @@ struct TorsorEmitEntry : torsor::impl::TorsorEmitEntryBase<TorsorEmitEntry> {
     auto ciface = module.lookupSymbol<LLVM::LLVMFuncOp>(cifaceName);
     if (!ciface)
       return; // Not a model (plain MLIR input): nothing to export.
-    for (StringRef reserved : {"torsor_forward", "torsor_abi_version"})
+    for (StringRef reserved :
+         {"torsor_forward", "torsor_abi_version", "torsor_group_residual"})
       if (module.lookupSymbol(reserved)) {
         module.emitError() << "the symbol '" << reserved
                            << "' is reserved for the runtime entry points";
@@ -43,22 +44,30 @@ struct TorsorEmitEntry : torsor::impl::TorsorEmitEntryBase<TorsorEmitEntry> {
     auto voidType = LLVM::LLVMVoidType::get(context);
     auto i32Type = IntegerType::get(context, 32);
 
-    // void torsor_forward(void **descriptors)
-    auto forward = LLVM::LLVMFuncOp::create(
-        builder, loc, "torsor_forward",
-        LLVM::LLVMFunctionType::get(voidType, {ptrType}));
-    Block *body = forward.addEntryBlock(builder);
-    builder.setInsertionPointToStart(body);
-    SmallVector<Value> descriptors;
-    for (unsigned i = 0, e = ciface.getNumArguments(); i < e; ++i) {
-      Value slot = LLVM::GEPOp::create(builder, loc, ptrType, ptrType,
-                                       body->getArgument(0),
-                                       ArrayRef<LLVM::GEPArg>{int32_t(i)});
-      descriptors.push_back(LLVM::LoadOp::create(builder, loc, ptrType, slot));
-    }
-    LLVM::CallOp::create(builder, loc, ciface, descriptors);
-    LLVM::ReturnOp::create(builder, loc, ValueRange{});
-
+    // void NAME(void **descriptors), calling `target` with the pointers.
+    auto emitTrampoline = [&](LLVM::LLVMFuncOp target, StringRef name) {
+      builder.setInsertionPointToEnd(module.getBody());
+      auto trampoline = LLVM::LLVMFuncOp::create(
+          builder, target.getLoc(), name,
+          LLVM::LLVMFunctionType::get(voidType, {ptrType}));
+      Block *body = trampoline.addEntryBlock(builder);
+      builder.setInsertionPointToStart(body);
+      SmallVector<Value> descriptors;
+      for (unsigned i = 0, e = target.getNumArguments(); i < e; ++i) {
+        Value slot = LLVM::GEPOp::create(builder, loc, ptrType, ptrType,
+                                         body->getArgument(0),
+                                         ArrayRef<LLVM::GEPArg>{int32_t(i)});
+        descriptors.push_back(
+            LLVM::LoadOp::create(builder, loc, ptrType, slot));
+      }
+      LLVM::CallOp::create(builder, loc, target, descriptors);
+      LLVM::ReturnOp::create(builder, loc, ValueRange{});
+    };
+    emitTrampoline(ciface, "torsor_forward");
+    // The group check of declared-group inputs (GroupResidual.cpp), if any.
+    std::string residualCiface = ("_mlir_ciface_" + kResidualWrapperName).str();
+    if (auto residual = module.lookupSymbol<LLVM::LLVMFuncOp>(residualCiface))
+      emitTrampoline(residual, kResidualEntryName);
     // int32_t torsor_abi_version(void)
     builder.setInsertionPointToEnd(module.getBody());
     auto version =

@@ -9,6 +9,7 @@
 #define TORSOR_COMPILER_TRANSFORMS_PASSES_H
 
 #include "compiler/Transforms/LoopAttributes.h"
+#include "dialects/Lie/IR/LieAttrs.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -33,6 +34,28 @@ constexpr llvm::StringLiteral kParallelLauncherPrefix = "__torsor_launch_";
 /// `torsor.name`. Null when the module has none (plain MLIR input); an
 /// error when it has several.
 mlir::FailureOr<mlir::func::FuncOp> findModelFunction(mlir::ModuleOp module);
+
+/// Name of the function that measures how far declared-group inputs are
+/// from their group (GroupResidual.cpp), and of the entry point the runtime
+/// calls it through (one memref descriptor per checked input, then one per
+/// residual), as torsor_model is called through torsor_forward.
+constexpr llvm::StringLiteral kResidualWrapperName = "torsor_residual";
+constexpr llvm::StringLiteral kResidualEntryName = "torsor_group_residual";
+
+/// One model input the runtime checks through the residual function.
+struct ResidualCheck {
+  unsigned input;       ///< argument index in the model function
+  lie::GroupAttr group; ///< its declared group
+};
+
+/// The inputs of `model` in a declared group, in argument order.
+llvm::SmallVector<ResidualCheck>
+collectResidualChecks(mlir::func::FuncOp model);
+
+/// Adds the destination-passing `torsor_group_residual` function for the
+/// inputs collectResidualChecks finds (none: adds nothing).
+mlir::LogicalResult buildGroupResidualWrapper(mlir::ModuleOp module,
+                                              mlir::func::FuncOp model);
 
 #define GEN_PASS_DECL
 #include "compiler/Transforms/Passes.h.inc"

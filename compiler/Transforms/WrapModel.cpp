@@ -29,7 +29,9 @@ FailureOr<func::FuncOp> torsor::findModelFunction(ModuleOp module) {
       continue;
     if (model) {
       func.emitError() << "more than one model function: '" << model.getName()
-                       << "' and '" << func.getName() << "'";
+                       << "' and '" << func.getName()
+                       << "'; a library holds one: pick it with torsorc "
+                          "--model NAME";
       return failure();
     }
     model = func;
@@ -58,6 +60,9 @@ struct TorsorWrapModel : torsor::impl::TorsorWrapModelBase<TorsorWrapModel> {
                         << "' is reserved for the model wrapper";
       return signalPassFailure();
     }
+    // Built first, while the model still takes tensors and is public.
+    if (failed(buildGroupResidualWrapper(module, model)))
+      return signalPassFailure();
     FunctionType type = model.getFunctionType();
     SmallVector<Type> bufferTypes;
     for (Type t :

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Binding.h"
+#include "Half.h"
 
 #include <cstring>
 
@@ -49,9 +50,19 @@ Status findTensor(const std::vector<TensorSpec> &list, int kind,
 Status checkAgainstSpec(int kind, const TensorSpec &spec, int32_t dtype,
                         const std::vector<int64_t> &shape) {
   std::string label = format("%s '%s': ", kindWord(kind), spec.name.c_str());
-  if (dtype != spec.dtype)
+  if (dtype != spec.dtype) {
+    // Say how to fix it: cast the data, or (floats) compile for its dtype.
+    static const char *const npName[] = {"np.float32", "np.float64",
+                                         "np.int64"};
+    std::string hint;
+    if (spec.dtype >= TORSOR_DTYPE_F32 && spec.dtype <= TORSOR_DTYPE_I64)
+      hint = format("; cast it (arr.astype(%s))", npName[spec.dtype]);
+    if ((dtype == TORSOR_DTYPE_F32 || dtype == TORSOR_DTYPE_F64) &&
+        spec.dtype != TORSOR_DTYPE_I64)
+      hint += format(" or compile the model with --dtype=%s", dtypeName(dtype));
     return invalidArg(label + "expected dtype " + dtypeName(spec.dtype) +
-                      ", got " + dtypeName(dtype));
+                      ", got " + dtypeName(dtype) + hint);
+  }
   if (shape.size() != spec.shape.size())
     return invalidArg(label +
                       format("expected rank %zu (%s), got rank %zu (%s)",
@@ -131,7 +142,11 @@ Status bindTensor(int kind, const TensorSpec &spec, const TorsorTensor *t,
 
 Status bindOwned(int kind, const TensorSpec &spec, HostTensor &&tensor,
                  BoundTensor &out) {
-  Status s = checkAgainstSpec(kind, spec, tensor.dtype(), tensor.shape());
+  // f16/bf16 storage was widened to f32 on load; an f64 model needs f64.
+  Status s = widenForModel(tensor, spec.dtype);
+  if (!s.ok())
+    return s;
+  s = checkAgainstSpec(kind, spec, tensor.dtype(), tensor.shape());
   if (!s.ok())
     return s;
   out = BoundTensor();
@@ -149,6 +164,8 @@ Status resolveDims(const Manifest &manifest,
                    const std::vector<BoundTensor> &params,
                    std::map<std::string, int64_t> &dims) {
   dims.clear();
+  // Every unbound tensor is listed at once, so one run shows them all.
+  std::string missing;
   // Where each dim was first fixed, for the mismatch message.
   std::map<std::string, std::string> source;
   for (int kind : {TORSOR_INPUT, TORSOR_PARAM}) {
@@ -157,10 +174,11 @@ Status resolveDims(const Manifest &manifest,
         kind == TORSOR_INPUT ? inputs : params;
     for (size_t i = 0; i < specs.size(); ++i) {
       const TensorSpec &spec = specs[i];
-      if (i >= bound.size() || !bound[i].bound)
-        return Status(
-            TORSOR_FAILED_PRECONDITION,
-            format("missing %s '%s'", kindWord(kind), spec.name.c_str()));
+      if (i >= bound.size() || !bound[i].bound) {
+        missing += format("%s%s '%s'", missing.empty() ? "missing " : ", ",
+                          kindWord(kind), spec.name.c_str());
+        continue;
+      }
       std::string here = format("%s '%s'", kindWord(kind), spec.name.c_str());
       for (size_t d = 0; d < spec.shape.size(); ++d) {
         if (!spec.shape[d].isSymbolic())
@@ -181,6 +199,8 @@ Status resolveDims(const Manifest &manifest,
       }
     }
   }
+  if (!missing.empty())
+    return Status(TORSOR_FAILED_PRECONDITION, missing);
   return Status();
 }
 

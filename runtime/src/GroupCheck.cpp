@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "GroupCheck.h"
+#include "torsor/GroupFacts.h"
 
 #include <cmath>
 #include <vector>
@@ -19,13 +20,9 @@
 namespace torsor::rt {
 
 int builtinGroupMatrixSize(const std::string &name) {
-  if (name == "SO2")
-    return 2;
-  if (name == "SE2" || name == "SO3" || name == "Aff2")
-    return 3;
-  if (name == "SE3" || name == "Sim3")
-    return 4;
-  return 0;
+  // Built-in groups only (by their NAME, as manifests spell them).
+  const facts::Group *g = facts::findGroup(name);
+  return g && g->name == name ? static_cast<int>(g->n) : 0;
 }
 
 namespace {

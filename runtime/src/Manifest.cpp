@@ -111,6 +111,10 @@ public:
     if (li && li->kind != json::Value::Bool)
       return error(*li, field + ".left_invariant", "expected a boolean");
     out.leftInvariant = li && li->boolean;
+    const json::Value *res = v.get("residual");
+    if (res && res->kind != json::Value::Bool)
+      return error(*res, field + ".residual", "expected a boolean");
+    out.residual = res && res->boolean;
     if (!g)
       return Status();
     if (g->kind != json::Value::String || g->string.empty())
@@ -204,6 +208,11 @@ Status parseManifest(const std::string &text, const std::string &path,
     if (entry->kind != json::Value::String || entry->string.empty())
       return r.error(*entry, "entry", "expected a symbol name");
     out.entry = entry->string;
+  }
+  if (const json::Value *res = root.get("group_residual")) {
+    if (res->kind != json::Value::String || res->string.empty())
+      return r.error(*res, "group_residual", "expected a symbol name");
+    out.groupResidual = res->string;
   }
   if (const json::Value *dtype = root.get("dtype")) {
     if (dtype->kind != json::Value::String)

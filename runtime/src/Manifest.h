@@ -33,6 +33,8 @@ struct TensorSpec {
   std::string group; ///< "" when not a group-element tensor
   int groupN = 0;    ///< matrix size of `group`
   bool leftInvariant = false;
+  /// Checked by the model's group-residual entry (declared groups).
+  bool residual = false;
   /// The shape as "L x 4 x 4".
   std::string shapeString() const;
 };
@@ -41,6 +43,8 @@ struct TensorSpec {
 struct Manifest {
   std::string path; ///< where it was read from (for messages)
   std::string model, target, dtype, entry;
+  /// Entry point measuring declared-group inputs ("" when none).
+  std::string groupResidual;
   int64_t abi = 0;
   std::vector<std::string> dims;
   std::vector<TensorSpec> inputs, params, outputs;

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Npy.h"
+#include "Half.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -192,9 +193,18 @@ uint64_t readLE(const std::string &bytes, size_t at, int n) {
 }
 
 /// Maps a little-endian descr to a dtype; explains what is wrong otherwise.
+/// `<f2` (f16) loads as f32 and sets `half`.
 Status dtypeFromDescr(const std::string &descr, const std::string &path,
-                      int32_t &dtype) {
-  if (descr == "<f4")
+                      int32_t &dtype, bool &half) {
+  half = descr == "<f2";
+  if (half)
+    dtype = TORSOR_DTYPE_F32;
+  else if (descr == "<V2" || descr == "|V2")
+    return ioError(path + ": dtype '" + descr +
+                   "' is 2 raw bytes (ml_dtypes' bfloat16 saves as this and "
+                   "loses its type); store bf16 in .safetensors (dtype BF16) "
+                   "or save arr.astype(np.float32)");
+  else if (descr == "<f4")
     dtype = TORSOR_DTYPE_F32;
   else if (descr == "<f8")
     dtype = TORSOR_DTYPE_F64;
@@ -206,7 +216,8 @@ Status dtypeFromDescr(const std::string &descr, const std::string &path,
                    "(e.g. arr.astype(arr.dtype.newbyteorder('<')))");
   else
     return ioError(path + ": unsupported dtype '" + descr +
-                   "'; supported: '<f4' (f32), '<f8' (f64), '<i8' (i64)");
+                   "'; supported: '<f4' (f32), '<f8' (f64), '<i8' (i64), "
+                   "'<f2' (f16, widened to the model's float type)");
   return Status();
 }
 
@@ -241,7 +252,8 @@ Status parseNpy(const std::string &bytes, const std::string &path,
   if (!s.ok())
     return s;
   int32_t dtype;
-  s = dtypeFromDescr(header.descr, path, dtype);
+  bool half;
+  s = dtypeFromDescr(header.descr, path, dtype, half);
   if (!s.ok())
     return s;
   // Rank-1 and scalar arrays are identical in both orders.
@@ -250,8 +262,8 @@ Status parseNpy(const std::string &bytes, const std::string &path,
                           "C-order array (np.ascontiguousarray)");
   int64_t n = numElements(header.shape);
   uint64_t need = 0;
-  if (n < 0 ||
-      __builtin_mul_overflow(static_cast<uint64_t>(n), dtypeSize(dtype), &need))
+  if (n < 0 || __builtin_mul_overflow(static_cast<uint64_t>(n),
+                                      half ? 2 : dtypeSize(dtype), &need))
     return ioError(path + ": shape in .npy header is too large");
   size_t dataStart = headerStart + headerLen;
   uint64_t have = bytes.size() - dataStart;
@@ -259,12 +271,16 @@ Status parseNpy(const std::string &bytes, const std::string &path,
     return ioError(format("%s: %s: header says %s %s = %llu bytes of data, "
                           "file has %llu",
                           path.c_str(), have < need ? "truncated" : "too long",
-                          shapeToString(header.shape).c_str(), dtypeName(dtype),
+                          shapeToString(header.shape).c_str(),
+                          half ? "f16" : dtypeName(dtype),
                           (unsigned long long)need, (unsigned long long)have));
   s = HostTensor::create(dtype, header.shape, out);
   if (!s.ok())
     return s.withPrefix(path + ": ");
-  if (need)
+  if (half)
+    widenHalf(reinterpret_cast<const unsigned char *>(bytes.data()) + dataStart,
+              HalfFormat::F16, out);
+  else if (need)
     std::memcpy(out.data(), bytes.data() + dataStart, need);
   return Status();
 }

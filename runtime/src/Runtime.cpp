@@ -34,11 +34,14 @@ struct TorsorModule {
   std::string soPath;
   void *handle = nullptr;
   void (*entry)(void **) = nullptr;
+  /// Measures declared-group inputs (null when the model has none).
+  void (*residualEntry)(void **) = nullptr;
   std::vector<BoundTensor> inputs, params;
   std::vector<HostTensor> outputs;
   std::vector<std::vector<int64_t>> outputStrides;
   bool haveOutputs = false;
-  bool checkGroups = false;
+  /// On by default: a malformed pose gives garbage silently otherwise.
+  bool checkGroups = true;
   double groupTol = 1e-4;
 
   /// Unloads the model library (outputs and owned params free themselves).
@@ -122,6 +125,14 @@ Status load(const std::string &soPath, TorsorModule &m) {
     return Status(TORSOR_ABI_ERROR,
                   "model '" + soPath + "' does not export its entry point '" +
                       m.manifest.entry + "' named in " + jsonPath);
+  if (!m.manifest.groupResidual.empty()) {
+    m.residualEntry = reinterpret_cast<void (*)(void **)>(
+        dlsym(m.handle, m.manifest.groupResidual.c_str()));
+    if (!m.residualEntry)
+      return Status(TORSOR_ABI_ERROR,
+                    "model '" + soPath + "' does not export '" +
+                        m.manifest.groupResidual + "' named in " + jsonPath);
+  }
   m.inputs.resize(m.manifest.inputs.size());
   m.params.resize(m.manifest.params.size());
   return Status();
@@ -140,6 +151,57 @@ void appendDescriptor(std::vector<int64_t> &storage, void *data,
   storage.insert(storage.end(), strides.begin(), strides.end());
 }
 
+/// Checks declared-group inputs with the model's own residual function:
+/// ‖part of log g outside the algebra‖ per element, against the tolerance.
+Status checkResiduals(TorsorModule &m) {
+  if (!m.residualEntry)
+    return Status();
+  std::vector<size_t> checked;
+  for (size_t i = 0; i < m.inputs.size(); ++i)
+    if (m.manifest.inputs[i].residual)
+      checked.push_back(i);
+  std::vector<HostTensor> residuals(checked.size());
+  for (size_t k = 0; k < checked.size(); ++k) {
+    const BoundTensor &b = m.inputs[checked[k]];
+    std::vector<int64_t> shape(b.shape.begin(), b.shape.end() - 2);
+    Status s = HostTensor::create(b.dtype, shape, residuals[k]);
+    if (!s.ok())
+      return s;
+  }
+  std::vector<int64_t> storage;
+  std::vector<size_t> starts;
+  for (size_t i : checked) {
+    starts.push_back(storage.size());
+    appendDescriptor(storage, m.inputs[i].data, m.inputs[i].shape,
+                     m.inputs[i].strides);
+  }
+  for (HostTensor &r : residuals) {
+    starts.push_back(storage.size());
+    appendDescriptor(storage, r.data(), r.shape(), r.strides());
+  }
+  std::vector<void *> args;
+  for (size_t start : starts)
+    args.push_back(storage.data() + start);
+  m.residualEntry(args.data());
+  for (size_t k = 0; k < checked.size(); ++k) {
+    const TensorSpec &spec = m.manifest.inputs[checked[k]];
+    const HostTensor &r = residuals[k];
+    for (int64_t e = 0; e < r.numel(); ++e) {
+      double v = r.dtype() == TORSOR_DTYPE_F32
+                     ? static_cast<const float *>(r.data())[e]
+                     : static_cast<const double *>(r.data())[e];
+      if (!(v <= m.groupTol))
+        return invalidArg(
+            format("input '%s' element %lld is not in %s: membership residual "
+                   "%.1e > tol %g (the part of log g outside the generators' "
+                   "span; NaN: no principal log)",
+                   spec.name.c_str(), (long long)e, spec.group.c_str(), v,
+                   m.groupTol));
+    }
+  }
+  return Status();
+}
+
 /// Validates the bindings, allocates the outputs and calls the entry point.
 Status run(TorsorModule &m) {
   m.haveOutputs = false;
@@ -147,7 +209,7 @@ Status run(TorsorModule &m) {
   Status s = resolveDims(m.manifest, m.inputs, m.params, dims);
   if (!s.ok())
     return s;
-  if (m.checkGroups)
+  if (m.checkGroups) {
     for (size_t i = 0; i < m.inputs.size(); ++i) {
       const TensorSpec &spec = m.manifest.inputs[i];
       if (spec.group.empty())
@@ -157,6 +219,9 @@ Status run(TorsorModule &m) {
       if (!s.ok())
         return s;
     }
+    if (!(s = checkResiduals(m)).ok())
+      return s;
+  }
   size_t numOut = m.manifest.outputs.size();
   m.outputs.resize(numOut);
   m.outputStrides.resize(numOut);

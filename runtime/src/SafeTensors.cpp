@@ -7,19 +7,27 @@
 //===----------------------------------------------------------------------===//
 
 #include "SafeTensors.h"
+#include "Half.h"
 
 #include "Json.h"
 #include "Npy.h"
 
 #include <cstring>
+#include <optional>
 
 namespace torsor::rt {
 
 namespace {
 
-/// Maps a safetensors dtype tag to ours.
-bool dtypeFromTag(const std::string &tag, int32_t &dtype) {
-  if (tag == "F32")
+/// Maps a safetensors dtype tag to ours; F16 and BF16 load as f32 (Half.h)
+/// and set `half`.
+bool dtypeFromTag(const std::string &tag, int32_t &dtype,
+                  std::optional<HalfFormat> &half) {
+  half.reset();
+  if (tag == "F16" || tag == "BF16") {
+    dtype = TORSOR_DTYPE_F32;
+    half = tag == "F16" ? HalfFormat::F16 : HalfFormat::BF16;
+  } else if (tag == "F32")
     dtype = TORSOR_DTYPE_F32;
   else if (tag == "F64")
     dtype = TORSOR_DTYPE_F64;
@@ -50,9 +58,12 @@ Status parseEntry(const std::string &bytes, size_t dataStart, uint64_t dataSize,
       offsV->elements.size() != 2)
     return ioError(at + "missing field 'data_offsets' ([begin, end])");
   int32_t dtype;
-  if (!dtypeFromTag(dtypeV->string, dtype))
+  std::optional<HalfFormat> half;
+  if (!dtypeFromTag(dtypeV->string, dtype, half))
     return ioError(at + "unsupported dtype '" + dtypeV->string +
-                   "'; supported: F32, F64, I64");
+                   "'; supported: F32, F64, I64, and F16 and BF16 (widened "
+                   "to the model's float type)");
+  size_t storedSize = half ? 2 : dtypeSize(dtype);
   std::vector<int64_t> shape;
   for (const json::Value &d : shapeV->elements) {
     if (d.kind != json::Value::Number || !d.isInteger || d.integer < 0)
@@ -74,19 +85,23 @@ Status parseEntry(const std::string &bytes, size_t dataStart, uint64_t dataSize,
   int64_t n = numElements(shape);
   uint64_t need = 0;
   if (n < 0 ||
-      __builtin_mul_overflow(static_cast<uint64_t>(n), dtypeSize(dtype), &need))
+      __builtin_mul_overflow(static_cast<uint64_t>(n), storedSize, &need))
     return ioError(at + "shape is too large");
   if (need != static_cast<uint64_t>(offs[1] - offs[0]))
     return ioError(format("%sshape %s %s needs %llu bytes but data_offsets "
                           "span %lld",
                           at.c_str(), shapeToString(shape).c_str(),
-                          dtypeName(dtype), (unsigned long long)need,
+                          half ? dtypeV->string.c_str() : dtypeName(dtype),
+                          (unsigned long long)need,
                           (long long)(offs[1] - offs[0])));
   Status s = HostTensor::create(dtype, shape, out);
   if (!s.ok())
     return s.withPrefix(at);
-  if (need)
-    std::memcpy(out.data(), bytes.data() + dataStart + offs[0], need);
+  const char *src = bytes.data() + dataStart + offs[0];
+  if (half)
+    widenHalf(reinterpret_cast<const unsigned char *>(src), *half, out);
+  else if (need)
+    std::memcpy(out.data(), src, need);
   return Status();
 }
 
@@ -95,6 +110,20 @@ Status parseEntry(const std::string &bytes, size_t dataStart, uint64_t dataSize,
 Status parseSafeTensors(const std::string &bytes, const std::string &path,
                         TensorBundle &out) {
   out.clear();
+  // Other weight formats users try first: name them and the way out.
+  const char *other = nullptr;
+  if (bytes.compare(0, 4, "PK\x03\x04") == 0)
+    other = "a zip archive (a NumPy .npz or a PyTorch .pt/.pth file)";
+  else if (!bytes.empty() && static_cast<unsigned char>(bytes[0]) == 0x80)
+    other = "a Python pickle (a legacy PyTorch .pt/.pth file)";
+  else if (bytes.compare(0, 6, "\x93NUMPY") == 0)
+    other = "a single NumPy .npy array";
+  if (other)
+    return invalidArg(
+        path + ": this is " + other +
+        ", not a .safetensors file; save the weights with safetensors "
+        "(safetensors.numpy.save_file or safetensors.torch.save_file), or "
+        "bind single arrays with --param NAME=FILE.npy");
   if (bytes.size() < 8)
     return ioError(path + ": not a .safetensors file (shorter than its "
                           "8-byte header length)");

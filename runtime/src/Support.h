@@ -86,6 +86,10 @@ public:
   std::vector<int64_t> strides() const;
   /// A C view of this tensor; valid while this object and `strides` live.
   TorsorTensor view(const std::vector<int64_t> &strides);
+  /// True when the data was stored as f16/bf16 and widened on load
+  /// (Half.h), so binding may widen it again to the model's f64.
+  bool widenedFromHalf() const { return widened_; }
+  void setWidenedFromHalf(bool widened) { widened_ = widened; }
 
 private:
   /// Frees memory from std::aligned_alloc.
@@ -96,6 +100,7 @@ private:
   std::vector<int64_t> shape_;
   int64_t numel_ = 0;
   std::unique_ptr<unsigned char, FreeDeleter> data_;
+  bool widened_ = false;
 };
 
 /// Row-major element strides of `shape`.

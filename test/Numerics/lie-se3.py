@@ -15,7 +15,7 @@ References are logs of the nearest rigid motion (polar factor of the
 rotation block, 100 digits) of the rounded input; see lie-so3.py for why
 (the plain logm of an f32-rounded rotation by π − 1e-7 is off by 1e-2).
 Rotations by exactly π (`at_cut`): (±πn, ρ±) are both valid logs, with
-‖ρ₊‖ = ‖ρ₋‖ (MATH.md §1, SE(3) pairwise form), so the block norms
+‖ρ₊‖ = ‖ρ₋‖ (docs/math.md §1, SE(3) pairwise form), so the block norms
 (θ, ‖ρ‖), the backward error max|expm(hat w) − g| and ‖ω‖ ≤ π are
 checked there instead of the coordinates.
 

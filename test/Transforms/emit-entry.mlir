@@ -36,3 +36,23 @@ module {
     llvm.return
   }
 }
+
+// -----
+
+// With a group-residual wrapper (declared-group inputs), a second
+// trampoline, torsor_group_residual, calls its C interface the same way.
+// CHECK-LABEL: llvm.func @torsor_forward
+//       CHECK:   llvm.call @_mlir_ciface_torsor_model
+// CHECK-LABEL: llvm.func @torsor_group_residual
+//  CHECK-SAME:   (%[[DESCS:.*]]: !llvm.ptr)
+//       CHECK:   %[[P0:.*]] = llvm.getelementptr %[[DESCS]][0]
+//       CHECK:   %[[D0:.*]] = llvm.load %[[P0]]
+//       CHECK:   %[[P1:.*]] = llvm.getelementptr %[[DESCS]][1]
+//       CHECK:   %[[D1:.*]] = llvm.load %[[P1]]
+//       CHECK:   llvm.call @_mlir_ciface_torsor_residual(%[[D0]], %[[D1]])
+llvm.func @_mlir_ciface_torsor_model(%a: !llvm.ptr) {
+  llvm.return
+}
+llvm.func @_mlir_ciface_torsor_residual(%g: !llvm.ptr, %r: !llvm.ptr) {
+  llvm.return
+}

@@ -42,3 +42,26 @@ func.func @B(%x: tensor<4xf32> {torsor.name = "x"}) -> tensor<4xf32> {
 func.func @Scalar(%x: f32 {torsor.name = "x"}) -> f32 {
   return %x : f32
 }
+
+// -----
+
+// Inputs in a declared group also get `torsor_group_residual`'s wrapper:
+// one memref per such input, then one residual memref each (the input's
+// shape without its n×n dims), filled by lie.membership_residual. Built-in
+// groups (checked by the runtime itself) get none.
+// CHECK-LABEL: func.func private @HeisModel
+// CHECK-LABEL: func.func @torsor_residual
+//  CHECK-SAME:   (%[[G:.*]]: memref<?x3x3xf32>, %[[R:.*]]: memref<?xf32>)
+//  CHECK-SAME:   attributes {llvm.emit_c_interface}
+//       CHECK:   %[[GT:.*]] = bufferization.to_tensor %[[G]] restrict
+//       CHECK:   %[[RES:.*]] = lie.membership_residual %[[GT]] {group = #lie.group<"Heis3"
+//       CHECK:   bufferization.materialize_in_destination %[[RES]] in restrict writable %[[R]]
+// CHECK-LABEL: func.func @torsor_model
+//  CHECK-SAME:   (%{{.*}}: memref<?x3x3xf32>, %{{.*}}: memref<?x4x4xf32>, %{{.*}}: memref<?x3x3xf32>)
+func.func @HeisModel(%g: tensor<?x3x3xf32> {torsor.name = "g", torsor.kind = "input", torsor.group = "Heis3"},
+                     %p: tensor<?x4x4xf32> {torsor.name = "p", torsor.kind = "input", torsor.group = "SE3"})
+    -> (tensor<?x3x3xf32> {torsor.name = "y"}) {
+  %i = lie.inverse %g {group = #lie.group<"Heis3", n = 3, generators = array<f64: 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0>, blocks = [["all", 0, 1, 2]]>} : tensor<?x3x3xf32>
+  %q = lie.inverse %p {group = #lie.group<se3>} : tensor<?x4x4xf32>
+  return %i : tensor<?x3x3xf32>
+}

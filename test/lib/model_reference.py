@@ -1,7 +1,7 @@
 """Independent float64 NumPy references of the example models (examples/*.tsr).
 
 Written from the language reference (docs/language.md §5), the geo op
-semantics (docs/geo.md) and MATH.md, not from the compiler: every layer is
+semantics (docs/geo.md) and docs/math.md, not from the compiler: every layer is
 the textbook formula, group logs are scipy.linalg.logm followed by the
 group's vee map (docs/groups/*.md), and nothing here knows how the compiler
 tiles, fuses or factors anything. Models take {name: float64 array} inputs
@@ -161,7 +161,7 @@ def dist2_pairwise(group, a, b, lam=1.0, coords=None):
     return np.einsum("ijk,k->ij", coords ** 2, lam[group.block_of_coord()])
 
 
-# --- Grassmann mixing (MATH.md §3, docs/geo.md) ---------------------------------------
+# --- Grassmann mixing (docs/math.md §3, docs/geo.md) ---------------------------------------
 
 def plucker(u, v):
     """p_ab = u_a v_b − u_b v_a for a < b, lexicographic."""
@@ -190,7 +190,7 @@ def grassmann_mix(h, w_red, b_red, w_plucker, b_plucker, w_gate, b_gate,
     return alpha * h + (1 - alpha) * g
 
 
-# --- relational attention (MATH.md §4, docs/geo.md) -------------------------------------
+# --- relational attention (docs/math.md §4, docs/geo.md) -------------------------------------
 
 def relational_norm(x, eps=1e-5):
     return x / np.sqrt((x ** 2).mean(-1, keepdims=True) + eps)

@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "FrontendTestUtils.h"
+#include "frontend/Types.h"
+#include "torsor/GroupFacts.h"
 #include "gtest/gtest.h"
 
 using namespace torsor::frontend;
@@ -174,3 +176,23 @@ TEST(SemaTest, OneErrorPerMistake) {
 }
 
 } // namespace
+
+// The language's built-in groups are the rows of the shared table of group
+// facts (torsor/GroupFacts.def), in order, with the same sizes and blocks.
+TEST(SemaTest, BuiltinGroupsComeFromTheFactsTable) {
+  llvm::ArrayRef<GroupInfo> groups = getBuiltinGroups();
+  ASSERT_EQ(groups.size(), std::size(torsor::facts::kGroups));
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const torsor::facts::Group &row = torsor::facts::kGroups[i];
+    EXPECT_EQ(groups[i].name, row.name);
+    EXPECT_EQ(groups[i].mnemonic, row.mnemonic);
+    EXPECT_EQ(groups[i].matrixSize, row.n);
+    EXPECT_EQ(groups[i].algebraDim, row.k);
+    EXPECT_EQ(groups[i].pointDim, row.pointDim);
+    ASSERT_EQ(groups[i].blocks.size(), row.numBlocks);
+    for (size_t b = 0; b < row.numBlocks; ++b) {
+      EXPECT_EQ(groups[i].blocks[b].name, row.blocks[b].name);
+      EXPECT_EQ(groups[i].blocks[b].size, row.blocks[b].size);
+    }
+  }
+}

@@ -69,7 +69,8 @@ TEST_F(BindingTest, ChecksDTypeRankAndExtents) {
       bindShape(TORSOR_INPUT, pose, TORSOR_DTYPE_F32, {10, 3, 4}, b).message,
       "input 'pose': dim 1 expected 4, got 3");
   EXPECT_EQ(bindShape(TORSOR_INPUT, x, TORSOR_DTYPE_F64, {10, 3}, b).message,
-            "input 'x': expected dtype f32, got f64");
+            "input 'x': expected dtype f32, got f64; cast it "
+            "(arr.astype(np.float32)) or compile the model with --dtype=f64");
   EXPECT_EQ(bindShape(TORSOR_INPUT, x, TORSOR_DTYPE_F32, {-1, 3}, b).message,
             "input 'x': dim 0 is negative (-1)");
   EXPECT_EQ(bindShape(TORSOR_INPUT, x, 7, {10, 3}, b).message,
@@ -90,13 +91,14 @@ TEST_F(BindingTest, ChecksDTypeRankAndExtents) {
 TEST_F(BindingTest, ResolvesSymbolicDims) {
   std::vector<BoundTensor> inputs(2), params(1);
   std::map<std::string, int64_t> dims;
+  // Every unbound tensor is listed in one message.
   EXPECT_EQ(resolveDims(manifest, inputs, params, dims).message,
-            "missing input 'pose'");
+            "missing input 'pose', input 'x', param 'w'");
   ASSERT_TRUE(bindShape(TORSOR_INPUT, manifest.inputs[0], TORSOR_DTYPE_F32,
                         {10, 4, 4}, inputs[0])
                   .ok());
   EXPECT_EQ(resolveDims(manifest, inputs, params, dims).message,
-            "missing input 'x'");
+            "missing input 'x', param 'w'");
   ASSERT_TRUE(bindShape(TORSOR_INPUT, manifest.inputs[1], TORSOR_DTYPE_F32,
                         {12, 3}, inputs[1])
                   .ok());

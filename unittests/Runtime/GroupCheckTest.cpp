@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "GroupCheck.h"
+#include "torsor/GroupFacts.h"
 
 #include "gtest/gtest.h"
 
@@ -121,3 +122,27 @@ TEST(GroupCheck, NamesTheElementInTensors) {
 }
 
 } // namespace
+
+// The one table of group facts (torsor/GroupFacts.def) is consistent: the
+// λ blocks of each group tile its k algebra coordinates in order, and the
+// runtime's matrix sizes are the table's.
+TEST(GroupFacts, TableIsConsistent) {
+  ASSERT_EQ(std::size(torsor::facts::kGroups), 6u);
+  for (const torsor::facts::Group &g : torsor::facts::kGroups) {
+    SCOPED_TRACE(std::string(g.name));
+    unsigned next = 0;
+    ASSERT_GT(g.numBlocks, 0u);
+    for (size_t i = 0; i < g.numBlocks; ++i) {
+      EXPECT_EQ(g.blocks[i].group, g.name);
+      EXPECT_EQ(g.blocks[i].offset, next);
+      next += g.blocks[i].size;
+    }
+    EXPECT_EQ(next, g.k);
+    EXPECT_LE(g.pointDim, g.n);
+    EXPECT_EQ(torsor::rt::builtinGroupMatrixSize(std::string(g.name)),
+              static_cast<int>(g.n));
+    // Mnemonics are for the dialect; manifests use names.
+    EXPECT_EQ(torsor::rt::builtinGroupMatrixSize(std::string(g.mnemonic)), 0);
+  }
+  EXPECT_EQ(torsor::rt::builtinGroupMatrixSize("Heis3"), 0);
+}

@@ -148,14 +148,15 @@ TEST_F(ModuleTest, ReportsBindingErrors) {
             "input 'pose': dim 1 expected 4, got 3");
   TorsorTensor f64{buf, xShape, nullptr, 2, TORSOR_DTYPE_F64};
   EXPECT_EQ(msg(torsorModuleBindInput(module, "x", &f64)),
-            "input 'x': expected dtype f32, got f64");
+            "input 'x': expected dtype f32, got f64; cast it "
+            "(arr.astype(np.float32)) or compile the model with --dtype=f64");
   EXPECT_EQ(msg(torsorModuleBindInput(module, "posee", &bad)),
             "unknown input 'posee'; model inputs are: pose, x");
   EXPECT_EQ(msg(torsorModuleBindParam(module, "x", &bad)),
             "unknown param 'x'; model params are: w");
   TorsorStatus *st = torsorModuleRun(module);
   EXPECT_EQ(torsorStatusCode(st), TORSOR_FAILED_PRECONDITION);
-  EXPECT_EQ(msg(st), "missing input 'pose'");
+  EXPECT_EQ(msg(st), "missing input 'pose', input 'x', param 'w'");
   TorsorTensor out;
   EXPECT_EQ(msg(torsorModuleGetOutput(module, "out", &out)),
             "output 'out' is not available: the model has not run "
@@ -193,15 +194,18 @@ TEST_F(ModuleTest, UnbindInputsForgetsInputsButKeepsParams) {
   torsorModuleUnbindInputs(nullptr); // no-op
 }
 
-TEST_F(ModuleTest, ChecksGroupsWhenAsked) {
+TEST_F(ModuleTest, ChecksGroupsByDefault) {
   pose[3 * 16 + 1] = 0.21f; // shear element 3
   bindAll();
-  ASSERT_EQ(msg(torsorModuleRun(module)), ""); // off by default
-  torsorModuleSetCheckGroups(module, 1, 1e-4);
+  // On by default, with tolerance 1e-4.
   EXPECT_EQ(msg(torsorModuleRun(module)),
             "input 'pose' element 3 is not in SE3: rotation block not "
             "orthonormal (error 2.1e-01 > tol 1e-04)");
   torsorModuleSetCheckGroups(module, 1, 0.5);
+  EXPECT_EQ(msg(torsorModuleRun(module)), "");
+  torsorModuleSetCheckGroups(module, 1, 1e-4);
+  EXPECT_NE(msg(torsorModuleRun(module)), "");
+  torsorModuleSetCheckGroups(module, 0, 1e-4); // the opt-out
   EXPECT_EQ(msg(torsorModuleRun(module)), "");
 }
 
@@ -229,7 +233,9 @@ TEST_F(ModuleTest, LoadsWeightsFromSafeTensors) {
   ASSERT_TRUE(HostTensor::create(TORSOR_DTYPE_F64, {8}, bundle[0].second).ok());
   ASSERT_TRUE(writeSafeTensors(path, bundle).ok());
   EXPECT_EQ(msg(torsorModuleLoadWeights(module, path.c_str())),
-            path + ": param 'w': expected dtype f32, got f64");
+            path + ": param 'w': expected dtype f32, got f64; cast it "
+                   "(arr.astype(np.float32)) or compile the model with "
+                   "--dtype=f64");
   std::remove(path.c_str());
 }
 

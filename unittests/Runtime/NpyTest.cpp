@@ -118,7 +118,8 @@ TEST(Npy, RejectsBadFiles) {
                              "'shape': (2, 3), }",
                              std::string(24, '\0'))),
             "t.npy: unsupported dtype '<i4'; supported: '<f4' (f32), '<f8' "
-            "(f64), '<i8' (i64)");
+            "(f64), '<i8' (i64), '<f2' (f16, widened to the model's float "
+            "type)");
   EXPECT_EQ(npyError(npyWith(f4, std::string(20, '\0'))),
             "t.npy: truncated: header says 2 x 3 f32 = 24 bytes of data, "
             "file has 20");

@@ -80,11 +80,18 @@ TEST(SafeTensors, RejectsBadFiles) {
   EXPECT_EQ(stError(fileWith("{\"a\": }", 0)),
             "w.st: header: 1:7: expected a JSON value, found '}'");
   EXPECT_EQ(stError(fileWith("[]", 0)), "w.st: header must be a JSON object");
-  EXPECT_EQ(stError(fileWith(R"({"a": {"dtype": "BF16", "shape": [1],
-                               "data_offsets": [0, 2]}})",
-                             2)),
-            "w.st: tensor 'a' (header 1:7): unsupported dtype 'BF16'; "
-            "supported: F32, F64, I64");
+  EXPECT_EQ(stError(fileWith(R"({"a": {"dtype": "I32", "shape": [1],
+                               "data_offsets": [0, 4]}})",
+                             4)),
+            "w.st: tensor 'a' (header 1:7): unsupported dtype 'I32'; "
+            "supported: F32, F64, I64, and F16 and BF16 (widened to the "
+            "model's float type)");
+  // Half precision takes 2 bytes per element.
+  EXPECT_EQ(stError(fileWith(R"({"a": {"dtype": "BF16", "shape": [2],
+                               "data_offsets": [0, 8]}})",
+                             8)),
+            "w.st: tensor 'a' (header 1:7): shape 2 BF16 needs 4 bytes but "
+            "data_offsets span 8");
   EXPECT_EQ(stError(fileWith(R"({"a": {"dtype": "F32", "shape": [4],
                                "data_offsets": [0, 16]}})",
                              12)),

@@ -1,7 +1,7 @@
 //===- GeoToLinalg.cpp - Lower geo ops to linalg --------------------------===//
 //
 // The straightforward, unfused lowering of the geo ops: every intermediate of
-// the math in MATH.md (pairwise algebra coordinates, scores, softmax
+// the math in docs/math.md (pairwise algebra coordinates, scores, softmax
 // probabilities, Plücker coordinates, gates) is materialised as a tensor and
 // computed by one linalg.generic or named op. This is the -O0 oracle the
 // fused kernels are tested against, so each step mirrors one line of the
@@ -212,7 +212,7 @@ struct LowerPlucker : OpRewritePattern<PluckerOp> {
 // GrassmannMixOp
 //===----------------------------------------------------------------------===//
 
-/// Lowers geo.grassmann_mix following MATH.md §3 line by line:
+/// Lowers geo.grassmann_mix following docs/math.md §3 line by line:
 ///   z = h W_redᵀ + b_red; then per offset Δ (unrolled: offsets are
 ///   attributes) the n = max(L − Δ, 0) valid pairs are two slices of z,
 ///   p = plucker(z_t, z_{t±Δ}), p̂ = p / max(‖p‖, ε), g^Δ = p̂ W_pluᵀ + b_plu,
@@ -355,7 +355,7 @@ struct LowerGrassmannMix : OpRewritePattern<GrassmannMixOp> {
 // RelationalAttentionOp
 //===----------------------------------------------------------------------===//
 
-/// Lowers geo.relational_attention (MATH.md §4):
+/// Lowers geo.relational_attention (docs/math.md §4):
 ///   q[.., h, i, :] = x_i G_QK^h, s[.., h, i, j] = scale · ⟨q_hi, x_j⟩,
 ///   p = softmax_j(s), u[.., h, j, :] = x_j G_VO^h,
 ///   out[.., i, :] = Σ_h Σ_j p[.., h, i, j] u[.., h, j, :].

@@ -23,6 +23,7 @@
 #include "compiler/Transforms/Passes.h"
 #include "frontend/MLIRGen.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -85,8 +86,14 @@ cl::opt<std::string> mtriple("mtriple",
                              cl::desc("Target triple (default: the host's)"),
                              cl::init(""), cl::cat(torsorcCategory));
 cl::opt<std::string> dtype("dtype",
-                           cl::desc("Float type of the model: f32|f64"),
-                           cl::init("f32"), cl::cat(torsorcCategory));
+                           cl::desc("Compile every f32 and f64 of the model "
+                                    "as f32|f64 (default: as written)"),
+                           cl::init(""), cl::cat(torsorcCategory));
+cl::opt<std::string> modelName("model",
+                               cl::desc("The model to compile when the file "
+                                        "has several"),
+                               cl::value_desc("name"), cl::init(""),
+                               cl::cat(torsorcCategory));
 cl::opt<unsigned> optLevel("O",
                            cl::desc("Optimization level 0-3 (-O0 keeps "
                                     "the unfused oracle lowering)"),
@@ -139,10 +146,37 @@ bool isModelSource(StringRef filename) {
 /// Parses one buffer (a whole file or one split chunk) into a module.
 OwningOpRef<ModuleOp> parseInput(llvm::SourceMgr &sourceMgr,
                                  MLIRContext &context) {
+  using torsor::frontend::FloatDType;
   if (isModelSource(inputFilename))
-    return torsor::frontend::importTorsorSource(sourceMgr, context,
-                                                /*useF64=*/dtype == "f64");
+    return torsor::frontend::importTorsorSource(
+        sourceMgr, context,
+        dtype.empty()    ? FloatDType::AsWritten
+        : dtype == "f64" ? FloatDType::F64
+                         : FloatDType::F32);
   return parseSourceFile<ModuleOp>(sourceMgr, &context);
+}
+
+/// --model NAME: keeps that model and drops the others (several models may
+/// share a file; a library holds one).
+LogicalResult selectModel(ModuleOp module) {
+  if (modelName.empty())
+    return success();
+  SmallVector<func::FuncOp> models;
+  std::string names;
+  for (auto func : module.getOps<func::FuncOp>())
+    if (func.isPublic() && !func.isExternal()) {
+      models.push_back(func);
+      names += (names.empty() ? "" : ", ") + func.getName().str();
+    }
+  if (!llvm::any_of(models,
+                    [](func::FuncOp f) { return f.getName() == modelName; }))
+    return emitError(UnknownLoc::get(module.getContext()))
+           << "no model named '" << modelName << "' in " << inputFilename
+           << (names.empty() ? "" : "; its models are: ") << names;
+  for (func::FuncOp f : models)
+    if (f.getName() != modelName)
+      f.erase();
+  return success();
 }
 
 /// Runs the stages up to --emit on one buffer and writes the result.
@@ -154,7 +188,7 @@ LogicalResult compile(llvm::SourceMgr &sourceMgr, MLIRContext &context,
   if (emitAction == Emit::AST)
     return torsor::frontend::dumpTorsorAST(sourceMgr, context, os);
   OwningOpRef<ModuleOp> module = parseInput(sourceMgr, context);
-  if (!module)
+  if (!module || failed(selectModel(*module)))
     return failure();
   // Say which declared groups run with a built-in's closed forms, in the
   // IR every later stage prints (and, below, in the manifest).
@@ -289,6 +323,17 @@ LogicalResult processBuffer(std::unique_ptr<llvm::MemoryBuffer> buffer,
   sourceMgr->AddNewSourceBuffer(std::move(buffer), SMLoc());
   if (!verifyDiagnostics) {
     SourceMgrDiagnosticHandler handler(*sourceMgr, &context);
+    // Errors with no source location are the driver's own (files, target,
+    // options): print them as `torsorc: error: ...`, not `<unknown>:0:`.
+    ScopedDiagnosticHandler driverErrors(&context, [](Diagnostic &diag) {
+      if (!isa<UnknownLoc>(diag.getLocation()))
+        return failure();
+      llvm::errs() << "torsorc: "
+                   << (diag.getSeverity() == DiagnosticSeverity::Error ? "error"
+                                                                       : "note")
+                   << ": " << diag << "\n";
+      return success();
+    });
     return compile(*sourceMgr, context, os);
   }
   SourceMgrDiagnosticVerifierHandler handler(*sourceMgr, &context);
@@ -304,22 +349,26 @@ int main(int argc, char **argv) {
   registerPassManagerCLOptions();
   torsor::registerAllPasses();
   cl::HideUnrelatedOptions(torsorcCategory);
+  cl::AddExtraVersionPrinter([](llvm::raw_ostream &os) {
+    os << "Torsor version " << TORSOR_VERSION << "\n";
+  });
   cl::ParseCommandLineOptions(
       argc, argv,
       "torsorc: compile a Torsor model to a shared library\n\n"
       "  torsorc MODEL.tsr -o OUT.so [--target=cpu|nvptx] [--dtype=f32|f64]\n"
-      "          [-O0..-O3] [--emit=ast|mlir|opt|llvm|obj|so]\n"
+      "          [-O0..-O3] [--emit=ast|mlir|opt|llvm|obj|so] [--model NAME]\n"
       "  torsorc MODEL.tsr --report=redundancy [--report-json] "
       "[--weights=W.safetensors]\n"
       "  torsorc MODEL.tsr --relationalize [--weights=IN.safetensors "
-      "--convert-weights=OUT.safetensors] [-o OUT.so]\n");
+      "--convert-weights=OUT.safetensors] [-o OUT.so]\n"
+      "  Without -o, MODEL.so (or MODEL.o) is written next to MODEL.tsr.\n");
 
   if (optLevel > 3) {
     llvm::errs() << "torsorc: error: -O" << optLevel
                  << " is not an optimization level (use -O0 to -O3)\n";
     return 1;
   }
-  if (dtype != "f32" && dtype != "f64") {
+  if (!dtype.empty() && dtype != "f32" && dtype != "f64") {
     llvm::errs() << "torsorc: error: --dtype must be f32 or f64, got '" << dtype
                  << "'\n";
     return 1;
@@ -344,6 +393,13 @@ int main(int argc, char **argv) {
   }
   bool binaryOutput = (emitAction == Emit::Obj || emitAction == Emit::SO) &&
                       report == Report::None;
+  // `torsorc model.tsr` writes model.so (and model.json) next to it.
+  if (binaryOutput && outputFilename.empty() && inputFilename != "-") {
+    SmallString<128> path(inputFilename.getValue());
+    llvm::sys::path::replace_extension(path,
+                                       emitAction == Emit::SO ? "so" : "o");
+    outputFilename = path.str().str();
+  }
   std::unique_ptr<llvm::ToolOutputFile> output;
   if (!binaryOutput) {
     output = openOutputFile(outputFilename.empty() ? std::string("-")

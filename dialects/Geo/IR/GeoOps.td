@@ -1,7 +1,7 @@
 //===- GeoOps.td - Geo dialect operations ------------------*- tablegen -*-===//
 //
 // Sequence-level ops. Token tensors are `[batch...] x L x features` with `L`
-// usually dynamic; weights are static-shaped. Semantics are MATH.md §1, §3,
+// usually dynamic; weights are static-shaped. Semantics are docs/math.md §1, §3,
 // §4; the reference lowering is compiler/Conversion/GeoToLinalg.
 //
 //===----------------------------------------------------------------------===//
@@ -30,7 +30,7 @@ def Geo_LieAttentionOp : Geo_Op<"lie_attention", [Pure]> {
     Tokens are group elements `g_i` (`[batch...] x L x n x n`, the group's
     homogeneous matrices) with already-projected values `v_i`
     (`[batch...] x L x D`). The D features split into `heads` contiguous
-    slices of D/heads. For head h (MATH.md §1):
+    slices of D/heads. For head h (docs/math.md §1):
 
         s_ij   = −‖log(g_i⁻¹ g_j)‖²_λh / τ_h
         out_i  = Σ_j softmax_j(s_ij) · v_j        (on head h's slice)
@@ -143,7 +143,7 @@ def Geo_PluckerOp : Geo_Op<"plucker", [Pure]> {
 def Geo_GrassmannMixOp : Geo_Op<"grassmann_mix", [Pure]> {
   let summary = "attention-free Grassmann (Plücker) token mixing";
   let description = [{
-    MATH.md §3 with h `[batch...] x L x d`, W_red `r x d`, b_red `r`,
+    docs/math.md §3 with h `[batch...] x L x d`, W_red `r x d`, b_red `r`,
     W_plu `d x C(r,2)`, b_plu `d`, W_gate `d x 2d`, b_gate `d`:
 
         z_t   = W_red h_t + b_red
@@ -184,7 +184,7 @@ def Geo_GrassmannMixOp : Geo_Op<"grassmann_mix", [Pure]> {
 def Geo_RelationalAttentionOp : Geo_Op<"relational_attention", [Pure]> {
   let summary = "attention written in the O(d)-invariants G_QK and G_VO";
   let description = [{
-    MATH.md §4. With x `[batch...] x L x d` and per-head bilinear forms
+    docs/math.md §4. With x `[batch...] x L x d` and per-head bilinear forms
     G_QK = W_Q W_Kᵀ and G_VO = W_V W_O (each `heads x d x d`):
 
         score_ij^h = scale · x_i G_QK^h x_jᵀ
@@ -223,7 +223,7 @@ def Geo_RelationalNormOp : Geo_Op<"relational_norm",
         out = x / sqrt(mean_k(x_k²) + eps)
 
     No centering and no per-channel gain: both would break the O(d)
-    symmetry relational models rely on (MATH.md §4).
+    symmetry relational models rely on (docs/math.md §4).
 
     ```mlir
     %y = geo.relational_norm %x {eps = 1.0e-05 : f64} : tensor<?x8xf32>

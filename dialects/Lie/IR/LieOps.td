@@ -88,7 +88,7 @@ def Lie_LogOp : Lie_Op<"log", [Pure]> {
   let summary = "logarithm map to algebra coordinates";
   let description = [{
     Principal logarithm in the group's chart, as coordinates in the model's
-    orthonormal algebra basis (MATH.md §2). The result replaces the trailing
+    orthonormal algebra basis (docs/math.md §2). The result replaces the trailing
     n×n dims with one dim of the algebra's dimension.
     ```mlir
     %w = lie.log %g {group = #lie.group<se3>} : tensor<?x4x4xf32> -> tensor<?x6xf32>

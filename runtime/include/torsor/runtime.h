@@ -144,8 +144,10 @@ TorsorStatus *torsorModuleLoadWeights(TorsorModule *module,
                                       const char *safetensorsPath);
 
 /// Enables (`enable` != 0) or disables the group-membership check that
-/// torsorModuleRun() applies to group inputs of built-in groups, with
-/// absolute tolerance `tol`. Off by default.
+/// torsorModuleRun() applies to group inputs, with absolute tolerance `tol`.
+/// On by default, with tol 1e-4: built-in groups by closed-form tests,
+/// declared groups through the model's own membership residual. The check
+/// reads each group input once per run (docs/runtime.md gives its cost).
 void torsorModuleSetCheckGroups(TorsorModule *module, int32_t enable,
                                 double tol);
 

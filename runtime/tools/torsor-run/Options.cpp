@@ -28,14 +28,19 @@ const char *usage() {
          "options:\n"
          "  --input NAME=FILE.npy     bind input NAME (repeat per input)\n"
          "  --weights W.safetensors   bind params by name from a bundle\n"
+         "  --param NAME=FILE.npy     bind one param (repeat per param;\n"
+         "                            overrides --weights)\n"
          "  --output NAME=FILE.npy    write output NAME (default: print a\n"
          "                            summary of every output)\n"
          "  --threads N               thread-pool size (default: all cores)\n"
          "  --device cpu|cuda         where to run (default: cpu)\n"
          "  --time N                  after a warm-up run, time N runs and\n"
          "                            print the median and min wall time\n"
-         "  --check-groups[=TOL]      check group inputs are group elements\n"
-         "                            (default tolerance 1e-4)\n"
+         "  --check-groups[=TOL]      check that group inputs are group\n"
+         "                            elements (on by default; tolerance\n"
+         "                            1e-4)\n"
+         "  --no-check-groups         skip that check (it reads every\n"
+         "                            group input once per run)\n"
          "  --help                    print this help\n";
 }
 
@@ -97,6 +102,10 @@ Status parseOptions(int argc, char **argv, Options &out) {
       value = arg.substr(eq + 1);
       hasValue = true;
     }
+    if (arg == "--no-check-groups") {
+      out.checkGroups = false;
+      continue;
+    }
     if (flag == "--check-groups") {
       out.checkGroups = true;
       if (hasValue) {
@@ -112,7 +121,8 @@ Status parseOptions(int argc, char **argv, Options &out) {
       continue;
     }
     static const char *const kValued[] = {"--input",   "--output", "--weights",
-                                          "--threads", "--device", "--time"};
+                                          "--threads", "--device", "--time",
+                                          "--param"};
     bool known = false;
     for (const char *k : kValued)
       known |= flag == k;
@@ -128,6 +138,8 @@ Status parseOptions(int argc, char **argv, Options &out) {
       s = parsePair(flag, value, out.inputs);
     else if (flag == "--output")
       s = parsePair(flag, value, out.outputs);
+    else if (flag == "--param")
+      s = parsePair(flag, value, out.params);
     else if (flag == "--weights") {
       if (!out.weights.empty())
         return invalidArg("--weights given more than once");

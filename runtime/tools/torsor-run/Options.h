@@ -1,6 +1,6 @@
 //===- Options.h - torsor-run command-line options ------------*- C++ -*-===//
 //
-// The command line of torsor-run (DESIGN.md "Run"), parsed strictly: an
+// The command line of torsor-run (docs/runtime.md), parsed strictly: an
 // unknown flag, a missing value or a malformed number is an error that
 // names the flag, never a crash or a silent default.
 //
@@ -22,11 +22,12 @@ struct Options {
   std::string model;                                        ///< OUT.so
   std::vector<std::pair<std::string, std::string>> inputs;  ///< NAME=FILE
   std::vector<std::pair<std::string, std::string>> outputs; ///< NAME=FILE
+  std::vector<std::pair<std::string, std::string>> params;  ///< NAME=FILE
   std::string weights; ///< .safetensors bundle, optional
   int threads = 0;     ///< 0: hardware concurrency
   std::string device = "cpu";
-  int timeRuns = 0; ///< --time N
-  bool checkGroups = false;
+  int timeRuns = 0;        ///< --time N
+  bool checkGroups = true; ///< --no-check-groups turns it off
   double groupTol = 1e-4;
   bool help = false;
 };

@@ -1,6 +1,6 @@
 //===- torsor-run.cpp - Run a compiled Torsor model -----------------------===//
 //
-// Command-line front end of the runtime (DESIGN.md "Run"): loads OUT.so,
+// Command-line front end of the runtime (docs/runtime.md): loads OUT.so,
 // binds inputs from .npy files and params from a .safetensors bundle, runs
 // (optionally timed), and writes outputs as .npy or prints a summary. Every
 // failure prints "torsor-run: error: <message>" and exits with status 1.
@@ -10,12 +10,14 @@
 #include "torsor/runtime.h"
 
 #include "Binding.h"
+#include "Half.h"
 #include "Npy.h"
 #include "Options.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 
 using namespace torsor;
@@ -81,15 +83,52 @@ void printSummary(const char *name, const TorsorTensor &t) {
   std::printf("%s]\n", n > shown ? ", ..." : "");
 }
 
-/// Checks that the model has a tensor `name` of `kind`; the message lists
-/// the names it does have ("unknown input 'posee'; model inputs are: ...").
-Status checkName(const TorsorModule *m, TorsorTensorKind kind,
-                 const std::string &name) {
+/// Names of the model's tensors of `kind`.
+std::vector<rt::TensorSpec> tensorNames(const TorsorModule *m,
+                                        TorsorTensorKind kind) {
   std::vector<rt::TensorSpec> specs(torsorModuleNumTensors(m, kind));
   for (size_t i = 0; i < specs.size(); ++i)
     specs[i].name = torsorModuleTensorName(m, kind, static_cast<int32_t>(i));
+  return specs;
+}
+
+/// Checks that the model has a tensor `name` of `kind`; the message lists
+/// the names it does have ("unknown input 'posee'; model inputs are: ...")
+/// or says where a param given as an input (or the reverse) belongs.
+Status checkName(const TorsorModule *m, TorsorTensorKind kind,
+                 const std::string &name) {
   size_t index;
-  return rt::findTensor(specs, kind, name, index);
+  Status s = rt::findTensor(tensorNames(m, kind), kind, name, index);
+  if (s.ok() || kind == TORSOR_OUTPUT)
+    return s;
+  TorsorTensorKind other = kind == TORSOR_INPUT ? TORSOR_PARAM : TORSOR_INPUT;
+  if (!rt::findTensor(tensorNames(m, other), other, name, index).ok())
+    return s;
+  if (kind == TORSOR_INPUT)
+    return rt::invalidArg("'" + name +
+                          "' is a param, not an input: bind it with "
+                          "--weights W.safetensors or --param " +
+                          name + "=FILE.npy");
+  return rt::invalidArg("'" + name +
+                        "' is an input, not a param: bind it "
+                        "with --input " +
+                        name + "=FILE.npy");
+}
+
+/// Widens f16 data (loaded as f32) to f64 when tensor `name` of `kind`
+/// is f64, so half-precision files bind to models of either float type.
+Status widenForTensor(const TorsorModule *m, TorsorTensorKind kind,
+                      const std::string &name, HostTensor &t) {
+  for (int32_t i = 0; i < torsorModuleNumTensors(m, kind); ++i)
+    if (name == torsorModuleTensorName(m, kind, i))
+      return rt::widenForModel(t, torsorModuleTensorDType(m, kind, i));
+  return Status();
+}
+
+/// True when `path` ends in `suffix`.
+bool endsWith(const std::string &path, const char *suffix) {
+  size_t n = std::strlen(suffix);
+  return path.size() >= n && path.compare(path.size() - n, n, suffix) == 0;
 }
 
 /// Runs once and returns the wall time in milliseconds.
@@ -109,6 +148,13 @@ int runTool(const run::Options &opts) {
   Status s = take(torsorSetNumThreads(opts.threads));
   if (!s.ok())
     return fail(s.message);
+  // A model source is the most common first mistake: say what to run.
+  if (endsWith(opts.model, ".tsr") || endsWith(opts.model, ".mlir")) {
+    std::string so = opts.model.substr(0, opts.model.rfind('.')) + ".so";
+    return fail("'" + opts.model +
+                "' is a model source; compile it first: " + "torsorc " +
+                opts.model + " -o " + so + ", then run " + "torsor-run " + so);
+  }
   TorsorModule *raw = nullptr;
   s = take(torsorModuleLoad(opts.model.c_str(), &raw));
   if (!s.ok())
@@ -119,6 +165,9 @@ int runTool(const run::Options &opts) {
   // reported as such (and costs no run).
   for (const auto &[name, file] : opts.inputs)
     if (!(s = checkName(module.get(), TORSOR_INPUT, name)).ok())
+      return fail(s.message);
+  for (const auto &[name, file] : opts.params)
+    if (!(s = checkName(module.get(), TORSOR_PARAM, name)).ok())
       return fail(s.message);
   for (const auto &[name, file] : opts.outputs)
     if (!(s = checkName(module.get(), TORSOR_OUTPUT, name)).ok())
@@ -131,6 +180,8 @@ int runTool(const run::Options &opts) {
   for (size_t i = 0; i < opts.inputs.size(); ++i) {
     const auto &[name, file] = opts.inputs[i];
     s = rt::readNpy(file, inputs[i]);
+    if (s.ok())
+      s = widenForTensor(module.get(), TORSOR_INPUT, name, inputs[i]);
     if (!s.ok())
       return fail(s.message);
     strides[i] = inputs[i].strides();
@@ -144,12 +195,33 @@ int runTool(const run::Options &opts) {
     if (!s.ok())
       return fail(s.message);
   }
+  // Single params after the bundle, so they override it.
+  std::vector<HostTensor> params(opts.params.size());
+  std::vector<std::vector<int64_t>> paramStrides(opts.params.size());
+  for (size_t i = 0; i < opts.params.size(); ++i) {
+    const auto &[name, file] = opts.params[i];
+    s = rt::readNpy(file, params[i]);
+    if (s.ok())
+      s = widenForTensor(module.get(), TORSOR_PARAM, name, params[i]);
+    if (!s.ok())
+      return fail(s.message);
+    paramStrides[i] = params[i].strides();
+    TorsorTensor view = params[i].view(paramStrides[i]);
+    s = take(torsorModuleBindParam(module.get(), name.c_str(), &view));
+    if (!s.ok())
+      return fail(s.message + " (from '" + file + "')");
+  }
   torsorModuleSetCheckGroups(module.get(), opts.checkGroups, opts.groupTol);
 
   double ms;
   s = timedRun(module.get(), ms);
-  if (!s.ok())
+  if (!s.ok()) {
+    if (s.message.compare(0, 8, "missing ") == 0 &&
+        s.message.find("param '") != std::string::npos)
+      s.message += " (bind params with --weights W.safetensors or --param "
+                   "NAME=FILE.npy)";
     return fail(s.message);
+  }
   if (opts.timeRuns > 0) {
     std::vector<double> times;
     for (int r = 0; r < opts.timeRuns; ++r) {

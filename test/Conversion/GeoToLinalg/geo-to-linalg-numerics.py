@@ -4,7 +4,7 @@
 
 Every geo op is lowered with `torsor-opt --convert-geo-to-linalg` alone and
 the result compiled by torsorc (lie ops, bufferization, LLVM), so this checks
-the -O0 oracle itself: the formulas of MATH.md §1, §3, §4 written
+the -O0 oracle itself: the formulas of docs/math.md §1, §3, §4 written
 independently here in NumPy (einsum, explicit loops over offsets, the
 principal matrix log from SciPy for the pairwise algebra coordinates;
 lie_attention runs in every built-in group).

@@ -72,6 +72,13 @@ def main(out):
     whole = open(j("x.npy"), "rb").read()
     open(j("x_trunc.npy"), "wb").write(whole[:-8])
     open(j("garbage.npy"), "wb").write(b"this is not an array\n")
+    # Weights in formats users try before safetensors.
+    np.save(j("w.npy"), w())
+    np.savez(j("w.npz"), w=w())
+    import pickle
+    open(j("w_pickle.pt"), "wb").write(pickle.dumps({"w": w().tolist()},
+                                                    protocol=2))
+    open(j("model.tsr"), "w").write("model M { }\n")
 
 
 if __name__ == "__main__":

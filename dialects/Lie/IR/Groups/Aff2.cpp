@@ -53,6 +53,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/Lie/IR/Groups/BuiltinFacts.h"
 #include "dialects/Lie/IR/Groups/Groups.h"
 #include "dialects/Lie/IR/Groups/Series.h"
 
@@ -207,13 +208,16 @@ Scalars composeAffine2(ScalarBuilder &m, ValueRange a, ValueRange b) {
 class Aff2Model final : public GroupModel {
 public:
   StringRef getName() const override { return "aff2"; }
-  StringRef getDisplayName() const override { return "Aff2"; }
-  unsigned getMatrixSize() const override { return 3; }
-  unsigned getAlgebraDim() const override { return 6; }
-  unsigned getPointDim() const override { return 2; }
+  StringRef getDisplayName() const override {
+    return toRef(builtinFacts("aff2").name);
+  }
+  unsigned getMatrixSize() const override { return builtinFacts("aff2").n; }
+  unsigned getAlgebraDim() const override { return builtinFacts("aff2").k; }
+  unsigned getPointDim() const override {
+    return builtinFacts("aff2").pointDim;
+  }
   ArrayRef<AlgebraBlock> getBlocks() const override {
-    static const AlgebraBlock blocks[] = {{"lin", 0, 4}, {"trans", 4, 2}};
-    return blocks;
+    return builtinBlocks("aff2");
   }
   bool isInsideChart(ArrayRef<double> v) const override {
     double k = 0.5 * (v[0] - v[3]);

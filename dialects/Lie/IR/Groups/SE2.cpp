@@ -23,6 +23,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/Lie/IR/Groups/BuiltinFacts.h"
 #include "dialects/Lie/IR/Groups/Groups.h"
 #include "dialects/Lie/IR/Groups/PairForms.h"
 
@@ -40,13 +41,14 @@ constexpr double kSinXOverX[] = {1.0, -1.0 / 6, 1.0 / 120, -1.0 / 5040};
 class SE2Model final : public GroupModel {
 public:
   StringRef getName() const override { return "se2"; }
-  StringRef getDisplayName() const override { return "SE2"; }
-  unsigned getMatrixSize() const override { return 3; }
-  unsigned getAlgebraDim() const override { return 3; }
-  unsigned getPointDim() const override { return 2; }
+  StringRef getDisplayName() const override {
+    return toRef(builtinFacts("se2").name);
+  }
+  unsigned getMatrixSize() const override { return builtinFacts("se2").n; }
+  unsigned getAlgebraDim() const override { return builtinFacts("se2").k; }
+  unsigned getPointDim() const override { return builtinFacts("se2").pointDim; }
   ArrayRef<AlgebraBlock> getBlocks() const override {
-    static const AlgebraBlock blocks[] = {{"rot", 0, 1}, {"trans", 1, 2}};
-    return blocks;
+    return builtinBlocks("se2");
   }
   bool isInsideChart(ArrayRef<double> v) const override {
     return std::abs(v[0]) < M_PI;

@@ -39,6 +39,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/Lie/IR/Groups/BuiltinFacts.h"
 #include "dialects/Lie/IR/Groups/Groups.h"
 #include "dialects/Lie/IR/Groups/PairForms.h"
 
@@ -73,13 +74,14 @@ Scalars rotation(ValueRange g) {
 class SE3Model final : public GroupModel {
 public:
   StringRef getName() const override { return "se3"; }
-  StringRef getDisplayName() const override { return "SE3"; }
-  unsigned getMatrixSize() const override { return 4; }
-  unsigned getAlgebraDim() const override { return 6; }
-  unsigned getPointDim() const override { return 3; }
+  StringRef getDisplayName() const override {
+    return toRef(builtinFacts("se3").name);
+  }
+  unsigned getMatrixSize() const override { return builtinFacts("se3").n; }
+  unsigned getAlgebraDim() const override { return builtinFacts("se3").k; }
+  unsigned getPointDim() const override { return builtinFacts("se3").pointDim; }
   ArrayRef<AlgebraBlock> getBlocks() const override {
-    static const AlgebraBlock blocks[] = {{"rot", 0, 3}, {"trans", 3, 3}};
-    return blocks;
+    return builtinBlocks("se3");
   }
   bool isInsideChart(ArrayRef<double> v) const override {
     return std::sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]) < M_PI;

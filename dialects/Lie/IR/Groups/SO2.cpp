@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/Lie/IR/Groups/BuiltinFacts.h"
 #include "dialects/Lie/IR/Groups/Groups.h"
 #include "dialects/Lie/IR/Groups/PairForms.h"
 
@@ -20,13 +21,14 @@ namespace {
 class SO2Model final : public GroupModel {
 public:
   StringRef getName() const override { return "so2"; }
-  StringRef getDisplayName() const override { return "SO2"; }
-  unsigned getMatrixSize() const override { return 2; }
-  unsigned getAlgebraDim() const override { return 1; }
-  unsigned getPointDim() const override { return 2; }
+  StringRef getDisplayName() const override {
+    return toRef(builtinFacts("so2").name);
+  }
+  unsigned getMatrixSize() const override { return builtinFacts("so2").n; }
+  unsigned getAlgebraDim() const override { return builtinFacts("so2").k; }
+  unsigned getPointDim() const override { return builtinFacts("so2").pointDim; }
   ArrayRef<AlgebraBlock> getBlocks() const override {
-    static const AlgebraBlock blocks[] = {{"rot", 0, 1}};
-    return blocks;
+    return builtinBlocks("so2");
   }
   bool isInsideChart(ArrayRef<double> v) const override {
     return std::abs(v[0]) < M_PI;

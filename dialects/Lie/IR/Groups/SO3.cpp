@@ -34,6 +34,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/Lie/IR/Groups/BuiltinFacts.h"
 #include "dialects/Lie/IR/Groups/Groups.h"
 #include "dialects/Lie/IR/Groups/PairForms.h"
 
@@ -52,13 +53,14 @@ constexpr double kNearPiCos = -0.5;
 class SO3Model final : public GroupModel {
 public:
   StringRef getName() const override { return "so3"; }
-  StringRef getDisplayName() const override { return "SO3"; }
-  unsigned getMatrixSize() const override { return 3; }
-  unsigned getAlgebraDim() const override { return 3; }
-  unsigned getPointDim() const override { return 3; }
+  StringRef getDisplayName() const override {
+    return toRef(builtinFacts("so3").name);
+  }
+  unsigned getMatrixSize() const override { return builtinFacts("so3").n; }
+  unsigned getAlgebraDim() const override { return builtinFacts("so3").k; }
+  unsigned getPointDim() const override { return builtinFacts("so3").pointDim; }
   ArrayRef<AlgebraBlock> getBlocks() const override {
-    static const AlgebraBlock blocks[] = {{"rot", 0, 3}};
-    return blocks;
+    return builtinBlocks("so3");
   }
   bool isInsideChart(ArrayRef<double> v) const override {
     return std::sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]) < M_PI;

@@ -48,6 +48,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/Lie/IR/Groups/BuiltinFacts.h"
 #include "dialects/Lie/IR/Groups/Groups.h"
 #include "dialects/Lie/IR/Groups/Series.h"
 
@@ -181,14 +182,16 @@ std::array<Value, 3> apply(ScalarBuilder &m, Coeffs f, ArrayRef<Value> w,
 class Sim3Model final : public GroupModel {
 public:
   StringRef getName() const override { return "sim3"; }
-  StringRef getDisplayName() const override { return "Sim3"; }
-  unsigned getMatrixSize() const override { return 4; }
-  unsigned getAlgebraDim() const override { return 7; }
-  unsigned getPointDim() const override { return 3; }
+  StringRef getDisplayName() const override {
+    return toRef(builtinFacts("sim3").name);
+  }
+  unsigned getMatrixSize() const override { return builtinFacts("sim3").n; }
+  unsigned getAlgebraDim() const override { return builtinFacts("sim3").k; }
+  unsigned getPointDim() const override {
+    return builtinFacts("sim3").pointDim;
+  }
   ArrayRef<AlgebraBlock> getBlocks() const override {
-    static const AlgebraBlock blocks[] = {
-        {"rot", 0, 3}, {"trans", 3, 3}, {"scale", 6, 1}};
-    return blocks;
+    return builtinBlocks("sim3");
   }
   bool isInsideChart(ArrayRef<double> v) const override {
     return v[0] * v[0] + v[1] * v[1] + v[2] * v[2] < M_PI * M_PI;

@@ -1,0 +1,2 @@
+" Torsor model files.
+autocmd BufRead,BufNewFile *.tsr setfiletype tsr
