@@ -17,12 +17,14 @@
 #include "compiler/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
@@ -48,10 +50,17 @@ void torsor::buildCPULoweringPipeline(OpPassManager &pm,
   pm.addPass(createTorsorSelectStrategy(strategy));
 
   // Sequence-level and group ops to loops of scalar arith/math on tensors.
+  // Above -O0, Grassmann mixing takes its fused form first.
+  if (options.optLevel > 0)
+    pm.addPass(createGeoFuseGrassmann());
   pm.addPass(createConvertGeoToLinalg());
   pm.addPass(createConvertLieToArith());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+
+  // Dense contractions to tiled FMA micro-kernels (tasks are scf.forall).
+  if (options.optLevel > 0)
+    pm.addNestedPass<func::FuncOp>(createTorsorTileDense());
 
   // Tensors to buffers. Function boundaries use plain (identity-layout)
   // memrefs: that is the descriptor ABI the runtime passes.
@@ -68,6 +77,7 @@ void torsor::buildCPULoweringPipeline(OpPassManager &pm,
   // are parallel, and the outermost parallel loops become tasks of the
   // runtime's thread pool. -O0 stays serial: it is the oracle.
   if (options.optLevel > 0) {
+    pm.addPass(createForallToParallelLoopPass());
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
     // Drops the buffer iter_args bufferization left on marked loops.
     pm.addPass(createCanonicalizerPass());
@@ -87,6 +97,11 @@ void torsor::buildCPULoweringPipeline(OpPassManager &pm,
   expand.opMnemonics = {"rsqrt"};
   pm.addPass(math::createMathExpandOpsPass(expand));
   pm.addPass(createConvertMathToLibmPass());
+  // n-D vector transfers of the dense kernels to 1-D ones, then vectors to
+  // LLVM (the generic conversion below lacks the transfer lowerings).
+  pm.addPass(createConvertVectorToSCFPass(
+      VectorTransferToSCFOptions().enableFullUnroll()));
+  pm.addPass(createConvertVectorToLLVMPass());
   pm.addPass(createConvertToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
