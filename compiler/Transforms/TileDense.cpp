@@ -160,6 +160,111 @@ FailureOr<scf::SCFTilingResult> tile(RewriterBase &rewriter, Operation *op,
   return result;
 }
 
+/// Whether `op` is an elementwise linalg.generic over a tensor of `type`
+/// (all loops parallel, identity output map) that reads `value` through
+/// the identity map: a link of an epilogue chain.
+bool isEpilogue(Operation *op, Value value, Type type) {
+  auto generic = dyn_cast<linalg::GenericOp>(op);
+  if (!generic || !generic.hasPureTensorSemantics() ||
+      generic.getNumDpsInits() != 1 ||
+      generic.getNumParallelLoops() != generic.getNumLoops() ||
+      generic->getResult(0).getType() != type)
+    return false;
+  if (!generic.getIndexingMapsArray().back().isIdentity())
+    return false;
+  for (OpOperand &operand : generic->getOpOperands())
+    if (operand.get() == value &&
+        !generic.getMatchingIndexingMap(&operand).isIdentity())
+      return false;
+  return true;
+}
+
+/// The task loop around `contract` (and the elementwise epilogue chain that
+/// consumes it: bias, activation, residual, ...): an scf.forall over
+/// blocks of `mc` rows and every batch element. The epilogue's ops and the
+/// accumulator's fill are fused into the same task, so they run on the
+/// task's block while it is in cache instead of as passes of their own
+/// over memory. Returns the contraction inside the task.
+FailureOr<Operation *> tileTasks(RewriterBase &rewriter,
+                                 linalg::ContractOp contract, const Dims &d,
+                                 int64_t mc) {
+  SmallVector<Operation *> chain = {contract};
+  Type type = contract->getResult(0).getType();
+  while (
+      chain.back()->hasOneUse() &&
+      isEpilogue(*chain.back()->user_begin(), chain.back()->getResult(0), type))
+    chain.push_back(*chain.back()->user_begin());
+  // Sizes over the loops of the root (the dims of the output).
+  AffineMap out = contract.getIndexingMapsArray()[2];
+  SmallVector<int64_t> sizes(out.getNumResults(), 0);
+  SmallVector<int64_t> order;
+  for (unsigned pos = 0; pos < out.getNumResults(); ++pos) {
+    unsigned dim = out.getDimPosition(pos);
+    if (llvm::is_contained(d.batch, dim)) {
+      sizes[pos] = 1;
+      order.push_back(pos);
+    }
+  }
+  sizes[resultOf(out, d.m)] = mc;
+  order.push_back(resultOf(out, d.m));
+  for (unsigned pos = 0; pos < out.getNumResults(); ++pos)
+    if (!llvm::is_contained(order, pos))
+      order.push_back(pos);
+
+  scf::SCFTilingOptions tiling;
+  tiling.setTileSizes(getAsIndexOpFoldResult(rewriter.getContext(), sizes));
+  tiling.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
+  tiling.setInterchange(order);
+  if (chain.size() == 1) {
+    // No epilogue: tile the contraction itself (its loops, not the
+    // output's, so sizes move to loop dims).
+    SmallVector<int64_t> loopSizes(d.numLoops, 0), loopOrder;
+    for (unsigned b : d.batch) {
+      loopSizes[b] = 1;
+      loopOrder.push_back(b);
+    }
+    loopSizes[d.m] = mc;
+    loopOrder.push_back(d.m);
+    for (unsigned l = 0; l < d.numLoops; ++l)
+      if (!llvm::is_contained(loopOrder, l))
+        loopOrder.push_back(l);
+    tiling.setTileSizes(
+        getAsIndexOpFoldResult(rewriter.getContext(), loopSizes));
+    tiling.setInterchange(loopOrder);
+    rewriter.setInsertionPoint(contract);
+    FailureOr<scf::SCFTilingResult> tasks = scf::tileUsingSCF(
+        rewriter, cast<TilingInterface>(contract.getOperation()), tiling);
+    if (failed(tasks))
+      return failure();
+    rewriter.replaceOp(contract, tasks->replacements);
+    return tasks->tiledOps[0];
+  }
+
+  llvm::SmallPtrSet<Operation *, 8> members(chain.begin(), chain.end());
+  scf::SCFTileAndFuseOptions options;
+  options.setTilingOptions(tiling);
+  options.setFusionControlFn(
+      [&](tensor::ExtractSliceOp, OpResult producer,
+          bool) -> std::optional<scf::SCFTileAndFuseOptions::ControlFnResult> {
+        Operation *op = producer.getOwner();
+        if (members.contains(op) || isa<linalg::FillOp>(op))
+          return scf::SCFTileAndFuseOptions::ControlFnResult{};
+        return std::nullopt;
+      });
+  rewriter.setInsertionPoint(chain.back());
+  FailureOr<scf::SCFTileAndFuseResult> fused =
+      scf::tileConsumerAndFuseProducersUsingSCF(
+          rewriter, cast<TilingInterface>(chain.back()), options);
+  if (failed(fused))
+    return failure();
+  for (auto [original, replacement] : fused->replacements)
+    rewriter.replaceAllUsesWith(original, replacement);
+  for (Operation *op : fused->tiledAndFusedOps)
+    if (isa<linalg::ContractOp>(op))
+      return op;
+  return failure();
+}
+
 /// Builds the loop nest of the file comment around one contraction.
 LogicalResult tileContraction(RewriterBase &rewriter, linalg::LinalgOp op,
                               const Dims &d, const TargetStrategy &s) {
@@ -178,19 +283,14 @@ LogicalResult tileContraction(RewriterBase &rewriter, linalg::LinalgOp op,
     return v;
   };
 
-  // Tasks: blocks of rows (and every batch element) in parallel.
-  SmallVector<int64_t> taskSizes = sizes({{d.m, mc}});
-  for (unsigned b : d.batch)
-    taskSizes[b] = 1;
-  SmallVector<unsigned> taskOrder(d.batch);
-  taskOrder.push_back(d.m);
-  auto tasks =
-      tile(rewriter, generic, taskSizes, taskOrder, LoopType::ForallOp);
-  if (failed(tasks))
+  // Tasks: blocks of rows (and every batch element) in parallel, with the
+  // epilogue.
+  FailureOr<Operation *> task = tileTasks(rewriter, generic, d, mc);
+  if (failed(task))
     return failure();
   // Cache blocks: columns, then depth.
   auto cache =
-      tile(rewriter, tasks->tiledOps[0],
+      tile(rewriter, *task,
            sizes({{d.n, s.matmulCacheCols}, {d.k, s.matmulCacheDepth}}),
            {d.n, d.k}, LoopType::ForOp);
   if (failed(cache))
@@ -256,6 +356,21 @@ struct TileDense : torsor::impl::TorsorTileDenseBase<TileDense> {
     func::FuncOp func = getOperation();
     TargetStrategy strategy = TargetStrategy::get(func);
     IRRewriter rewriter(&getContext());
+
+    // Elementwise chains (bias + activation, ...) into one generic each.
+    // Only all-parallel consumers: fused into a contraction's generic, a
+    // producer would turn it into something the kernels no longer match.
+    RewritePatternSet elementwise(&getContext());
+    linalg::populateElementwiseOpsFusionPatterns(
+        elementwise, [](OpOperand *operand) {
+          auto consumer = dyn_cast<linalg::GenericOp>(operand->getOwner());
+          Operation *producer = operand->get().getDefiningOp();
+          return consumer && producer && producer->hasOneUse() &&
+                 consumer.getNumParallelLoops() == consumer.getNumLoops();
+        });
+    if (failed(applyPatternsGreedily(func, std::move(elementwise))))
+      return signalPassFailure();
+
     SmallVector<std::pair<linalg::LinalgOp, Dims>> contractions;
     func.walk([&](linalg::LinalgOp op) {
       if (auto d = matchContraction(op))
