@@ -193,6 +193,13 @@ def TorsorTileDense : Pass<"torsor-tile-dense", "::mlir::func::FuncOp"> {
     sizes come from the module's `torsor.strategy`
     (compiler/Strategy/TargetStrategy.h); ragged edges stay scalar loops.
 
+    Glue: chains of elementwise generics are fused first (upstream
+    elementwise fusion, all-parallel consumers only), and the elementwise
+    chain consuming a contraction (bias, activation, residual) is tiled
+    with it into the same `scf.forall` task, together with the
+    accumulator's `linalg.fill`, so it runs on the task's row block while
+    that is in cache.
+
     After (mr = 8, nr = 32):
     ```mlir
     scf.forall (%i) = (0) to (%L) step (32) shared_outs(%o = %init) {
