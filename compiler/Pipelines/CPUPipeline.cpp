@@ -77,6 +77,10 @@ void torsor::buildCPULoweringPipeline(OpPassManager &pm,
   // are parallel, and the outermost parallel loops become tasks of the
   // runtime's thread pool. -O0 stays serial: it is the oracle.
   if (options.optLevel > 0) {
+    // The dense kernels' tiles leave copies of a subview onto an equal
+    // subview; CSE makes them one value and the canonicalizer drops them.
+    pm.addPass(createCSEPass());
+    pm.addPass(createCanonicalizerPass());
     pm.addPass(createForallToParallelLoopPass());
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
     // Drops the buffer iter_args bufferization left on marked loops.

@@ -182,16 +182,21 @@ bool isEpilogue(Operation *op, Value value, Type type) {
 /// The task loop around `contract` (and the elementwise epilogue chain that
 /// consumes it: bias, activation, residual, ...): an scf.forall over
 /// blocks of `mc` rows and every batch element. The epilogue's ops and the
-/// accumulator's fill are fused into the same task, so they run on the
-/// task's block while it is in cache instead of as passes of their own
-/// over memory. Returns the contraction inside the task.
+/// accumulator's fill (or bias broadcast) are fused into the same task, so they
+/// run on the task's block while it is in cache instead of as passes of their
+/// own over memory. Returns the contraction inside the task.
 FailureOr<Operation *> tileTasks(RewriterBase &rewriter,
                                  linalg::ContractOp contract, const Dims &d,
                                  int64_t mc) {
   SmallVector<Operation *> chain = {contract};
   Type type = contract->getResult(0).getType();
+  // The accumulator's init must be recomputable per task (a fill or a
+  // bias broadcast): a task may write in place only into its share of the
+  // loop's own output, so any other init would be copied per task.
+  Operation *init = contract.getDpsInits()[0].getDefiningOp();
+  bool fusable = isa_and_nonnull<linalg::FillOp, linalg::BroadcastOp>(init);
   while (
-      chain.back()->hasOneUse() &&
+      fusable && chain.back()->hasOneUse() &&
       isEpilogue(*chain.back()->user_begin(), chain.back()->getResult(0), type))
     chain.push_back(*chain.back()->user_begin());
   // Sizes over the loops of the root (the dims of the output).
@@ -247,7 +252,8 @@ FailureOr<Operation *> tileTasks(RewriterBase &rewriter,
       [&](tensor::ExtractSliceOp, OpResult producer,
           bool) -> std::optional<scf::SCFTileAndFuseOptions::ControlFnResult> {
         Operation *op = producer.getOwner();
-        if (members.contains(op) || isa<linalg::FillOp>(op))
+        if (members.contains(op) ||
+            isa<linalg::FillOp, linalg::BroadcastOp>(op))
           return scf::SCFTileAndFuseOptions::ControlFnResult{};
         return std::nullopt;
       });
@@ -364,9 +370,10 @@ struct TileDense : torsor::impl::TorsorTileDenseBase<TileDense> {
     linalg::populateElementwiseOpsFusionPatterns(
         elementwise, [](OpOperand *operand) {
           auto consumer = dyn_cast<linalg::GenericOp>(operand->getOwner());
-          Operation *producer = operand->get().getDefiningOp();
+          auto producer = operand->get().getDefiningOp<linalg::GenericOp>();
           return consumer && producer && producer->hasOneUse() &&
-                 consumer.getNumParallelLoops() == consumer.getNumLoops();
+                 consumer.getNumParallelLoops() == consumer.getNumLoops() &&
+                 producer.getNumParallelLoops() == producer.getNumLoops();
         });
     if (failed(applyPatternsGreedily(func, std::move(elementwise))))
       return signalPassFailure();
@@ -410,6 +417,12 @@ struct TileDense : torsor::impl::TorsorTileDenseBase<TileDense> {
                                                         &getContext());
     vector::TransferWriteOp::getCanonicalizationPatterns(lowering,
                                                          &getContext());
+    // The k loops still carry the accumulator's tensor, now yielded
+    // unchanged: dropping it lets bufferization write tiles in place.
+    scf::ForOp::getCanonicalizationPatterns(lowering, &getContext());
+    tensor::ExtractSliceOp::getCanonicalizationPatterns(lowering,
+                                                        &getContext());
+    tensor::InsertSliceOp::getCanonicalizationPatterns(lowering, &getContext());
     if (failed(applyPatternsGreedily(func, std::move(lowering))))
       return signalPassFailure();
   }

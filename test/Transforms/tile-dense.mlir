@@ -12,7 +12,7 @@
 // CHECK:           scf.for %{{.*}} step %c8
 // CHECK:             scf.for %{{.*}} step %c32
 // CHECK:               %[[ACC:.*]] = vector.transfer_read {{.*}} : tensor<8x32xf32>, vector<8x32xf32>
-// CHECK:               scf.for %{{.*}} = %c0 to %c256 step %c1 iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %[[ACC]]) -> (tensor<8x32xf32>, vector<8x32xf32>)
+// CHECK:               scf.for %{{.*}} = %c0 to %c256 step %c1 iter_args(%{{.*}} = %[[ACC]]) -> (vector<8x32xf32>)
 // CHECK-COUNT-8:         vector.fma {{.*}} : vector<32xf32>
 // CHECK-NOT:             vector.fma
 // CHECK:                 scf.yield
