@@ -88,4 +88,36 @@ def ConvertGeoToLinalg : Pass<"convert-geo-to-linalg"> {
   ];
 }
 
+def GeoFuseGrassmann : Pass<"geo-fuse-grassmann"> {
+  let summary = "Fused lowering of geo.grassmann_mix (no per-offset Plücker tensor)";
+  let description = [{
+    Lowers geo.grassmann_mix (MATH.md §3) without the L × |offsets| × C(r,2)
+    Plücker tensor, for -O1 and above (convert-geo-to-linalg stays the -O0
+    oracle). The norms come from the Lagrange identity
+    ‖u ∧ v‖² = ‖u‖²‖v‖² − (u·v)²; the bilinear form W_plü (u ∧ v) = B(u) v
+    applies B(z_t) once per token to the offsets' weighted sum
+    w_t = Σ_Δ (z_Δ − s_Δ z_t) / max(‖z_t ∧ z_Δ‖, ε) (each partner projected
+    off z_t, scalars and w_t in f64, so near-parallel pairs do not amplify
+    rounding), as W_plü (z_t ∧ w_t). Cost O(L (d r² / 2 + |offsets| r));
+    every step is parallel over tokens, and the gate follows as two linear
+    layers and one elementwise op. Other geo ops are left alone.
+
+    After (schematically, r = 4, offsets [1, 2]):
+    ```mlir
+    %z = linalg.generic ...                       // h W_redᵀ + b_red : ?x4
+    %dot = linalg.generic ... -> tensor<?x2xf64>  // z_t · z_{t−Δ}
+    %cv, %cu = linalg.generic ... -> tensor<?x2xf64>, tensor<?x2xf64>
+    %w = linalg.generic ... -> tensor<?x4xf64>    // Σ_Δ cv z_{t−Δ} − cu z_t
+    %q = linalg.generic ... -> tensor<?x6xf32>    // z_t ∧ w_t
+    %g = linalg.generic ...                       // q W_plüᵀ, mean, bias
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
 #endif // TORSOR_CONVERSION_PASSES

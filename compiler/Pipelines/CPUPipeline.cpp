@@ -18,12 +18,14 @@
 #include "dialects/Geo/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
@@ -60,10 +62,17 @@ void torsor::buildCPULoweringPipeline(OpPassManager &pm,
   }
 
   // Sequence-level and group ops to loops of scalar arith/math on tensors.
+  // Above -O0, Grassmann mixing takes its fused form first.
+  if (options.optLevel > 0)
+    pm.addPass(createGeoFuseGrassmann());
   pm.addPass(createConvertGeoToLinalg());
   pm.addPass(createConvertLieToArith());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+
+  // Dense contractions to tiled FMA micro-kernels (tasks are scf.forall).
+  if (options.optLevel > 0)
+    pm.addNestedPass<func::FuncOp>(createTorsorTileDense());
 
   // Tensors to buffers. Function boundaries use plain (identity-layout)
   // memrefs: that is the descriptor ABI the runtime passes.
@@ -80,6 +89,11 @@ void torsor::buildCPULoweringPipeline(OpPassManager &pm,
   // are parallel, and the outermost parallel loops become tasks of the
   // runtime's thread pool. -O0 stays serial: it is the oracle.
   if (options.optLevel > 0) {
+    // The dense kernels' tiles leave copies of a subview onto an equal
+    // subview; CSE makes them one value and the canonicalizer drops them.
+    pm.addPass(createCSEPass());
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createForallToParallelLoopPass());
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
     // Drops the buffer iter_args bufferization left on marked loops.
     pm.addPass(createCanonicalizerPass());
@@ -102,6 +116,10 @@ void torsor::buildCPULoweringPipeline(OpPassManager &pm,
   // math-to-libm alone would call fmaf for every math.fma.
   pm.addPass(createTorsorLowerExactMath());
   pm.addPass(createConvertMathToLibmPass());
+  // n-D vector transfers of the dense kernels to 1-D ones, then vectors to
+  // LLVM (the generic conversion below lacks the transfer lowerings).
+  pm.addPass(createConvertVectorToSCFPass(
+      VectorTransferToSCFOptions().enableFullUnroll()));
   // The fused kernels' vector transfers become (masked) vector loads and
   // stores before the generic conversion.
   pm.addPass(createConvertVectorToLLVMPass());

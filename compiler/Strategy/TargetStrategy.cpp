@@ -33,6 +33,19 @@ TargetStrategy TargetStrategy::forCPU(unsigned vectorBits) {
   s.vectorRegisters = s.vectorBits >= 512 ? 32 : 16;
   s.attentionMaxQueryRows = 4;
   s.attentionKeyVectors = 4;
+  // Register tile: mr × matmulRegisterVectors accumulators take half the
+  // register file; the rest holds the right operand's row vectors and the
+  // broadcast left-operand element (8 × 2 of 32 with AVX-512, 4 × 2 of 16
+  // below it).
+  s.matmulRegisterVectors = 2;
+  s.matmulRegisterRows = s.vectorRegisters / 2 / s.matmulRegisterVectors;
+  // A task of 32 rows keeps L = 64 on two threads; 256 × 256 f32 blocks of
+  // the right operand (256 KiB) fit the L2 of every x86 core of the last
+  // decade.
+  s.matmulTaskRows = 32;
+  s.matmulCacheCols = 256;
+  s.matmulCacheDepth = 256;
+  s.matmulPackTransposed = 1;
   return s;
 }
 
@@ -45,6 +58,12 @@ DictionaryAttr TargetStrategy::toAttr(MLIRContext *context) const {
       b.getNamedAttr("vector_registers", i64(vectorRegisters)),
       b.getNamedAttr("attention_max_query_rows", i64(attentionMaxQueryRows)),
       b.getNamedAttr("attention_key_vectors", i64(attentionKeyVectors)),
+      b.getNamedAttr("matmul_task_rows", i64(matmulTaskRows)),
+      b.getNamedAttr("matmul_cache_cols", i64(matmulCacheCols)),
+      b.getNamedAttr("matmul_cache_depth", i64(matmulCacheDepth)),
+      b.getNamedAttr("matmul_register_rows", i64(matmulRegisterRows)),
+      b.getNamedAttr("matmul_register_vectors", i64(matmulRegisterVectors)),
+      b.getNamedAttr("matmul_pack_transposed", i64(matmulPackTransposed)),
   });
 }
 
@@ -58,6 +77,9 @@ TargetStrategy TargetStrategy::get(Operation *op) {
   auto dict = module->getAttrOfType<DictionaryAttr>(kStrategyAttrName);
   if (!dict)
     return s;
+  // Fields left out follow from the vector width, as forCPU chooses them.
+  if (auto bits = dict.getAs<IntegerAttr>("vector_bits"))
+    s = forCPU(static_cast<unsigned>(std::max<int64_t>(bits.getInt(), 1)));
   auto read = [&](StringRef name, unsigned &field) {
     if (auto attr = dict.getAs<IntegerAttr>(name))
       field = static_cast<unsigned>(std::max<int64_t>(attr.getInt(), 1));
@@ -68,5 +90,12 @@ TargetStrategy TargetStrategy::get(Operation *op) {
   read("vector_registers", s.vectorRegisters);
   read("attention_max_query_rows", s.attentionMaxQueryRows);
   read("attention_key_vectors", s.attentionKeyVectors);
+  read("matmul_task_rows", s.matmulTaskRows);
+  read("matmul_cache_cols", s.matmulCacheCols);
+  read("matmul_cache_depth", s.matmulCacheDepth);
+  read("matmul_register_rows", s.matmulRegisterRows);
+  read("matmul_register_vectors", s.matmulRegisterVectors);
+  if (auto attr = dict.getAs<IntegerAttr>("matmul_pack_transposed"))
+    s.matmulPackTransposed = attr.getInt() != 0;
   return s;
 }

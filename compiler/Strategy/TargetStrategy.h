@@ -44,6 +44,26 @@ struct TargetStrategy {
   /// tile, so wider tiles amortise its horizontal max.
   unsigned attentionKeyVectors = 4;
 
+  // Dense contractions (torsor-tile-dense): a BLIS-style nest of loops,
+  // tasks over row blocks, then cache blocks, then a register micro-kernel.
+  /// Rows of the output one thread task computes (a multiple of
+  /// matmulRegisterRows, so no task has a ragged register tile inside).
+  unsigned matmulTaskRows = 32;
+  /// Columns of the output per cache block: the kc × nc block of the
+  /// right operand stays in L2 while every register tile of a task uses it.
+  unsigned matmulCacheCols = 256;
+  /// Depth (reduction) per cache block, kc.
+  unsigned matmulCacheDepth = 256;
+  /// Rows of the register tile, mr: each one broadcasts a left-operand
+  /// element into matmulRegisterVectors FMAs.
+  unsigned matmulRegisterRows = 4;
+  /// Columns of the register tile in vectors, so nr = this × lanes.
+  unsigned matmulRegisterVectors = 2;
+  /// 1: a right operand stored transposed ([n, k], the `x Wᵀ` of linear
+  /// layers) is transposed once into [k, n] before the product, so the
+  /// micro-kernel loads contiguous vectors of it; 0: read it strided.
+  unsigned matmulPackTransposed = 1;
+
   /// SIMD lanes for elements of `bits` width.
   unsigned lanes(unsigned bits) const {
     return vectorBits >= bits ? vectorBits / bits : 1;
@@ -52,6 +72,10 @@ struct TargetStrategy {
   /// of `bits` width: as many as keep the accumulators within half the
   /// vector registers (the other half holds key features and scores).
   unsigned attentionQueryRows(int64_t valueDim, unsigned bits) const;
+  /// Columns of the dense register tile for elements of `bits` width.
+  unsigned matmulRegisterCols(unsigned bits) const {
+    return matmulRegisterVectors * lanes(bits);
+  }
 
   /// The strategy for a CPU with `vectorBits`-wide SIMD registers.
   static TargetStrategy forCPU(unsigned vectorBits);

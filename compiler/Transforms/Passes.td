@@ -239,4 +239,44 @@ def GeoRelationalizeAttention
   let dependentDialects = ["::torsor::geo::GeoDialect"];
 }
 
+def TorsorTileDense : Pass<"torsor-tile-dense", "::mlir::func::FuncOp"> {
+  let summary = "Tile and vectorize matmul-like contractions into FMA kernels";
+  let description = [{
+    Every float contraction on tensors with one row, column and depth dim
+    (`linalg.matmul`, batched or transposed generics) becomes a BLIS-style
+    nest built with upstream tiling, peeling and vectorization: an
+    `scf.forall` over row blocks (threads), cache blocks of columns and
+    depth, register tiles of mr × nr, and a k loop whose
+    `[mr, nr, 1]` `vector.contract` is lowered to outer products, i.e.
+    `vector.fma`. The accumulator tile is hoisted out of the k loop. A
+    right operand stored `[n, k]` is transposed once into `[k, n]`. All
+    sizes come from the module's `torsor.strategy`
+    (compiler/Strategy/TargetStrategy.h); ragged edges stay scalar loops.
+
+    Glue: chains of elementwise generics are fused first (upstream
+    elementwise fusion, all-parallel consumers only), and the elementwise
+    chain consuming a contraction (bias, activation, residual) is tiled
+    with it into the same `scf.forall` task, together with the
+    accumulator's `linalg.fill`, so it runs on the task's row block while
+    that is in cache.
+
+    After (mr = 8, nr = 32):
+    ```mlir
+    scf.forall (%i) = (0) to (%L) step (32) shared_outs(%o = %init) {
+      scf.for %j0 ... { scf.for %k0 ... { scf.for %i1 ... { scf.for %j1 ...
+        %acc = vector.transfer_read ... : vector<8x32xf32>
+        %r = scf.for %k ... iter_args(%a = %acc) -> vector<8x32xf32> {
+          ... vector.fma ... : vector<32xf32>
+        }
+        vector.transfer_write %r, ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::affine::AffineDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 #endif // TORSOR_TRANSFORMS_PASSES

@@ -1,0 +1,431 @@
+//===- TileDense.cpp - Tiled, vectorized dense contractions ---------------===//
+//
+// torsor-tile-dense: every matmul-like linalg contraction on tensors (the
+// frontend's `linalg.matmul` and batched generics, the `x Wᵀ` generics of
+// convert-geo-to-linalg) becomes a BLIS-style loop nest built from
+// upstream tiling (TilingInterface), peeling and vectorization:
+//
+//   scf.forall  rows in blocks of matmulTaskRows (and batch)   → tasks
+//     scf.for   columns in blocks of matmulCacheCols            → L2 block
+//       scf.for depth in blocks of matmulCacheDepth
+//         scf.for rows by matmulRegisterRows (mr)               → registers
+//           scf.for columns by nr = matmulRegisterVectors · lanes
+//             scf.for k: acc[mr × nr] += A[:, k] ⊗ B[k, :]    → FMAs
+//
+// The innermost [mr, nr, 1] contraction is vectorized to vector.contract
+// and lowered to outer products, i.e. one broadcast and nr / lanes FMAs
+// per row; the accumulator is hoisted out of the k loop so it stays in
+// registers. A right operand stored transposed ([n, k]) is transposed
+// once first so its rows are contiguous vectors. Ragged row and column
+// edges are peeled off and stay scalar loops. All sizes come from the
+// module's TargetStrategy.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Strategy/TargetStrategy.h"
+#include "compiler/Transforms/Passes.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/Dialect/SCF/Transforms/Transforms.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/Vector/Transforms/LoweringPatterns.h"
+#include "mlir/Dialect/Vector/Transforms/VectorRewritePatterns.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
+
+namespace torsor {
+#define GEN_PASS_DEF_TORSORTILEDENSE
+#include "compiler/Transforms/Passes.h.inc"
+} // namespace torsor
+
+using namespace mlir;
+using namespace torsor;
+
+namespace {
+
+/// Marks the innermost [mr, nr, 1] contractions the nest produced, so the
+/// vectorizer finds them (and only them) after canonicalization.
+constexpr StringLiteral kKernelAttr = "torsor.dense_kernel";
+
+/// Loop dims of a contraction with one m, one n and one k dim.
+struct Dims {
+  SmallVector<unsigned> batch;
+  unsigned m, n, k, numLoops;
+};
+
+/// Index of the dim `dim` in the results of `map`.
+unsigned resultOf(AffineMap map, unsigned dim) {
+  return *map.getResultPosition(getAffineDimExpr(dim, map.getContext()));
+}
+
+/// The dims of `op` if it is a float matmul-like contraction this pass
+/// handles: tensors, one m/n/k dim each, and n the innermost dim of the
+/// output (so register tiles are rows of vectors).
+std::optional<Dims> matchContraction(linalg::LinalgOp op) {
+  if (!op.hasPureTensorSemantics() || op.getNumDpsInputs() != 2 ||
+      op.getNumDpsInits() != 1 || !linalg::isaContractionOpInterface(op))
+    return std::nullopt;
+  if (!isa<FloatType>(getElementTypeOrSelf(op->getResult(0).getType())))
+    return std::nullopt;
+  FailureOr<linalg::ContractionDimensions> dims =
+      linalg::inferContractionDims(op);
+  if (failed(dims) || dims->m.empty() || dims->n.size() != 1 ||
+      dims->k.size() != 1)
+    return std::nullopt;
+  for (AffineMap map : op.getIndexingMapsArray())
+    if (!map.isProjectedPermutation())
+      return std::nullopt;
+  // Several m dims: a batch the right operand is broadcast over. The
+  // innermost one in the output is the kernel's m, the others are tiled
+  // by 1 like a batch.
+  AffineMap out = op.getIndexingMapsArray()[2];
+  unsigned m = *llvm::max_element(dims->m, [&](unsigned a, unsigned b) {
+    return resultOf(out, a) < resultOf(out, b);
+  });
+  Dims d{llvm::to_vector(dims->batch), m, dims->n[0], dims->k[0],
+         op.getNumLoops()};
+  for (unsigned other : dims->m)
+    if (other != m)
+      d.batch.push_back(other);
+  llvm::sort(d.batch);
+  if (out.getNumResults() == 0 ||
+      out.getResults().back() != getAffineDimExpr(d.n, op.getContext()))
+    return std::nullopt;
+  return d;
+}
+
+/// `op` as a `linalg.contract` with the same maps (the form the vectorizer
+/// turns straight into vector.contract). If its right operand is stored
+/// [.., n, k], that operand is first transposed once into [.., k, n] (a
+/// linalg.transpose) and the map follows, so that rows of it are vectors.
+linalg::ContractOp toContract(RewriterBase &rewriter, linalg::LinalgOp op,
+                              const Dims &d, bool packTransposed) {
+  Location loc = op.getLoc();
+  rewriter.setInsertionPoint(op);
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  Value rhs = op.getDpsInputs()[1];
+  AffineMap rhsMap = maps[1];
+  unsigned rank = rhsMap.getNumResults();
+  if (packTransposed && rank >= 2 && resultOf(rhsMap, d.k) == rank - 1 &&
+      resultOf(rhsMap, d.n) == rank - 2) {
+    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(rewriter, loc, rhs);
+    std::swap(sizes[rank - 1], sizes[rank - 2]);
+    Value init = tensor::EmptyOp::create(rewriter, loc, sizes,
+                                         getElementTypeOrSelf(rhs.getType()));
+    SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+    std::swap(perm[rank - 1], perm[rank - 2]);
+    rhs = linalg::TransposeOp::create(rewriter, loc, rhs, init, perm)
+              .getResult()[0];
+    SmallVector<AffineExpr> exprs(rhsMap.getResults());
+    std::swap(exprs[rank - 1], exprs[rank - 2]);
+    maps[1] = AffineMap::get(rhsMap.getNumDims(), 0, exprs, op.getContext());
+  }
+  auto contract = linalg::ContractOp::create(
+      rewriter, loc, op->getResultTypes(),
+      ValueRange{op.getDpsInputs()[0], rhs}, op.getDpsInits(),
+      rewriter.getAffineMapArrayAttr(maps));
+  rewriter.replaceOp(op, contract->getResults());
+  return contract;
+}
+
+/// Tiles `op` by `sizes` (0: untiled) with loops in `order` (dims listed
+/// outermost first; untiled dims may be left out).
+FailureOr<scf::SCFTilingResult> tile(RewriterBase &rewriter, Operation *op,
+                                     ArrayRef<int64_t> sizes,
+                                     ArrayRef<unsigned> order,
+                                     scf::SCFTilingOptions::LoopType loopType) {
+  scf::SCFTilingOptions options;
+  options.setTileSizes(getAsIndexOpFoldResult(op->getContext(), sizes));
+  options.setLoopType(loopType);
+  SmallVector<int64_t> interchange;
+  for (unsigned d : order)
+    interchange.push_back(d);
+  for (unsigned d = 0; d < sizes.size(); ++d)
+    if (!llvm::is_contained(order, d))
+      interchange.push_back(d);
+  options.setInterchange(interchange);
+  rewriter.setInsertionPoint(op);
+  FailureOr<scf::SCFTilingResult> result =
+      scf::tileUsingSCF(rewriter, cast<TilingInterface>(op), options);
+  if (succeeded(result))
+    rewriter.replaceOp(op, result->replacements);
+  return result;
+}
+
+/// Whether `op` is an elementwise linalg.generic over a tensor of `type`
+/// (all loops parallel, identity output map) that reads `value` through
+/// the identity map: a link of an epilogue chain.
+bool isEpilogue(Operation *op, Value value, Type type) {
+  auto generic = dyn_cast<linalg::GenericOp>(op);
+  if (!generic || !generic.hasPureTensorSemantics() ||
+      generic.getNumDpsInits() != 1 ||
+      generic.getNumParallelLoops() != generic.getNumLoops() ||
+      generic->getResult(0).getType() != type)
+    return false;
+  if (!generic.getIndexingMapsArray().back().isIdentity())
+    return false;
+  for (OpOperand &operand : generic->getOpOperands())
+    if (operand.get() == value &&
+        !generic.getMatchingIndexingMap(&operand).isIdentity())
+      return false;
+  return true;
+}
+
+/// The task loop around `contract` (and the elementwise epilogue chain that
+/// consumes it: bias, activation, residual, ...): an scf.forall over
+/// blocks of `mc` rows and every batch element. The epilogue's ops and the
+/// accumulator's fill (or bias broadcast) are fused into the same task, so they
+/// run on the task's block while it is in cache instead of as passes of their
+/// own over memory. Returns the contraction inside the task.
+FailureOr<Operation *> tileTasks(RewriterBase &rewriter,
+                                 linalg::ContractOp contract, const Dims &d,
+                                 int64_t mc) {
+  SmallVector<Operation *> chain = {contract};
+  Type type = contract->getResult(0).getType();
+  // The accumulator's init must be recomputable per task (a fill or a
+  // bias broadcast): a task may write in place only into its share of the
+  // loop's own output, so any other init would be copied per task.
+  Operation *init = contract.getDpsInits()[0].getDefiningOp();
+  bool fusable = isa_and_nonnull<linalg::FillOp, linalg::BroadcastOp>(init);
+  while (
+      fusable && chain.back()->hasOneUse() &&
+      isEpilogue(*chain.back()->user_begin(), chain.back()->getResult(0), type))
+    chain.push_back(*chain.back()->user_begin());
+  // Sizes over the loops of the root (the dims of the output).
+  AffineMap out = contract.getIndexingMapsArray()[2];
+  SmallVector<int64_t> sizes(out.getNumResults(), 0);
+  SmallVector<int64_t> order;
+  for (unsigned pos = 0; pos < out.getNumResults(); ++pos) {
+    unsigned dim = out.getDimPosition(pos);
+    if (llvm::is_contained(d.batch, dim)) {
+      sizes[pos] = 1;
+      order.push_back(pos);
+    }
+  }
+  sizes[resultOf(out, d.m)] = mc;
+  order.push_back(resultOf(out, d.m));
+  for (unsigned pos = 0; pos < out.getNumResults(); ++pos)
+    if (!llvm::is_contained(order, pos))
+      order.push_back(pos);
+
+  scf::SCFTilingOptions tiling;
+  tiling.setTileSizes(getAsIndexOpFoldResult(rewriter.getContext(), sizes));
+  tiling.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
+  tiling.setInterchange(order);
+  if (chain.size() == 1) {
+    // No epilogue: tile the contraction itself (its loops, not the
+    // output's, so sizes move to loop dims).
+    SmallVector<int64_t> loopSizes(d.numLoops, 0), loopOrder;
+    for (unsigned b : d.batch) {
+      loopSizes[b] = 1;
+      loopOrder.push_back(b);
+    }
+    loopSizes[d.m] = mc;
+    loopOrder.push_back(d.m);
+    for (unsigned l = 0; l < d.numLoops; ++l)
+      if (!llvm::is_contained(loopOrder, l))
+        loopOrder.push_back(l);
+    tiling.setTileSizes(
+        getAsIndexOpFoldResult(rewriter.getContext(), loopSizes));
+    tiling.setInterchange(loopOrder);
+    rewriter.setInsertionPoint(contract);
+    FailureOr<scf::SCFTilingResult> tasks = scf::tileUsingSCF(
+        rewriter, cast<TilingInterface>(contract.getOperation()), tiling);
+    if (failed(tasks))
+      return failure();
+    rewriter.replaceOp(contract, tasks->replacements);
+    return tasks->tiledOps[0];
+  }
+
+  llvm::SmallPtrSet<Operation *, 8> members(chain.begin(), chain.end());
+  scf::SCFTileAndFuseOptions options;
+  options.setTilingOptions(tiling);
+  options.setFusionControlFn(
+      [&](tensor::ExtractSliceOp, OpResult producer,
+          bool) -> std::optional<scf::SCFTileAndFuseOptions::ControlFnResult> {
+        Operation *op = producer.getOwner();
+        if (members.contains(op) ||
+            isa<linalg::FillOp, linalg::BroadcastOp>(op))
+          return scf::SCFTileAndFuseOptions::ControlFnResult{};
+        return std::nullopt;
+      });
+  rewriter.setInsertionPoint(chain.back());
+  FailureOr<scf::SCFTileAndFuseResult> fused =
+      scf::tileConsumerAndFuseProducersUsingSCF(
+          rewriter, cast<TilingInterface>(chain.back()), options);
+  if (failed(fused))
+    return failure();
+  for (auto [original, replacement] : fused->replacements)
+    rewriter.replaceAllUsesWith(original, replacement);
+  for (Operation *op : fused->tiledAndFusedOps)
+    if (isa<linalg::ContractOp>(op))
+      return op;
+  return failure();
+}
+
+/// Builds the loop nest of the file comment around one contraction.
+LogicalResult tileContraction(RewriterBase &rewriter, linalg::LinalgOp op,
+                              const Dims &d, const TargetStrategy &s) {
+  linalg::ContractOp generic =
+      toContract(rewriter, op, d, s.matmulPackTransposed);
+
+  unsigned bits = getElementTypeOrSelf(generic->getResult(0).getType())
+                      .getIntOrFloatBitWidth();
+  int64_t mr = s.matmulRegisterRows, nr = s.matmulRegisterCols(bits);
+  int64_t mc = std::max<int64_t>(s.matmulTaskRows / mr, 1) * mr;
+  using LoopType = scf::SCFTilingOptions::LoopType;
+  auto sizes = [&](std::initializer_list<std::pair<unsigned, int64_t>> set) {
+    SmallVector<int64_t> v(d.numLoops, 0);
+    for (auto [dim, size] : set)
+      v[dim] = size;
+    return v;
+  };
+
+  // Tasks: blocks of rows (and every batch element) in parallel, with the
+  // epilogue.
+  FailureOr<Operation *> task = tileTasks(rewriter, generic, d, mc);
+  if (failed(task))
+    return failure();
+  // Cache blocks: columns, then depth.
+  auto cache =
+      tile(rewriter, *task,
+           sizes({{d.n, s.matmulCacheCols}, {d.k, s.matmulCacheDepth}}),
+           {d.n, d.k}, LoopType::ForOp);
+  if (failed(cache))
+    return failure();
+  // Register tiles.
+  auto regs = tile(rewriter, cache->tiledOps[0], sizes({{d.m, mr}, {d.n, nr}}),
+                   {d.m, d.n}, LoopType::ForOp);
+  if (failed(regs))
+    return failure();
+  // One k step per micro-kernel iteration.
+  auto steps = tile(rewriter, regs->tiledOps[0], sizes({{d.k, 1}}), {d.k},
+                    LoopType::ForOp);
+  if (failed(steps))
+    return failure();
+  steps->tiledOps[0]->setAttr(kKernelAttr, rewriter.getUnitAttr());
+
+  // Ragged edges: the full register tiles get static shapes, the rest
+  // (fewer than mr rows or nr columns) stays a dynamic op.
+  for (LoopLikeOpInterface loop : llvm::reverse(regs->loops)) {
+    auto forOp = dyn_cast<scf::ForOp>(loop.getOperation());
+    scf::ForOp partial;
+    if (forOp)
+      (void)scf::peelForLoopAndSimplifyBounds(rewriter, forOp, partial);
+  }
+  return success();
+}
+
+/// Vectorizes the static micro-kernels and lowers their contractions to
+/// outer products (broadcast + FMA), with the accumulator hoisted out of
+/// the k loop.
+void vectorizeKernels(RewriterBase &rewriter, func::FuncOp func) {
+  SmallVector<linalg::LinalgOp> kernels;
+  func.walk([&](linalg::LinalgOp op) {
+    if (op->hasAttr(kKernelAttr) && !op.hasDynamicShape())
+      kernels.push_back(op);
+    else if (op->hasAttr(kKernelAttr))
+      op->removeAttr(kKernelAttr);
+  });
+  SmallVector<scf::ForOp> kLoops;
+  for (linalg::LinalgOp op : kernels) {
+    rewriter.setInsertionPoint(op);
+    FailureOr<linalg::VectorizationResult> v =
+        linalg::vectorize(rewriter, op, {}, {}, false, false, false,
+                          /*createNamedContraction=*/true);
+    if (failed(v)) {
+      op->removeAttr(kKernelAttr);
+      continue;
+    }
+    if (auto loop = op->getParentOfType<scf::ForOp>())
+      kLoops.push_back(loop);
+    rewriter.replaceOp(op, v->replacements);
+  }
+  // The vectorizer's index constants sit inside the loop; once they are
+  // out, the accumulator's read/write pair is loop-invariant.
+  for (scf::ForOp loop : kLoops) {
+    moveLoopInvariantCode(loop);
+    (void)hoistLoopInvariantSubsets(rewriter, loop);
+  }
+}
+
+struct TileDense : torsor::impl::TorsorTileDenseBase<TileDense> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    TargetStrategy strategy = TargetStrategy::get(func);
+    IRRewriter rewriter(&getContext());
+
+    // Elementwise chains (bias + activation, ...) into one generic each.
+    // Only all-parallel consumers: fused into a contraction's generic, a
+    // producer would turn it into something the kernels no longer match.
+    RewritePatternSet elementwise(&getContext());
+    linalg::populateElementwiseOpsFusionPatterns(
+        elementwise, [](OpOperand *operand) {
+          auto consumer = dyn_cast<linalg::GenericOp>(operand->getOwner());
+          auto producer = operand->get().getDefiningOp<linalg::GenericOp>();
+          return consumer && producer && producer->hasOneUse() &&
+                 consumer.getNumParallelLoops() == consumer.getNumLoops() &&
+                 producer.getNumParallelLoops() == producer.getNumLoops();
+        });
+    if (failed(applyPatternsGreedily(func, std::move(elementwise))))
+      return signalPassFailure();
+
+    SmallVector<std::pair<linalg::LinalgOp, Dims>> contractions;
+    func.walk([&](linalg::LinalgOp op) {
+      if (auto d = matchContraction(op))
+        contractions.push_back({op, *d});
+    });
+    for (auto &[op, d] : contractions)
+      if (failed(tileContraction(rewriter, op, d, strategy)))
+        return signalPassFailure();
+
+    // Static shapes for the peeled full tiles.
+    RewritePatternSet canon(&getContext());
+    for (Dialect *dialect : getContext().getLoadedDialects())
+      dialect->getCanonicalizationPatterns(canon);
+    for (RegisteredOperationName op : getContext().getRegisteredOperations())
+      op.getCanonicalizationPatterns(canon, &getContext());
+    if (failed(applyPatternsGreedily(func, std::move(canon))))
+      return signalPassFailure();
+
+    vectorizeKernels(rewriter, func);
+
+    // broadcast + mul + multi_reduction (the generic form) → vector.contract.
+    RewritePatternSet contract(&getContext());
+    vector::populateVectorReductionToContractPatterns(contract);
+    if (failed(applyPatternsGreedily(func, std::move(contract))))
+      return signalPassFailure();
+
+    RewritePatternSet lowering(&getContext());
+    vector::populateVectorContractLoweringPatterns(
+        lowering, vector::VectorContractLowering::OuterProduct);
+    vector::populateVectorOuterProductLoweringPatterns(lowering);
+    vector::populateVectorTransposeLoweringPatterns(
+        lowering, vector::VectorTransposeLowering::EltWise);
+    vector::populateVectorTransferPermutationMapLoweringPatterns(lowering);
+    vector::populateVectorBroadcastLoweringPatterns(lowering);
+    vector::populateVectorShapeCastLoweringPatterns(lowering);
+    vector::TransferReadOp::getCanonicalizationPatterns(lowering,
+                                                        &getContext());
+    vector::TransferWriteOp::getCanonicalizationPatterns(lowering,
+                                                         &getContext());
+    // The k loops still carry the accumulator's tensor, now yielded
+    // unchanged: dropping it lets bufferization write tiles in place.
+    scf::ForOp::getCanonicalizationPatterns(lowering, &getContext());
+    tensor::ExtractSliceOp::getCanonicalizationPatterns(lowering,
+                                                        &getContext());
+    tensor::InsertSliceOp::getCanonicalizationPatterns(lowering, &getContext());
+    if (failed(applyPatternsGreedily(func, std::move(lowering))))
+      return signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,98 @@
+// RUN: torsor-opt %s --split-input-file --torsor-tile-dense | FileCheck %s
+
+// A 2-D matmul with a dynamic row count: tasks over 32-row blocks, cache
+// blocks of 256 columns and depth, 8 x 32 register tiles whose k loop
+// carries the accumulator in registers and does one broadcast and one
+// 32-lane FMA per row; ragged rows and columns (1000 = 31 · 32 + 8) are
+// peeled and stay a linalg.contract.
+
+// CHECK-LABEL: func.func @matmul
+// CHECK:       scf.forall (%{{.*}}) = (0) to (%{{.*}}) step (32)
+// CHECK:         scf.for %{{.*}} = %c0 to %c1000 step %c256
+// CHECK:           scf.for %{{.*}} step %c8
+// CHECK:             scf.for %{{.*}} step %c32
+// CHECK:               %[[ACC:.*]] = vector.transfer_read {{.*}} : tensor<8x32xf32>, vector<8x32xf32>
+// CHECK:               scf.for %{{.*}} = %c0 to %c256 step %c1 iter_args(%{{.*}} = %[[ACC]]) -> (vector<8x32xf32>)
+// CHECK-COUNT-8:         vector.fma {{.*}} : vector<32xf32>
+// CHECK-NOT:             vector.fma
+// CHECK:                 scf.yield
+// CHECK:               vector.transfer_write {{.*}} : vector<8x32xf32>, tensor<8x32xf32>
+// CHECK:             linalg.contract {{.*}} -> tensor<8x?xf32>
+// CHECK:           linalg.contract {{.*}} -> tensor<?x32xf32>
+module attributes {torsor.strategy = {vector_bits = 512 : i64, vector_registers = 32 : i64}} {
+  func.func @matmul(%a: tensor<?x256xf32>, %b: tensor<256x1000xf32>,
+                    %c: tensor<?x1000xf32>) -> tensor<?x1000xf32> {
+    %r = linalg.matmul ins(%a, %b : tensor<?x256xf32>, tensor<256x1000xf32>)
+                       outs(%c : tensor<?x1000xf32>) -> tensor<?x1000xf32>
+    return %r : tensor<?x1000xf32>
+  }
+}
+
+// -----
+
+// The `x Wᵀ` generic of a linear layer (W stored [out, in]): W is
+// transposed once so the kernel reads rows of it. 128-bit strategy: 4 x 8
+// register tiles.
+
+// CHECK-LABEL: func.func @linear
+// CHECK:       %[[WT:.*]] = linalg.transpose ins(%{{.*}} : tensor<64x16xf64>) outs(%{{.*}} : tensor<16x64xf64>) permutation = [1, 0]
+// CHECK:       scf.forall
+// CHECK:         tensor.extract_slice %[[WT]]
+// CHECK:         vector.transfer_read {{.*}} : tensor<4x4xf64>, vector<4x4xf64>
+// CHECK-COUNT-4: vector.fma {{.*}} : vector<4xf64>
+#x = affine_map<(i, o, c) -> (i, c)>
+#w = affine_map<(i, o, c) -> (o, c)>
+#y = affine_map<(i, o, c) -> (i, o)>
+module {
+  func.func @linear(%x: tensor<?x16xf64>, %w: tensor<64x16xf64>,
+                    %init: tensor<?x64xf64>) -> tensor<?x64xf64> {
+    %r = linalg.generic {indexing_maps = [#x, #w, #y],
+                         iterator_types = ["parallel", "parallel", "reduction"]}
+        ins(%x, %w : tensor<?x16xf64>, tensor<64x16xf64>) outs(%init : tensor<?x64xf64>) {
+    ^bb0(%a: f64, %b: f64, %acc: f64):
+      %p = arith.mulf %a, %b : f64
+      %s = arith.addf %acc, %p : f64
+      linalg.yield %s : f64
+    } -> tensor<?x64xf64>
+    return %r : tensor<?x64xf64>
+  }
+}
+
+// -----
+
+// Batched (one operand broadcast over the batch) contractions tile the
+// batch dim into the tasks; a non-contraction is left alone.
+
+// CHECK-LABEL: func.func @batched
+// CHECK:       scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (3, %{{.*}}) step (1, 32)
+// CHECK:         vector.fma
+// CHECK-LABEL: func.func @not_a_contraction
+// CHECK-NOT:   scf.forall
+// CHECK:       linalg.generic
+#a3 = affine_map<(b, m, n, k) -> (b, m, k)>
+#b3 = affine_map<(b, m, n, k) -> (k, n)>
+#c3 = affine_map<(b, m, n, k) -> (b, m, n)>
+#id = affine_map<(i, j) -> (i, j)>
+module {
+  func.func @batched(%a: tensor<3x?x32xf32>, %b: tensor<32x64xf32>,
+                     %c: tensor<3x?x64xf32>) -> tensor<3x?x64xf32> {
+    %r = linalg.generic {indexing_maps = [#a3, #b3, #c3],
+                         iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+        ins(%a, %b : tensor<3x?x32xf32>, tensor<32x64xf32>) outs(%c : tensor<3x?x64xf32>) {
+    ^bb0(%x: f32, %y: f32, %acc: f32):
+      %p = arith.mulf %x, %y : f32
+      %s = arith.addf %acc, %p : f32
+      linalg.yield %s : f32
+    } -> tensor<3x?x64xf32>
+    return %r : tensor<3x?x64xf32>
+  }
+  func.func @not_a_contraction(%a: tensor<?x8xf32>, %c: tensor<?x8xf32>) -> tensor<?x8xf32> {
+    %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%a : tensor<?x8xf32>) outs(%c : tensor<?x8xf32>) {
+    ^bb0(%x: f32, %acc: f32):
+      %s = arith.addf %acc, %x : f32
+      linalg.yield %s : f32
+    } -> tensor<?x8xf32>
+    return %r : tensor<?x8xf32>
+  }
+}
