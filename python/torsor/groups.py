@@ -81,6 +81,10 @@ def helper_model(G, dtype="f32"):
         m = _models.get((G, dtype))
         if m is None:
             m = torsor_compile(_SOURCE.format(G=G, k=k), dtype=dtype)
+            # The helpers measure how far arbitrary matrices are from the
+            # group (check, residual, log of near-group inputs): the
+            # runtime's own group check, on by default, must not reject them.
+            m.set_check_groups(False)
             _models[(G, dtype)] = m
     return m
 

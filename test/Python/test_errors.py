@@ -87,7 +87,9 @@ class RunErrors(unittest.TestCase):
 
     def test_wrong_dtype(self):
         self.expect(torsor.InvalidArgumentError,
-                    "input 'x': expected dtype f32, got f64",
+                    "input 'x': expected dtype f32, got f64; cast it "
+                    "(arr.astype(np.float32)) or compile the model with "
+                    "--dtype=f64",
                     pose=self.pose, x=self.x.astype(np.float64))
         self.expect(torsor.InvalidArgumentError,
                     "input 'x': NumPy dtype float16 is not supported; expected f32",
@@ -119,16 +121,17 @@ class RunErrors(unittest.TestCase):
     def test_group_check(self):
         bad = self.pose.copy()
         bad[3, 0, 1] += 0.25
-        self.m(pose=bad, x=self.x)            # off by default
-        self.m.set_check_groups(True)
+        # On by default (the runtime's contract), and it can be turned off.
+        with self.assertRaises(torsor.InvalidArgumentError) as cm:
+            self.m(pose=bad, x=self.x)
+        self.assertRegex(str(cm.exception),
+                         r"^input 'pose' element 3 is not in SE3: ")
+        self.m(pose=self.pose, x=self.x)
+        self.m.set_check_groups(False)
         try:
-            with self.assertRaises(torsor.InvalidArgumentError) as cm:
-                self.m(pose=bad, x=self.x)
-            self.assertRegex(str(cm.exception),
-                             r"^input 'pose' element 3 is not in SE3: ")
-            self.m(pose=self.pose, x=self.x)
+            self.m(pose=bad, x=self.x)
         finally:
-            self.m.set_check_groups(False)
+            self.m.set_check_groups(True)
 
     def test_param_errors(self):
         m = torsor.load(self.m.path)

@@ -184,7 +184,7 @@ TEST_F(ModuleTest, UnbindInputsForgetsInputsButKeepsParams) {
   bindAll();
   ASSERT_EQ(msg(torsorModuleRun(module)), "");
   torsorModuleUnbindInputs(module);
-  EXPECT_EQ(msg(torsorModuleRun(module)), "missing input 'pose'");
+  EXPECT_EQ(msg(torsorModuleRun(module)), "missing input 'pose', input 'x'");
   TorsorTensor tp{pose.data(), poseShape, nullptr, 3, TORSOR_DTYPE_F32};
   TorsorTensor tx{x.data(), xShape, nullptr, 2, TORSOR_DTYPE_F32};
   ASSERT_EQ(msg(torsorModuleBindInput(module, "pose", &tp)), "");

@@ -1,0 +1,53 @@
+// RUN: torsor-opt %s --split-input-file --torsor-select-strategy=vector-bits=256 --geo-decompose-attention --verify-diagnostics | FileCheck %s
+
+// A causal 2-row SO(3) tile, 2 heads of 4 features, 8 lanes: the key loop
+// carries per row and head a scalar max, a vector sum and the accumulators;
+// keys are vector loads; the pair form is vector FMAs; the f32 atan2 and
+// exp are polynomials (no math.atan2 or math.exp remains); P·V is an inner
+// loop over the tile's keys; a second, masked loop handles the diagonal;
+// the result is the accumulators over the lane sums.
+// CHECK-LABEL: func.func @so3_causal
+//       CHECK:   %[[P:.*]] = memref.alloca() : memref<32xf32>
+//       CHECK:   scf.for {{.*}} -> (f32, f32, f32, f32, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>)
+//       CHECK:     vector.transfer_read %{{.*}} {in_bounds = [true]} : tensor<9x?xf32>, vector<8xf32>
+//       CHECK:     math.fma {{.*}} : vector<8xf32>
+//       CHECK:     math.sqrt {{.*}} : vector<8xf32>
+//       CHECK:     vector.reduction <maximumf>
+//       CHECK:     vector.store %{{.*}}, %[[P]]
+//       CHECK:     scf.for
+//       CHECK:       memref.load %[[P]]
+//       CHECK:       math.fma {{.*}} : vector<4xf32>
+//       CHECK:   scf.for
+//       CHECK:     vector.step
+//       CHECK:     arith.cmpi ule
+//       CHECK:     vector.transfer_read {{.*}} : tensor<9x?xf32>, vector<8xf32>
+//       CHECK:   vector.reduction <add>
+//       CHECK:   vector.transfer_write {{.*}} : vector<4xf32>, tensor<2x8xf32>
+//   CHECK-NOT:   geo.flash_lie_attention
+//   CHECK-NOT:   math.atan2
+//   CHECK-NOT:   math.exp
+//       CHECK:   return
+func.func @so3_causal(%q: tensor<2x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32>, %init: tensor<2x8xf32>, %off: index) -> tensor<2x8xf32> {
+  %o = geo.flash_lie_attention %q, %k, %v, %off, %init {group = #lie.group<so3>, heads = 2 : i64, tau = array<f64: 1.0, 2.0>, lambda = array<f64: 1.0, 0.5>, causal, key_tile = 8 : i64} : (tensor<2x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, index, tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %o : tensor<2x8xf32>
+}
+
+// -----
+
+// f64 keeps libm's atan2 and exp (on vectors, scalarized later).
+// CHECK-LABEL: func.func @se2_f64
+//       CHECK:   math.atan2 {{.*}} : vector<4xf64>
+//       CHECK:   math.exp {{.*}} : vector<4xf64>
+func.func @se2_f64(%q: tensor<1x4xf64>, %k: tensor<4x?xf64>, %v: tensor<?x4xf64>, %init: tensor<1x4xf64>, %off: index) -> tensor<1x4xf64> {
+  %o = geo.flash_lie_attention %q, %k, %v, %off, %init {group = #lie.group<se2>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0, 1.0>, key_tile = 4 : i64} : (tensor<1x4xf64>, tensor<4x?xf64>, tensor<?x4xf64>, index, tensor<1x4xf64>) -> tensor<1x4xf64>
+  return %o : tensor<1x4xf64>
+}
+
+// -----
+
+// An untiled op is an error: decomposition needs static rows and key_tile.
+func.func @untiled(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32>, %init: tensor<?x8xf32>, %off: index) -> tensor<?x8xf32> {
+  // expected-error @+1 {{must be tiled (geo-tile-attention) before it is decomposed}}
+  %o = geo.flash_lie_attention %q, %k, %v, %off, %init {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, index, tensor<?x8xf32>) -> tensor<?x8xf32>
+  return %o : tensor<?x8xf32>
+}

@@ -1,0 +1,43 @@
+// RUN: torsor-opt %s --split-input-file --geo-fuse-attention | FileCheck %s
+
+// SO(3): 9 features per token on both sides, keys transposed feature-major,
+// one flash op with the attributes of the original; no L × L tensor.
+// CHECK-LABEL: func.func @so3
+//  CHECK-SAME:   (%[[G:.*]]: tensor<?x3x3xf32>, %[[V:.*]]: tensor<?x64xf32>)
+//   CHECK-DAG:   %[[ZERO:.*]] = arith.constant 0 : index
+//   CHECK-DAG:   %[[Q:.*]] = lie.pair_features %[[G]] {group = #lie.group<so3>} : tensor<?x3x3xf32> -> tensor<?x9xf32>
+//   CHECK-DAG:   %[[K:.*]] = lie.pair_features %[[G]] {group = #lie.group<so3>, key} : tensor<?x3x3xf32> -> tensor<?x9xf32>
+//       CHECK:   %[[KT:.*]] = linalg.transpose ins(%[[K]] : tensor<?x9xf32>) outs(%{{.*}} : tensor<9x?xf32>) permutation = [1, 0]
+//       CHECK:   %[[O:.*]] = geo.flash_lie_attention %[[Q]], %[[KT]], %[[V]], %[[ZERO]], %{{.*}} {causal, group = #lie.group<so3>, heads = 2 : i64
+//   CHECK-NOT:   key_tile
+//   CHECK-NOT:   geo.lie_attention
+//       CHECK:   return %[[O]]
+func.func @so3(%g: tensor<?x3x3xf32>, %v: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  %o = geo.lie_attention %g, %v {group = #lie.group<so3>, heads = 2 : i64, tau = array<f64: 1.0, 2.0>, lambda = array<f64: 1.0, 0.5>, causal} : (tensor<?x3x3xf32>, tensor<?x64xf32>) -> tensor<?x64xf32>
+  return %o : tensor<?x64xf32>
+}
+
+// -----
+
+// SE(3) with a batch dim: 12 features (R, t); the transpose swaps only the
+// last two dims.
+// CHECK-LABEL: func.func @se3_batch
+//       CHECK:   lie.pair_features %{{.*}} {group = #lie.group<se3>} : tensor<2x?x4x4xf64> -> tensor<2x?x12xf64>
+//       CHECK:   linalg.transpose ins(%{{.*}} : tensor<2x?x12xf64>) outs(%{{.*}} : tensor<2x12x?xf64>) permutation = [0, 2, 1]
+//       CHECK:   geo.flash_lie_attention {{.*}} : (tensor<2x?x12xf64>, tensor<2x12x?xf64>, tensor<2x?x8xf64>, index, tensor<2x?x8xf64>) -> tensor<2x?x8xf64>
+func.func @se3_batch(%g: tensor<2x?x4x4xf64>, %v: tensor<2x?x8xf64>) -> tensor<2x?x8xf64> {
+  %o = geo.lie_attention %g, %v {group = #lie.group<se3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0, 0.25>} : (tensor<2x?x4x4xf64>, tensor<2x?x8xf64>) -> tensor<2x?x8xf64>
+  return %o : tensor<2x?x8xf64>
+}
+
+// -----
+
+// Aff(2) has no closed form: the default pairwise form, g⁻¹ (query) and g
+// (key), 9 features each.
+// CHECK-LABEL: func.func @aff2
+//       CHECK:   lie.pair_features %{{.*}} {group = #lie.group<aff2>} : tensor<?x3x3xf32> -> tensor<?x9xf32>
+//       CHECK:   geo.flash_lie_attention
+func.func @aff2(%g: tensor<?x3x3xf32>, %v: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  %o = geo.lie_attention %g, %v {group = #lie.group<aff2>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0, 1.0>} : (tensor<?x3x3xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
+  return %o : tensor<?x4xf32>
+}

@@ -1,0 +1,53 @@
+// RUN: torsor-opt %s --split-input-file --torsor-select-strategy=vector-bits=512 --geo-tile-attention | FileCheck %s
+// RUN: torsor-opt %s --split-input-file --torsor-select-strategy=vector-bits=256 --geo-tile-attention | FileCheck %s --check-prefix=AVX2
+
+// D = 64 f32 with AVX-512: 4 rows per tile (16 accumulators), key tile of
+// 4 × 16 lanes; a parallel loop of full tiles, then one of 1-row tiles.
+// The query offset of a tile is its first row.
+// CHECK-LABEL: func.func @tiles
+//       CHECK:   %[[FULL:.*]] = arith.divui %{{.*}}, %c4
+//       CHECK:   scf.for %{{.*}} = %{{.*}} to %[[FULL]]
+//       CHECK:     tensor.extract_slice %{{.*}}[%[[ROW:.*]], 0] [4, 9] [1, 1] : tensor<?x9xf32> to tensor<4x9xf32>
+//       CHECK:     %[[OFF:.*]] = arith.addi %{{.*}}, %[[ROW]] : index
+//       CHECK:     geo.flash_lie_attention %{{.*}}, %{{.*}}, %{{.*}}, %[[OFF]], %{{.*}} {{{.*}}key_tile = 64 : i64{{.*}}} : (tensor<4x9xf32>, tensor<9x?xf32>, tensor<?x64xf32>, index, tensor<4x64xf32>) -> tensor<4x64xf32>
+//       CHECK:     tensor.insert_slice
+//       CHECK:   } {torsor.parallel}
+//       CHECK:   scf.for
+//       CHECK:     geo.flash_lie_attention {{.*}} -> tensor<1x64xf32>
+//       CHECK:   } {torsor.parallel}
+// With AVX2 (16 registers of 8 lanes) one row's 8 accumulators are the
+// budget: 1-row tiles, no remainder loop, key tile of 4 × 8 lanes.
+// AVX2-LABEL: func.func @tiles
+//       AVX2:   geo.flash_lie_attention {{.*}}key_tile = 32 : i64{{.*}} -> tensor<1x64xf32>
+//   AVX2-NOT:   geo.flash_lie_attention
+//      AVX2:   return
+func.func @tiles(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x64xf32>, %init: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  %c0 = arith.constant 0 : index
+  %o = geo.flash_lie_attention %q, %k, %v, %c0, %init {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x64xf32>, index, tensor<?x64xf32>) -> tensor<?x64xf32>
+  return %o : tensor<?x64xf32>
+}
+
+// -----
+
+// A batch dim is flattened into the same loop (batch index = t div tiles),
+// and the slices are rank-reduced to rank 2.
+// CHECK-LABEL: func.func @batch
+//       CHECK:   scf.for
+//       CHECK:     tensor.extract_slice %{{.*}}[%{{.*}}, %{{.*}}, 0] [1, 4, 12] [1, 1, 1] : tensor<3x?x12xf64> to tensor<4x12xf64>
+//       CHECK:     geo.flash_lie_attention {{.*}}key_tile = 32 : i64{{.*}} -> tensor<4x16xf64>
+func.func @batch(%q: tensor<3x?x12xf64>, %k: tensor<3x12x?xf64>, %v: tensor<3x?x16xf64>, %init: tensor<3x?x16xf64>) -> tensor<3x?x16xf64> {
+  %c0 = arith.constant 0 : index
+  %o = geo.flash_lie_attention %q, %k, %v, %c0, %init {group = #lie.group<se3>, heads = 2 : i64, tau = array<f64: 1.0, 1.0>, lambda = array<f64: 1.0, 1.0, 1.0, 1.0>, causal} : (tensor<3x?x12xf64>, tensor<3x12x?xf64>, tensor<3x?x16xf64>, index, tensor<3x?x16xf64>) -> tensor<3x?x16xf64>
+  return %o : tensor<3x?x16xf64>
+}
+
+// -----
+
+// Already tiled ops are left alone.
+// CHECK-LABEL: func.func @tiled
+//   CHECK-NOT:   scf.for
+//       CHECK:   geo.flash_lie_attention {{.*}}key_tile = 8 : i64
+func.func @tiled(%q: tensor<2x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x4xf32>, %init: tensor<2x4xf32>, %off: index) -> tensor<2x4xf32> {
+  %o = geo.flash_lie_attention %q, %k, %v, %off, %init {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>, key_tile = 8 : i64} : (tensor<2x9xf32>, tensor<9x?xf32>, tensor<?x4xf32>, index, tensor<2x4xf32>) -> tensor<2x4xf32>
+  return %o : tensor<2x4xf32>
+}
