@@ -133,8 +133,10 @@ class CompileError(RuntimeError):
 class CompiledModel:
     """A .tsr compiled by torsorc (`dtype`, optional `-O<opt>`) plus its manifest."""
 
-    def __init__(self, tsr, dtype="f32", opt=None, extra_args=(), workdir=None):
+    def __init__(self, tsr, dtype="f32", opt=None, extra_args=(), workdir=None,
+                 run_args=()):
         self.tsr = tsr
+        self.run_args = list(run_args)  # extra torsor-run flags for run()
         self.dtype = dtype
         self.np_dtype = _NP_DTYPE[dtype]
         if workdir is None:
@@ -211,7 +213,7 @@ class CompiledModel:
         self._runs += 1
         d = os.path.join(self.dir, "run%d" % self._runs)
         os.makedirs(d, exist_ok=True)
-        cmd = [tool("torsor-run"), self.so, "--threads", str(threads)]
+        cmd = [tool("torsor-run"), self.so, "--threads", str(threads)] + self.run_args
         for e in self.inputs:
             path = os.path.join(d, "in.%s.npy" % e["name"])
             np.save(path, np.ascontiguousarray(inputs[e["name"]], dtype=self.np_dtype))
