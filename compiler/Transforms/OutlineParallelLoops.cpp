@@ -178,6 +178,27 @@ struct TorsorOutlineParallelLoops
       for (auto [index, loop] : llvm::enumerate(loops))
         outline(loop, function, index);
     }
+    // Fixed-size stack buffers inside loops (a fused kernel's scratch, one
+    // per tile) move to their function's entry block. An alloca inside a
+    // loop grows the stack on every iteration until the function returns,
+    // which overflows it for long sequences; hoisted, each task invocation
+    // (its own frame, so its own thread) reuses one buffer. Valid because
+    // an alloca's contents are undefined when it is allocated, so no
+    // iteration may read what an earlier one left.
+    getOperation().walk([](func::FuncOp function) {
+      if (function.isExternal())
+        return;
+      Block &entry = function.getBody().front();
+      SmallVector<memref::AllocaOp> hoist;
+      function.walk([&](memref::AllocaOp alloca) {
+        if (alloca->getBlock() != &entry && alloca.getDynamicSizes().empty() &&
+            alloca.getSymbolOperands().empty() &&
+            !alloca->getParentOfType<memref::AllocaScopeOp>())
+          hoist.push_back(alloca);
+      });
+      for (memref::AllocaOp alloca : hoist)
+        alloca->moveBefore(&entry, entry.begin());
+    });
   }
 };
 } // namespace

@@ -119,7 +119,10 @@ def TorsorOutlineParallelLoops
     other dimensions stay an `scf.parallel` inside), and is replaced by a
     call of the declaration `__torsor_launch_<f>_parallel<N>(trips,
     captured...)`, which `torsor-lower-parallel-launch` turns into a
-    `torsor_parallel_for` call once memrefs are LLVM values.
+    `torsor_parallel_for` call once memrefs are LLVM values. Finally,
+    fixed-size `memref.alloca`s inside loops move to their function's entry
+    block, so that per-iteration scratch does not grow the stack (each task
+    has its own frame).
 
     Before:
     ```mlir

@@ -92,3 +92,28 @@ func.func @marked(%buf: memref<?xf32>, %n: index) {
   }
   return
 }
+
+// -----
+
+// A fixed-size alloca inside the parallel loop moves to the entry block of
+// the outlined task function: one buffer per task, not one per iteration.
+// CHECK-LABEL: func.func @scratch
+//       CHECK:   call @__torsor_launch_scratch_parallel0
+// CHECK-LABEL: func.func private @scratch_parallel0
+//  CHECK-NEXT:   %[[BUF:.*]] = memref.alloca() : memref<16xf32>
+//       CHECK:   scf.for
+//   CHECK-NOT:     memref.alloca
+//       CHECK:     memref.store %{{.*}}, %[[BUF]]
+func.func @scratch(%out: memref<?xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %f = arith.constant 1.0 : f32
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    %buf = memref.alloca() : memref<16xf32>
+    memref.store %f, %buf[%c0] : memref<16xf32>
+    %v = memref.load %buf[%c0] : memref<16xf32>
+    memref.store %v, %out[%i] : memref<?xf32>
+    scf.reduce
+  }
+  return
+}
