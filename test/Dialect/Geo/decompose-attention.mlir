@@ -18,9 +18,9 @@
 //       CHECK:       memref.load %[[P]]
 //       CHECK:       math.fma {{.*}} : vector<4xf32>
 //       CHECK:   scf.for
+//       CHECK:     vector.transfer_read {{.*}} : tensor<9x?xf32>, vector<8xf32>
 //       CHECK:     vector.step
 //       CHECK:     arith.cmpi ule
-//       CHECK:     vector.transfer_read {{.*}} : tensor<9x?xf32>, vector<8xf32>
 //       CHECK:   vector.reduction <add>
 //       CHECK:   vector.transfer_write {{.*}} : vector<4xf32>, tensor<2x8xf32>
 //   CHECK-NOT:   geo.flash_lie_attention
