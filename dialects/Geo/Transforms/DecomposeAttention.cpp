@@ -120,13 +120,11 @@ private:
 
 Scalars KernelBuilder::pairNorms(ImplicitLocOpBuilder &b, int64_t r,
                                  ValueRange keys) {
-  if (model.hasStraightLinePairForm()) {
-    ScalarBuilder vm(b, elt, lanes);
+  ScalarBuilder vm(b, elt, lanes);
+  if (model.hasStraightLinePairForm())
     return model.buildPairBlockNorms(vm, querySplats[r], keys);
-  }
   // Per lane with scalar code: the model's formula builds loops.
   unsigned blocks = model.getBlocks().size();
-  ScalarBuilder vm(b, elt, lanes);
   SmallVector<Value> init(blocks, vm.c(0.0));
   Value zero = arith::ConstantIndexOp::create(b, 0);
   Value one = arith::ConstantIndexOp::create(b, 1);
