@@ -10,12 +10,16 @@
 #include "frontend/Sema.h"
 #include "frontend/Parser.h"
 #include "frontend/Suggest.h"
+
+#include "dialects/Lie/IR/Groups/GroupAlgebra.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include <cmath>
 #include <cstdio>
 
 using namespace torsor::frontend;
+namespace algebra = torsor::lie::algebra;
 using llvm::SMLoc;
 using llvm::StringRef;
 using llvm::Twine;
@@ -24,8 +28,6 @@ using llvm::Twine;
 static constexpr int64_t kMaxDimSize = int64_t(1) << 32;
 /// Largest rank of a written type.
 static constexpr size_t kMaxRank = 8;
-/// Largest matrix of a declared group.
-static constexpr int64_t kMaxGroupMatrix = 8;
 
 std::unique_ptr<Module>
 torsor::frontend::parseAndCheck(const llvm::SourceMgr &srcMgr,
@@ -379,45 +381,6 @@ static bool evalNumber(const Expr &e, double &value) {
   return false;
 }
 
-/// Orthogonalises `v` against the orthonormal `basis` (modified
-/// Gram–Schmidt) and returns the remainder.
-static std::vector<double>
-remainder(const std::vector<std::vector<double>> &basis,
-          std::vector<double> v) {
-  for (const auto &b : basis) {
-    double dot = 0;
-    for (size_t i = 0; i < v.size(); ++i)
-      dot += v[i] * b[i];
-    for (size_t i = 0; i < v.size(); ++i)
-      v[i] -= dot * b[i];
-  }
-  return v;
-}
-
-/// `[[0, 0, 1], [0, 0, 0], [0, 0, 0]]` for messages (up to 4 digits).
-static std::string formatMatrix(const std::vector<double> &m, int64_t n) {
-  std::string text = "[";
-  for (int64_t i = 0; i < n; ++i) {
-    text += i ? ", [" : "[";
-    for (int64_t j = 0; j < n; ++j) {
-      char buf[32];
-      double v = m[i * n + j];
-      std::snprintf(buf, sizeof(buf), "%.4g", std::abs(v) < 1e-12 ? 0.0 : v);
-      text += (j ? ", " : "") + std::string(buf);
-    }
-    text += "]";
-  }
-  return text + "]";
-}
-
-/// Euclidean norm.
-static double norm2(const std::vector<double> &v) {
-  double sum = 0;
-  for (double x : v)
-    sum += x * x;
-  return std::sqrt(sum);
-}
-
 void Sema::checkGroup(GroupDecl &group) {
   GroupInfo &info = group.info;
   info.name = group.name;
@@ -438,10 +401,11 @@ void Sema::checkGroup(GroupDecl &group) {
                     "group '" + group.name + "' needs a 'matrix N;' line");
     return;
   }
-  if (n < 2 || n > kMaxGroupMatrix) {
-    diags.emitError(group.matrixLoc, "matrix size must be between 2 and " +
-                                         Twine(kMaxGroupMatrix) + ", got " +
-                                         Twine(n));
+  if (n < algebra::kMinMatrixSize || n > algebra::kMaxMatrixSize) {
+    diags.emitError(group.matrixLoc,
+                    "matrix size must be between " +
+                        Twine(algebra::kMinMatrixSize) + " and " +
+                        Twine(algebra::kMaxMatrixSize) + ", got " + Twine(n));
     return;
   }
   info.matrixSize = n;
@@ -451,7 +415,6 @@ void Sema::checkGroup(GroupDecl &group) {
     return;
   }
   llvm::StringMap<unsigned> genIndex;
-  std::vector<std::vector<double>> basis; // orthonormal, for span tests
   bool ok = true;
   for (GeneratorDecl &gen : group.generators) {
     if (!genIndex.insert({gen.name, genIndex.size()}).second) {
@@ -486,49 +449,38 @@ void Sema::checkGroup(GroupDecl &group) {
       ok = false;
       continue;
     }
-    std::vector<double> rem = remainder(basis, gen.values);
-    double res = norm2(rem);
-    if (res < 1e-9 * std::max(1.0, norm2(gen.values))) {
-      diags.emitError(gen.loc, "generator '" + gen.name +
-                                   "' is linearly dependent on the "
-                                   "generators before it");
-      ok = false;
-      continue;
-    }
-    for (double &x : rem)
-      x /= res;
-    basis.push_back(std::move(rem));
     info.generators.push_back(gen.values);
     info.generatorNames.push_back(gen.name);
   }
   if (!ok)
     return;
-  // The span must be a Lie algebra: closed under [X, Y] = XY − YX.
-  size_t k = info.generators.size();
-  for (size_t a = 0; a < k && ok; ++a) {
-    for (size_t b = a + 1; b < k && ok; ++b) {
-      const auto &x = info.generators[a], &y = info.generators[b];
-      std::vector<double> br(n * n, 0.0);
-      double scale = 0;
-      for (int64_t i = 0; i < n; ++i)
-        for (int64_t j = 0; j < n; ++j)
-          for (int64_t l = 0; l < n; ++l) {
-            br[i * n + j] +=
-                x[i * n + l] * y[l * n + j] - y[i * n + l] * x[l * n + j];
-            scale += std::abs(x[i * n + l] * y[l * n + j]);
-          }
-      if (norm2(remainder(basis, br)) > 1e-9 * std::max(1.0, scale)) {
-        diags.emitError(
-            group.generators[b].loc,
-            "generators do not form a Lie algebra: [" + info.generatorNames[a] +
-                ", " + info.generatorNames[b] + "] = " + formatMatrix(br, n) +
-                " is not in their span; add it as a generator");
-        ok = false;
-      }
-    }
-  }
-  if (!ok)
+  // Independence and closure: the one analysis the Lie dialect's model of
+  // declared groups runs too, so both accept the same declarations.
+  algebra::Facts facts;
+  algebra::Problem problem =
+      algebra::analyze(unsigned(n), info.generators, facts);
+  if (problem.kind == algebra::Problem::Dependent) {
+    diags.emitError(group.generators[problem.a].loc,
+                    "generator '" + info.generatorNames[problem.a] +
+                        "' is linearly dependent on the generators before it");
     return;
+  }
+  if (problem.kind == algebra::Problem::NotClosed) {
+    diags.emitError(group.generators[problem.b].loc,
+                    "generators do not form a Lie algebra: [" +
+                        info.generatorNames[problem.a] + ", " +
+                        info.generatorNames[problem.b] + "] = " +
+                        algebra::formatMatrix(problem.bracket, unsigned(n)) +
+                        " is not in their span; add it as a generator");
+    return;
+  }
+  if (problem) {
+    diags.emitError(group.loc, "group '" + group.name + "' " +
+                                   algebra::describe(problem, unsigned(n),
+                                                     info.generatorNames));
+    return;
+  }
+  size_t k = info.generators.size();
   // Norm blocks: consecutive generators, each generator in exactly one.
   std::vector<int> owner(k, -1);
   size_t next = 0;
@@ -581,10 +533,6 @@ void Sema::checkGroup(GroupDecl &group) {
   info.algebraDim = k;
   // A zero last row in every generator means the group fixes the
   // homogeneous coordinate and acts on points of dimension n − 1.
-  bool affine = true;
-  for (const auto &g : info.generators)
-    for (int64_t j = 0; j < n; ++j)
-      affine &= g[(n - 1) * n + j] == 0.0;
-  info.pointDim = affine ? n - 1 : n;
+  info.pointDim = facts.getPointDim();
   groups[group.name] = &info;
 }

@@ -75,13 +75,13 @@ func.func private @f() attributes {g = #lie.group<"G", n = 9, generators = array
 
 // -----
 
-// expected-error @+1 {{declared group 'G' expects linearly independent generators, found generator 1 in the span of the generators before it}}
+// expected-error @+1 {{declared group 'G' expects linearly independent generators, found E1 in the span of the generators before it}}
 func.func private @f() attributes {g = #lie.group<"G", n = 2, generators = array<f64: 0.0, 1.0, 0.0, 0.0, 0.0, 2.0, 0.0, 0.0>, blocks = [["a", 0, 1]]>}
 
 // -----
 
 // [X, Y] = Z is missing: not a Lie algebra.
-// expected-error @+1 {{declared group 'G' expects generators closed under the bracket, found [E0, E1] outside their span}}
+// expected-error @+1 {{declared group 'G' expects generators closed under the bracket, found [E0, E1] = [[0, 0, 1], [0, 0, 0], [0, 0, 0]] outside their span}}
 func.func private @f() attributes {g = #lie.group<"G", n = 3, generators = array<f64: 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0>, blocks = [["a", 0, 1]]>}
 
 // -----

@@ -5,8 +5,9 @@
 //   coordinates  w = G⁻¹ [⟨E_a, X⟩]_a with the Gram matrix G_ab = ⟨E_a, E_b⟩
 //                (Frobenius), precomputed as a dual basis D_a = Σ_b G⁻¹_ab E_b;
 //                for orthonormal generators D_a = E_a.
-//   closure      every bracket [E_a, E_b] must lie in the span (residual of
-//                its least-squares coordinates ≤ 1e-9‖[E_a, E_b]‖).
+//   validity     independence and closure under the bracket, checked by the
+//                analysis Sema shares (GroupAlgebra.h), which also derives
+//                the dual basis, nilpotency and the affine structure.
 //   nilpotency   the spans W_j of all products of j generators; the first j
 //                with W_j = 0 (j ≤ n when it exists) is the index: X^j = 0 for
 //                every algebra element, and (g − I)^j = 0 for every element.
@@ -32,6 +33,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Lie/IR/Groups/Generic.h"
+#include "dialects/Lie/IR/Groups/GroupAlgebra.h"
 #include "dialects/Lie/IR/Groups/Groups.h"
 
 #include "dialects/Lie/IR/Groups/MatrixFunctions.h"
@@ -50,76 +52,6 @@ using namespace torsor::lie;
 namespace {
 
 using Matrix = std::vector<double>;
-
-/// Row-major product of two n×n matrices.
-Matrix matmul(unsigned n, const Matrix &a, const Matrix &b) {
-  Matrix c(n * n, 0.0);
-  for (unsigned i = 0; i < n; ++i)
-    for (unsigned k = 0; k < n; ++k)
-      for (unsigned j = 0; j < n; ++j)
-        c[i * n + j] += a[i * n + k] * b[k * n + j];
-  return c;
-}
-
-double dotF(const Matrix &a, const Matrix &b) {
-  double s = 0;
-  for (size_t i = 0; i < a.size(); ++i)
-    s += a[i] * b[i];
-  return s;
-}
-
-/// Appends `v` to the orthonormal basis `basis` unless it lies in its span
-/// (relative residual below `tol`); returns whether it was appended.
-bool extendBasis(std::vector<Matrix> &basis, Matrix v, double tol) {
-  double norm0 = std::sqrt(dotF(v, v));
-  if (norm0 == 0)
-    return false;
-  for (int pass = 0; pass < 2; ++pass) // Twice: Gram–Schmidt re-orthogonalised.
-    for (const Matrix &q : basis) {
-      double d = dotF(q, v);
-      for (size_t i = 0; i < v.size(); ++i)
-        v[i] -= d * q[i];
-    }
-  double norm = std::sqrt(dotF(v, v));
-  if (norm <= tol * norm0)
-    return false;
-  for (double &x : v)
-    x /= norm;
-  basis.push_back(std::move(v));
-  return true;
-}
-
-/// Inverse of a symmetric positive definite k×k matrix by Gauss–Jordan.
-Matrix invert(unsigned k, Matrix a) {
-  Matrix inv(k * k, 0.0);
-  for (unsigned i = 0; i < k; ++i)
-    inv[i * k + i] = 1;
-  for (unsigned c = 0; c < k; ++c) {
-    unsigned p = c;
-    for (unsigned r = c + 1; r < k; ++r)
-      if (std::abs(a[r * k + c]) > std::abs(a[p * k + c]))
-        p = r;
-    for (unsigned j = 0; j < k; ++j) {
-      std::swap(a[c * k + j], a[p * k + j]);
-      std::swap(inv[c * k + j], inv[p * k + j]);
-    }
-    double d = a[c * k + c];
-    for (unsigned j = 0; j < k; ++j) {
-      a[c * k + j] /= d;
-      inv[c * k + j] /= d;
-    }
-    for (unsigned r = 0; r < k; ++r) {
-      if (r == c)
-        continue;
-      double f = a[r * k + c];
-      for (unsigned j = 0; j < k; ++j) {
-        a[r * k + j] -= f * a[c * k + j];
-        inv[r * k + j] -= f * inv[c * k + j];
-      }
-    }
-  }
-  return inv;
-}
 
 /// Inverse of the leading `size`×`size` block of a matrix with row stride
 /// `stride`, as `size`·`size` scalars.
@@ -248,79 +180,37 @@ GenericGroupModel::get(StringRef name, unsigned n, ArrayRef<double> generators,
     return it->second.get();
 
   llvm::raw_string_ostream err(error);
-  if (n < 2 || n > 8) {
-    err << "expects a matrix size n between 2 and 8, found " << n;
+  unsigned nn = n * n;
+  if (n < algebra::kMinMatrixSize || n > algebra::kMaxMatrixSize) {
+    err << "expects a matrix size n between " << algebra::kMinMatrixSize
+        << " and " << algebra::kMaxMatrixSize << ", found " << n;
     return nullptr;
   }
-  unsigned nn = n * n;
   if (generators.empty() || generators.size() % nn != 0) {
     err << "expects generators as k·" << nn << " entries (k ≥ 1 matrices of "
         << n << "x" << n << "), found " << generators.size() << " entries";
     return nullptr;
   }
   unsigned k = generators.size() / nn;
-  if (k > nn) {
-    err << "expects at most " << nn << " generators for n = " << n << ", found "
-        << k;
+  std::vector<Matrix> gens;
+  for (unsigned a = 0; a < k; ++a)
+    gens.emplace_back(generators.begin() + a * nn,
+                      generators.begin() + (a + 1) * nn);
+  algebra::Facts facts;
+  if (algebra::Problem problem = algebra::analyze(n, gens, facts)) {
+    err << algebra::describe(problem, n);
     return nullptr;
   }
-  for (double x : generators)
-    if (!std::isfinite(x)) {
-      err << "expects finite generator entries, found " << x;
-      return nullptr;
-    }
 
   auto model = std::make_unique<GenericGroupModel>();
   model->name = name.str();
   model->n = n;
   model->dim = k;
-  for (unsigned a = 0; a < k; ++a)
-    model->gens.emplace_back(generators.begin() + a * nn,
-                             generators.begin() + (a + 1) * nn);
-  const auto &gens = model->gens;
-
-  // Linear independence, in declaration order.
-  {
-    std::vector<Matrix> basis;
-    for (unsigned a = 0; a < k; ++a)
-      if (!extendBasis(basis, gens[a], 1e-9)) {
-        err << "expects linearly independent generators, found generator " << a
-            << " in the span of the generators before it";
-        return nullptr;
-      }
-  }
-
-  // Dual basis through the Gram matrix.
-  Matrix gram(k * k);
-  for (unsigned a = 0; a < k; ++a)
-    for (unsigned b = 0; b < k; ++b)
-      gram[a * k + b] = dotF(gens[a], gens[b]);
-  Matrix gramInv = invert(k, gram);
-  model->dual.assign(k, Matrix(nn, 0.0));
-  for (unsigned a = 0; a < k; ++a)
-    for (unsigned b = 0; b < k; ++b)
-      for (unsigned i = 0; i < nn; ++i)
-        model->dual[a][i] += gramInv[a * k + b] * gens[b][i];
-
-  // Closure under the bracket.
-  for (unsigned a = 0; a < k; ++a)
-    for (unsigned b = a + 1; b < k; ++b) {
-      Matrix ab = matmul(n, gens[a], gens[b]), ba = matmul(n, gens[b], gens[a]);
-      Matrix br(nn), res(nn);
-      for (unsigned i = 0; i < nn; ++i)
-        res[i] = br[i] = ab[i] - ba[i];
-      for (unsigned c = 0; c < k; ++c) {
-        double w = dotF(model->dual[c], br);
-        for (unsigned i = 0; i < nn; ++i)
-          res[i] -= w * gens[c][i];
-      }
-      if (std::sqrt(dotF(res, res)) >
-          1e-9 * std::max(1.0, std::sqrt(dotF(br, br)))) {
-        err << "expects generators closed under the bracket, found [E" << a
-            << ", E" << b << "] outside their span";
-        return nullptr;
-      }
-    }
+  model->gens = std::move(facts.generators);
+  model->dual = std::move(facts.dual);
+  model->nilIndex = facts.nilpotencyIndex;
+  model->affine = facts.affine;
+  model->orthogonal = facts.orthogonal;
 
   // Blocks.
   unsigned covered = 0;
@@ -344,38 +234,6 @@ GenericGroupModel::get(StringRef name, unsigned n, ArrayRef<double> generators,
     model->blocks.push_back({model->blockNames[i], offset, blk.size});
     offset += blk.size;
   }
-
-  // Nilpotency: spans of products of j generators.
-  {
-    std::vector<Matrix> level;
-    for (const Matrix &g : gens)
-      extendBasis(level, g, 1e-12);
-    for (unsigned j = 2; j <= n + 1 && !level.empty(); ++j) {
-      std::vector<Matrix> next;
-      for (const Matrix &g : gens)
-        for (const Matrix &p : level)
-          extendBasis(next, matmul(n, g, p), 1e-12);
-      level = std::move(next);
-      if (level.empty())
-        model->nilIndex = j;
-    }
-  }
-
-  // Affine structure and orthogonality of the linear part.
-  model->affine = llvm::all_of(gens, [&](const Matrix &g) {
-    for (unsigned j = 0; j < n; ++j)
-      if (g[(n - 1) * n + j] != 0)
-        return false;
-    return true;
-  });
-  unsigned lin = model->affine ? n - 1 : n;
-  model->orthogonal = llvm::all_of(gens, [&](const Matrix &g) {
-    for (unsigned i = 0; i < lin; ++i)
-      for (unsigned j = 0; j < lin; ++j)
-        if (g[i * n + j] != -g[j * n + i])
-          return false;
-    return true;
-  });
 
   // Specialisation: exact basis match with a built-in model.
   if (!generic)
