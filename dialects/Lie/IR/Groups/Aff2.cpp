@@ -23,13 +23,19 @@
 // δ − 1 replaces the compensated sum once ‖X‖₁ ≥ 1).
 // u = ψ(L)·b, ψ(z) = z/(eᶻ − 1); exp: A = e^α(C(κ)I + S(κ)K) with
 // C = cosh √κ, S = sinh √κ/√κ (cos, sin/· for κ < 0) and t = φ(L)·u,
-// φ(z) = (eᶻ − 1)/z. The coefficients of φ(L) and ψ(L) come from one of
-// three exact forms, chosen by where they are well conditioned
-// (r = |α| + √|κ| bounds the eigenvalues of L):
+// φ(z) = (eᶻ − 1)/z. φ(L)·u and ψ(L)·b come from one of three exact forms,
+// chosen by where they are well conditioned (r = |α| + √|κ| bounds the
+// eigenvalues of L):
 //   Taylor  r ≤ ½: Horner in L, φ to degree 14 (f32: 8), ψ (Bernoulli) to
 //           degree 14 (f32: 6); truncation < 2e-18 (f32 < 4e-9).
 //   split   κ > 0 and √κ > min(1, |α|/2): real eigenvalues μ± = α ± √κ far
-//           enough apart for the divided difference (F(μ+) − F(μ−))/(2√κ).
+//           enough apart to apply F per eigenvector, F(μ+)P+v + F(μ−)P−v
+//           with the projectors P± = ½(I ± K/√κ). (The coefficient form
+//           F₀v + F₁Kv would cancel along the eigenvector whose F is
+//           small, with an error growing like ψ(μ−)/ψ(μ+) ≈ the
+//           eigenvalue spread of A.) The diagonals √κ ± K₀₀ of 2√κP± are
+//           formed without cancellation (the smaller is K₀₁K₁₀ over the
+//           larger), and each 2-term product with an fma-compensated sum.
 //   merged  otherwise: φ(L) = (e^L − I)L⁻¹, ψ(L) = L(e^L − I)⁻¹ through
 //           E₀ − 1 = expm1(α)C + κ(C−1)/κ and E₁ = e^α S; here det L =
 //           α² − κ ≥ ¾α² and det(e^L − I) ≥ c·r² do not cancel.
@@ -39,11 +45,15 @@
 // < 6e-18) or 0.1 (f32, 7 terms); C, S series for |κ| < 1 (to κ⁹);
 // (eᶻ − 1)/z series for |z| < 1e-3 (f64) / 1e-2 (f32), only to avoid 0/0.
 //
-// dist2 is overridden: the relative element is formed both as A⁻¹B and as
-// the deviation X = A⁻¹(B − A) (u = A⁻¹(b_B − b_A)); log uses X next to the
-// identity (‖X‖₁ < 1, where rounding I + X would lose ε/‖X‖) and A⁻¹B far
-// from it (where X would lose the small entries). Same for buildLog with
-// X = A − I, whose diagonal is exact next to the identity.
+// dist2 and the pairwise form (fused attention) share relativeLog: the
+// relative element is formed both as A⁻¹B and as the deviation
+// X = A⁻¹(B − A) (u = A⁻¹(b_B − b_A)), every entry as adj(A)·column / det A
+// with compensated products, and det(A⁻¹B) as det B / det A; log uses X next
+// to the identity (‖X‖₁ < 1, where rounding I + X would lose ε/‖X‖) and A⁻¹B
+// far from it (where X would lose the small entries). Same for buildLog with
+// X = A − I, whose diagonal is exact next to the identity. Measured against
+// 50-digit references (f64): log, u and dist2 within 1.4e-15 relative for
+// eigenvalue spreads of A up to 1e±6 (test/Numerics/lie-aff2-spread.py).
 //
 // Chart: eigenvalues of L with imaginary parts in (−π, π), i.e. κ > −π².
 // Out of chart: A with a real eigenvalue ≤ 0 (det A ≤ 0, or s ≥ 0 with
@@ -137,9 +147,25 @@ Coeffs matrixPoly(ScalarBuilder &m, Value alpha, Value kappa,
   return {q0, q1};
 }
 
-/// φ(M) (inverse = false) or ψ(M) = φ(M)⁻¹ (inverse = true) for
-/// M = αI + K, K² = κI. See the file comment for the three forms.
-Coeffs phiOrPsi(ScalarBuilder &m, Value alpha, Value kappa, bool inverse) {
+/// x·y + z·w to within ~2 ulps of the result for exact operands: the
+/// product z·w is split into its rounded value and its exact error (fma).
+Value dot2(ScalarBuilder &m, Value x, Value y, Value z, Value w) {
+  Value zw = m.mul(z, w);
+  Value err = m.fma(z, w, m.neg(zw));
+  return m.add(m.fma(x, y, zw), err);
+}
+
+/// F(M)·v for F = φ (inverse = false) or ψ = 1/φ (inverse = true), where
+/// M = αI + K, K = [[k00, k01], [k10, −k00]], K² = κI and v = (v0, v1). See
+/// the file comment for the three forms. The Taylor and merged forms give
+/// F(M) = f0·I + f1·K; the split form applies F per eigenvector,
+/// F(μ+)·P+v + F(μ−)·P−v with the spectral projectors P± = ½(I ± K/√κ),
+/// because f0·v + f1·Kv cancels along the eigenvector whose F is small
+/// (ψ(μ+) ≪ ψ(μ−) for μ+ ≫ 0): the error would grow with ψ(μ−)/ψ(μ+),
+/// i.e. with the eigenvalue spread of e^M.
+std::array<Value, 2> applyPhiOrPsi(ScalarBuilder &m, Value alpha, Value k00,
+                                   Value k01, Value k10, Value kappa, Value v0,
+                                   Value v1, bool inverse) {
   Value zero = m.c(0.0), one = m.c(1.0), half = m.c(0.5);
   Value absA = m.abs(alpha);
   Value root = m.sqrt(m.abs(kappa));
@@ -150,16 +176,6 @@ Coeffs phiOrPsi(ScalarBuilder &m, Value alpha, Value kappa, bool inverse) {
   series =
       series.take_front(inverse ? (m.isF32() ? 7 : 15) : (m.isF32() ? 9 : 15));
   Coeffs taylor = matrixPoly(m, alpha, kappa, series);
-
-  // Split real eigenvalues μ± = α ± √κ.
-  Value pPlus = phiScalar(m, m.add(alpha, root));
-  Value pMinus = phiScalar(m, m.sub(alpha, root));
-  if (inverse) {
-    pPlus = m.div(one, pPlus);
-    pMinus = m.div(one, pMinus);
-  }
-  Coeffs split = {m.mul(half, m.add(pPlus, pMinus)),
-                  m.div(m.sub(pPlus, pMinus), m.add(root, root))};
 
   // Merged or complex eigenvalues: through e^M − I = (E₀−1)I + E₁K.
   Coeffs cs = coshSinhc(m, kappa);
@@ -181,13 +197,43 @@ Coeffs phiOrPsi(ScalarBuilder &m, Value alpha, Value kappa, bool inverse) {
   }
 
   Value useTaylor = m.lt(radius, half);
+  Value f0 = m.select(useTaylor, taylor.f0, merged.f0);
+  Value f1 = m.select(useTaylor, taylor.f1, merged.f1);
+  Value kv0 = dot2(m, k00, v0, k01, v1);
+  Value kv1 = dot2(m, k10, v0, m.neg(k00), v1);
+  std::array<Value, 2> byCoeffs = {m.fma(f1, kv0, m.mul(f0, v0)),
+                                   m.fma(f1, kv1, m.mul(f0, v1))};
+
+  // Split real eigenvalues μ± = α ± √κ. 2√κ·P±v = (√κ·I ± K)v, whose
+  // diagonal entries √κ ± k00 are formed without cancellation: the larger
+  // is √κ + |k00|, the smaller k01·k10 / (√κ + |k00|) (their product is
+  // κ − k00² = k01·k10).
+  Value big = m.add(root, m.abs(k00));
+  Value small = m.div(m.mul(k01, k10), big);
+  Value negative = m.lt(k00, zero);
+  Value rPlus = m.select(negative, small, big);  // √κ + k00
+  Value rMinus = m.select(negative, big, small); // √κ − k00
+  Value inv2r = m.div(half, root);
+  Value fPlus = phiScalar(m, m.add(alpha, root));
+  Value fMinus = phiScalar(m, m.sub(alpha, root));
+  if (inverse) {
+    fPlus = m.div(one, fPlus);
+    fMinus = m.div(one, fMinus);
+  }
+  Value wPlus = m.mul(fPlus, inv2r), wMinus = m.mul(fMinus, inv2r);
+  Value p0 = dot2(m, rPlus, v0, k01, v1), p1 = dot2(m, k10, v0, rMinus, v1);
+  Value q0 = dot2(m, rMinus, v0, m.neg(k01), v1);
+  Value q1 = dot2(m, m.neg(k10), v0, rPlus, v1);
+  std::array<Value, 2> bySplit = {m.fma(wPlus, p0, m.mul(wMinus, q0)),
+                                  m.fma(wPlus, p1, m.mul(wMinus, q1))};
+
   Value useSplit =
       m.andI(m.gt(kappa, zero), m.gt(root, m.min(one, m.mul(half, absA))));
-  auto pick = [&](Value t, Value s, Value g) {
-    return m.select(useTaylor, t, m.select(useSplit, s, g));
+  auto pick = [&](unsigned i) {
+    return m.select(useTaylor, byCoeffs[i],
+                    m.select(useSplit, bySplit[i], byCoeffs[i]));
   };
-  return {pick(taylor.f0, split.f0, merged.f0),
-          pick(taylor.f1, split.f1, merged.f1)};
+  return {pick(0), pick(1)};
 }
 
 /// Top two rows of a·b for 3×3 affine matrices; the fixed row is constant.
@@ -244,33 +290,42 @@ public:
     Value one = m.c(1.0);
     return logOfDeviation(m, {g[0], g[1], g[3], g[4]},
                           {m.sub(g[0], one), g[1], g[3], m.sub(g[4], one)},
-                          g[2], g[5]);
+                          g[2], g[5], kahanDet(m, g[0], g[1], g[3], g[4]));
   }
 
-  /// ‖log(a⁻¹b)‖²_λ with the relative element formed as a deviation from
-  /// the identity, X = A⁻¹(B − A), u = A⁻¹(b_b − b_a): the differences are
-  /// exact for close elements, so dist2 keeps its relative accuracy as
-  /// a → b, where rounding I + X would lose ε/‖X‖.
   Value buildDist2(ScalarBuilder &m, ValueRange a, ValueRange b,
                    ValueRange lambda) const override {
-    Value r = m.div(m.c(1.0), kahanDet(m, a[0], a[1], a[3], a[4]));
-    Value i00 = m.mul(a[4], r), i01 = m.neg(m.mul(a[1], r));
-    Value i10 = m.neg(m.mul(a[3], r)), i11 = m.mul(a[0], r);
-    Value d00 = m.sub(b[0], a[0]), d01 = m.sub(b[1], a[1]);
-    Value d10 = m.sub(b[3], a[3]), d11 = m.sub(b[4], a[4]);
-    Value dx = m.sub(b[2], a[2]), dy = m.sub(b[5], a[5]);
-    // A⁻¹B itself too: far from the identity its small entries are
-    // relatively accurate only in this form.
-    Value r00 = m.fma(i00, b[0], m.mul(i01, b[3]));
-    Value r01 = m.fma(i00, b[1], m.mul(i01, b[4]));
-    Value r10 = m.fma(i10, b[0], m.mul(i11, b[3]));
-    Value r11 = m.fma(i10, b[1], m.mul(i11, b[4]));
-    Scalars w = logOfDeviation(
-        m, {r00, r01, r10, r11},
-        {m.fma(i00, d00, m.mul(i01, d10)), m.fma(i00, d01, m.mul(i01, d11)),
-         m.fma(i10, d00, m.mul(i11, d10)), m.fma(i10, d01, m.mul(i11, d11))},
-        m.fma(i00, dx, m.mul(i01, dy)), m.fma(i10, dx, m.mul(i11, dy)));
-    return buildWeightedNorm2(m, w, lambda);
+    return buildWeightedNorm2(
+        m, relativeLog(m, buildQueryFeatures(m, a), buildKeyFeatures(m, b)),
+        lambda);
+  }
+
+  // The pairwise form (fused attention) is dist2's own: the query features
+  // are a's top two rows and 1/det A, the key features b's top two rows and
+  // det B, and each pair runs relativeLog.
+  unsigned getQueryFeatureCount() const override { return 7; }
+  unsigned getKeyFeatureCount() const override { return 7; }
+  Scalars buildQueryFeatures(ScalarBuilder &m, ValueRange a) const override {
+    return {a[0],
+            a[1],
+            a[2],
+            a[3],
+            a[4],
+            a[5],
+            m.div(m.c(1.0), kahanDet(m, a[0], a[1], a[3], a[4]))};
+  }
+  Scalars buildKeyFeatures(ScalarBuilder &m, ValueRange b) const override {
+    return {b[0],
+            b[1],
+            b[2],
+            b[3],
+            b[4],
+            b[5],
+            kahanDet(m, b[0], b[1], b[3], b[4])};
+  }
+  Scalars buildPairBlockNorms(ScalarBuilder &m, ValueRange q,
+                              ValueRange k) const override {
+    return buildBlockNorms(m, relativeLog(m, q, k));
   }
 
   Scalars buildExp(ScalarBuilder &m, ValueRange v) const override {
@@ -281,11 +336,8 @@ public:
     Coeffs cs = coshSinhc(m, kappa);
     Value ea = m.exp(alpha);
     Value ec = m.mul(ea, cs.f0), es = m.mul(ea, cs.f1);
-    Coeffs phi = phiOrPsi(m, alpha, kappa, /*inverse=*/false);
-    Value ku0 = m.fma(k00, v[4], m.mul(v[1], v[5]));
-    Value ku1 = m.fma(v[2], v[4], m.neg(m.mul(k00, v[5])));
-    Value t0 = m.fma(phi.f0, v[4], m.mul(phi.f1, ku0));
-    Value t1 = m.fma(phi.f0, v[5], m.mul(phi.f1, ku1));
+    auto [t0, t1] = applyPhiOrPsi(m, alpha, k00, v[1], v[2], kappa, v[4], v[5],
+                                  /*inverse=*/false);
     return {m.fma(es, k00, ec),
             m.mul(es, v[1]),
             t0,
@@ -298,13 +350,42 @@ public:
   }
 
 private:
-  /// log of [[A, v], [0, 1]] given A (row-major) and its deviation from
-  /// the identity X = A − I, each computed directly; see the file comment.
+  /// log(a⁻¹b) from the features of buildQueryFeatures(a) and
+  /// buildKeyFeatures(b). The relative element is formed as a deviation
+  /// from the identity too, X = A⁻¹(B − A), u = A⁻¹(b_b − b_a): the
+  /// differences are exact for close elements, so dist2 keeps its relative
+  /// accuracy as a → b, where rounding I + X would lose ε/‖X‖. Every entry
+  /// is adj(A)·(column)/det A with compensated two-term products, so each
+  /// is accurate to a few ulps of itself rather than of ‖A⁻¹‖‖B‖, and
+  /// det(A⁻¹B) is det B / det A rather than a difference of the entries'
+  /// products: the small eigenvalue of a relative element with a large
+  /// eigenvalue spread (1e±6) would otherwise be lost.
+  static Scalars relativeLog(ScalarBuilder &m, ValueRange a, ValueRange b) {
+    Value r = a[6];
+    // (adj A)·(x, y) / det A, adj A = [[a11, −a01], [−a10, a00]].
+    auto solve = [&](Value x, Value y) -> std::array<Value, 2> {
+      return {m.mul(dot2(m, a[4], x, m.neg(a[1]), y), r),
+              m.mul(dot2(m, m.neg(a[3]), x, a[0], y), r)};
+    };
+    auto [r00, r10] = solve(b[0], b[3]);
+    auto [r01, r11] = solve(b[1], b[4]);
+    auto [x00, x10] = solve(m.sub(b[0], a[0]), m.sub(b[3], a[3]));
+    auto [x01, x11] = solve(m.sub(b[1], a[1]), m.sub(b[4], a[4]));
+    auto [u0, u1] = solve(m.sub(b[2], a[2]), m.sub(b[5], a[5]));
+    return logOfDeviation(m, {r00, r01, r10, r11}, {x00, x01, x10, x11}, u0, u1,
+                          m.mul(b[6], r));
+  }
+
+  /// log of [[A, v], [0, 1]] given A (row-major), its deviation from the
+  /// identity X = A − I and δ = det A, each computed directly (δ from the
+  /// entries' products would cancel for a large eigenvalue spread); see the
+  /// file comment.
   /// Next to the identity (‖X‖₁ < 1) X keeps ½ ln δ and L relatively
   /// accurate; far from it A's own entries do (its small entries and
   /// eigenvalue would lose ε/|entry| through X).
   static Scalars logOfDeviation(ScalarBuilder &m, std::array<Value, 4> mat,
-                                std::array<Value, 4> dev, Value v0, Value v1) {
+                                std::array<Value, 4> dev, Value v0, Value v1,
+                                Value delta) {
     Value zero = m.c(0.0), half = m.c(0.5), one = m.c(1.0);
     Value a = mat[0], d = mat[3], p = dev[0], q = dev[3];
     Value near = m.lt(
@@ -317,7 +398,6 @@ private:
     Value n = m.mul(half, m.select(near, m.sub(p, q), m.sub(a, d)));
     Value bc = m.mul(b, c);
     Value s = m.fma(n, n, bc); // t² − δ without the cancellation.
-    Value delta = kahanDet(m, a, b, c, d);
     // δ − 1 = (p + q) + (pq − bc), both products compensated: error
     // ε(|p + q| + |δ − 1|), relative to ‖A − I‖ next to the identity. Far
     // from it the Kahan δ − 1 (error ε·δ) is the better one.
@@ -348,11 +428,8 @@ private:
 
     Value k00 = m.mul(f, n), k01 = m.mul(f, b), k10 = m.mul(f, c);
     Value kappa = m.mul(m.sqr(f), s);
-    Coeffs psi = phiOrPsi(m, h, kappa, /*inverse=*/true);
-    Value kb0 = m.fma(k00, v0, m.mul(k01, v1));
-    Value kb1 = m.fma(k10, v0, m.neg(m.mul(k00, v1)));
-    Value u0 = m.fma(psi.f0, v0, m.mul(psi.f1, kb0));
-    Value u1 = m.fma(psi.f0, v1, m.mul(psi.f1, kb1));
+    auto [u0, u1] =
+        applyPhiOrPsi(m, h, k00, k01, k10, kappa, v0, v1, /*inverse=*/true);
 
     // Outside the chart (a real eigenvalue ≤ 0): NaN everywhere.
     Value inChart =
