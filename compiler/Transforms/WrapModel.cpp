@@ -25,7 +25,7 @@ FailureOr<func::FuncOp> torsor::findModelFunction(ModuleOp module) {
   func::FuncOp model;
   for (auto func : module.getOps<func::FuncOp>()) {
     if (func.isPrivate() || func.isExternal() || func.getNumArguments() == 0 ||
-        !func.getArgAttr(0, "torsor.name"))
+        !func.getArgAttr(0, "torsor.name") || func->hasAttr(kBackwardAttrName))
       continue;
     if (model) {
       func.emitError() << "more than one model function: '" << model.getName()
@@ -45,24 +45,10 @@ static MemRefType toBufferType(Type type) {
   return MemRefType::get(tensor.getShape(), tensor.getElementType());
 }
 
-namespace {
-struct TorsorWrapModel : torsor::impl::TorsorWrapModelBase<TorsorWrapModel> {
-  void runOnOperation() override {
-    ModuleOp module = getOperation();
-    FailureOr<func::FuncOp> found = findModelFunction(module);
-    if (failed(found))
-      return signalPassFailure();
-    func::FuncOp model = *found;
-    if (!model)
-      return;
-    if (module.lookupSymbol(kModelWrapperName)) {
-      model.emitError() << "the symbol '" << kModelWrapperName
-                        << "' is reserved for the model wrapper";
-      return signalPassFailure();
-    }
-    // Built first, while the model still takes tensors and is public.
-    if (failed(buildGroupResidualWrapper(module, model)))
-      return signalPassFailure();
+/// Adds `wrapperName`: `model` in destination-passing style on memrefs
+/// (inputs and params, then outputs), with the C interface.
+static LogicalResult wrap(ModuleOp module, func::FuncOp model,
+                          StringRef wrapperName) {
     FunctionType type = model.getFunctionType();
     SmallVector<Type> bufferTypes;
     for (Type t :
@@ -71,7 +57,7 @@ struct TorsorWrapModel : torsor::impl::TorsorWrapModelBase<TorsorWrapModel> {
         model.emitError() << "model arguments and results must be ranked "
                              "tensors at the runtime ABI, got "
                           << t;
-        return signalPassFailure();
+        return failure();
       }
       bufferTypes.push_back(toBufferType(t));
     }
@@ -80,7 +66,7 @@ struct TorsorWrapModel : torsor::impl::TorsorWrapModelBase<TorsorWrapModel> {
     builder.setInsertionPointToEnd(module.getBody());
     Location loc = model.getLoc();
     auto wrapper =
-        func::FuncOp::create(builder, loc, kModelWrapperName,
+        func::FuncOp::create(builder, loc, wrapperName,
                              builder.getFunctionType(bufferTypes, {}));
     wrapper->setAttr("llvm.emit_c_interface", builder.getUnitAttr());
     Block *body = wrapper.addEntryBlock();
@@ -102,6 +88,41 @@ struct TorsorWrapModel : torsor::impl::TorsorWrapModelBase<TorsorWrapModel> {
       op.setWritable(true);
     }
     func::ReturnOp::create(builder, loc);
+  return success();
+}
+
+namespace {
+struct TorsorWrapModel : torsor::impl::TorsorWrapModelBase<TorsorWrapModel> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    FailureOr<func::FuncOp> found = findModelFunction(module);
+    if (failed(found))
+      return signalPassFailure();
+    func::FuncOp model = *found;
+    if (!model)
+      return;
+    if (module.lookupSymbol(kModelWrapperName)) {
+      model.emitError() << "the symbol '" << kModelWrapperName
+                        << "' is reserved for the model wrapper";
+      return signalPassFailure();
+    }
+    // Built first, while the model still takes tensors and is public.
+    if (failed(buildGroupResidualWrapper(module, model)))
+      return signalPassFailure();
+    if (failed(wrap(module, model, kModelWrapperName)))
+      return signalPassFailure();
+    // The backward function of torsor-differentiate, when there is one.
+    if (auto backward =
+            module.lookupSymbol<func::FuncOp>(kBackwardFunctionName)) {
+      if (module.lookupSymbol(kBackwardWrapperName)) {
+        backward.emitError() << "the symbol '" << kBackwardWrapperName
+                             << "' is reserved for the backward wrapper";
+        return signalPassFailure();
+      }
+      if (failed(wrap(module, backward, kBackwardWrapperName)))
+        return signalPassFailure();
+      backward.setPrivate();
+    }
     // Private, so the inliner folds it into the wrapper and it is dropped.
     model.setPrivate();
   }
