@@ -33,8 +33,8 @@ static LogicalResult decomposeOpsWithoutRules(func::FuncOp func,
                                               const VJPRegistry &registry) {
   SmallVector<Operation *> ops;
   func.walk([&](Operation *op) {
-    if (op->getDialect() &&
-        op->getDialect()->getNamespace() == "geo" && !registry.lookup(op))
+    if (op->getDialect() && op->getDialect()->getNamespace() == "geo" &&
+        !registry.lookup(op))
       ops.push_back(op);
   });
   if (ops.empty())
@@ -102,9 +102,9 @@ struct TorsorDifferentiate
       auto name = attrs ? attrs.getAs<StringAttr>("torsor.name") : nullptr;
       if (!name)
         return model.emitError() << "result #" << k << " has no torsor.name";
-      backward.setArgAttrs(numArgs + k,
-                           renamed(ctx, attrs, ("cot." + name.getValue()).str(),
-                                   "cotangent"));
+      backward.setArgAttrs(
+          numArgs + k,
+          renamed(ctx, attrs, ("cot." + name.getValue()).str(), "cotangent"));
     }
 
     // Forward recompute.
@@ -151,13 +151,12 @@ struct TorsorDifferentiate
       DictionaryAttr attrs = model.getArgAttrDict(i);
       auto name = attrs ? attrs.getAs<StringAttr>("torsor.name") : nullptr;
       if (!name)
-        return model.emitError() << "argument #" << i
-                                 << " has no torsor.name";
+        return model.emitError() << "argument #" << i << " has no torsor.name";
       Value grad = cotangents.lookup(arg);
       if (!grad)
         grad = zerosLike(b, loc, arg);
-      NamedAttrList list(renamed(ctx, attrs,
-                                 ("grad." + name.getValue()).str(), ""));
+      NamedAttrList list(
+          renamed(ctx, attrs, ("grad." + name.getValue()).str(), ""));
       list.set("torsor.grad_of", name);
       if (Attribute group = attrs.get("torsor.group")) {
         if (!registry.groupInputGradient)

@@ -99,10 +99,10 @@ void torsor::autodiff::registerScalarVJPRules(VJPRegistry &r) {
                                          m.cst(c[0], 0.0), c[0]);
           return success();
         }});
-  UNARY("arith.extf", arith::TruncFOp::create(b, op->getLoc(), a.getType(), dy)
-                          .getResult());
-  UNARY("arith.truncf", arith::ExtFOp::create(b, op->getLoc(), a.getType(), dy)
-                            .getResult());
+  UNARY("arith.extf",
+        arith::TruncFOp::create(b, op->getLoc(), a.getType(), dy).getResult());
+  UNARY("arith.truncf",
+        arith::ExtFOp::create(b, op->getLoc(), a.getType(), dy).getResult());
 
   UNARY("math.exp", m.mul(dy, y));
   UNARY("math.expm1", m.mul(dy, m.add(y, m.cst(y, 1.0))));
@@ -116,14 +116,12 @@ void torsor::autodiff::registerScalarVJPRules(VJPRegistry &r) {
   UNARY("math.erf", m.mul(dy, m.mul(m.cst(a, 1.1283791670955126),
                                     m.exp(m.neg(m.mul(a, a))))));
   UNARY("math.sin", m.mul(dy, math::CosOp::create(b, op->getLoc(), a)));
-  UNARY("math.cos",
-        m.neg(m.mul(dy, math::SinOp::create(b, op->getLoc(), a))));
+  UNARY("math.cos", m.neg(m.mul(dy, math::SinOp::create(b, op->getLoc(), a))));
   UNARY("math.absf",
         m.mul(dy, math::CopySignOp::create(b, op->getLoc(), m.cst(a, 1.0), a)));
   // atan' = 1/(1 + a²); asin' = 1/√(1 − a²); acos' = −1/√(1 − a²)
   UNARY("math.atan", m.div(dy, m.add(m.cst(a, 1.0), m.mul(a, a))));
-  UNARY("math.asin",
-        m.div(dy, m.sqrt(m.sub(m.cst(a, 1.0), m.mul(a, a)))));
+  UNARY("math.asin", m.div(dy, m.sqrt(m.sub(m.cst(a, 1.0), m.mul(a, a)))));
   UNARY("math.acos",
         m.neg(m.div(dy, m.sqrt(m.sub(m.cst(a, 1.0), m.mul(a, a))))));
   // atan2(x, z) = angle of (z, x): d/dx = z/(x² + z²), d/dz = −x/(x² + z²)
@@ -142,9 +140,8 @@ void torsor::autodiff::registerScalarVJPRules(VJPRegistry &r) {
   // Piecewise-constant ops: zero almost everywhere.
   for (StringRef name : {"math.floor", "math.ceil", "math.round",
                          "math.roundeven", "math.trunc"})
-    r.add(name, {[](OpBuilder &, Operation *, Cots, Grads &) {
-            return success();
-          }});
+    r.add(name,
+          {[](OpBuilder &, Operation *, Cots, Grads &) { return success(); }});
 }
 #undef UNARY
 #undef BINARY

@@ -121,12 +121,13 @@ static LogicalResult structuredVJP(OpBuilder &b, Operation *raw, Cots cots,
     auto tensorType = dyn_cast<RankedTensorType>(operand.getType());
     Type elem = getElementTypeOrSelf(operand.getType());
     Value init =
-        tensorType ? zerosLike(b, loc, operand)
-                   : linalg::FillOp::create(
-                         b, loc, floatConstant(b, loc, elem, 0.0),
-                         tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{},
-                                                 elem).getResult())
-                         .getResult(0);
+        tensorType
+            ? zerosLike(b, loc, operand)
+            : linalg::FillOp::create(
+                  b, loc, floatConstant(b, loc, elem, 0.0),
+                  tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, elem)
+                      .getResult())
+                  .getResult(0);
     SmallVector<utils::IteratorType> iterators(numLoops,
                                                utils::IteratorType::reduction);
     for (AffineExpr e : map.getResults())
@@ -188,8 +189,7 @@ static Value transpose2D(OpBuilder &b, Location loc, Value v) {
   std::swap(sizes[0], sizes[1]);
   Value init = tensor::EmptyOp::create(
       b, loc, sizes, cast<RankedTensorType>(v.getType()).getElementType());
-  return linalg::TransposeOp::create(b, loc, v, init,
-                                     ArrayRef<int64_t>{1, 0})
+  return linalg::TransposeOp::create(b, loc, v, init, ArrayRef<int64_t>{1, 0})
       .getResult()[0];
 }
 
@@ -221,22 +221,21 @@ void torsor::autodiff::registerStructuredVJPRules(VJPRegistry &r) {
   for (StringRef name :
        {"linalg.generic", "linalg.fill", "linalg.transpose", "linalg.broadcast",
         "linalg.batch_matmul", "linalg.map", "linalg.reduce", "linalg.add",
-        "linalg.sub", "linalg.mul", "linalg.div", "linalg.exp",
-        "linalg.copy"})
+        "linalg.sub", "linalg.mul", "linalg.div", "linalg.exp", "linalg.copy"})
     r.add(name, {structuredVJP});
   r.add("linalg.matmul", {matmulVJP});
 
   // Reshapes: the cotangent takes the inverse reshape.
-  r.add("tensor.expand_shape", {[](OpBuilder &b, Operation *raw, Cots c,
-                                   Grads &g) -> LogicalResult {
+  r.add("tensor.expand_shape",
+        {[](OpBuilder &b, Operation *raw, Cots c, Grads &g) -> LogicalResult {
           auto op = cast<tensor::ExpandShapeOp>(raw);
           g[0] = tensor::CollapseShapeOp::create(b, op.getLoc(),
                                                  op.getSrcType(), c[0],
                                                  op.getReassociationIndices());
           return success();
         }});
-  r.add("tensor.collapse_shape", {[](OpBuilder &b, Operation *raw, Cots c,
-                                     Grads &g) -> LogicalResult {
+  r.add("tensor.collapse_shape",
+        {[](OpBuilder &b, Operation *raw, Cots c, Grads &g) -> LogicalResult {
           auto op = cast<tensor::CollapseShapeOp>(raw);
           g[0] = tensor::ExpandShapeOp::create(
               b, op.getLoc(), op.getSrcType(), c[0],
@@ -250,8 +249,8 @@ void torsor::autodiff::registerStructuredVJPRules(VJPRegistry &r) {
           return success();
         }});
   // Slices: extract ↔ insert into zeros.
-  r.add("tensor.extract_slice", {[](OpBuilder &b, Operation *raw, Cots c,
-                                    Grads &g) -> LogicalResult {
+  r.add("tensor.extract_slice",
+        {[](OpBuilder &b, Operation *raw, Cots c, Grads &g) -> LogicalResult {
           auto op = cast<tensor::ExtractSliceOp>(raw);
           Location loc = op.getLoc();
           if (op.getSourceType().getRank() != op.getResultType().getRank())
@@ -261,8 +260,8 @@ void torsor::autodiff::registerStructuredVJPRules(VJPRegistry &r) {
               op.getMixedOffsets(), op.getMixedSizes(), op.getMixedStrides());
           return success();
         }});
-  r.add("tensor.insert_slice", {[](OpBuilder &b, Operation *raw, Cots c,
-                                   Grads &g) -> LogicalResult {
+  r.add("tensor.insert_slice",
+        {[](OpBuilder &b, Operation *raw, Cots c, Grads &g) -> LogicalResult {
           auto op = cast<tensor::InsertSliceOp>(raw);
           Location loc = op.getLoc();
           if (op.getSourceType().getRank() != op.getDestType().getRank())
@@ -275,17 +274,17 @@ void torsor::autodiff::registerStructuredVJPRules(VJPRegistry &r) {
               op.getMixedOffsets(), op.getMixedSizes(), op.getMixedStrides());
           return success();
         }});
-  r.add("tensor.extract", {[](OpBuilder &b, Operation *raw, Cots c,
-                              Grads &g) -> LogicalResult {
+  r.add("tensor.extract",
+        {[](OpBuilder &b, Operation *raw, Cots c, Grads &g) -> LogicalResult {
           auto op = cast<tensor::ExtractOp>(raw);
           Location loc = op.getLoc();
-          g[0] = tensor::InsertOp::create(b, loc, c[0],
-                                          zerosLike(b, loc, op.getTensor()),
-                                          op.getIndices());
+          g[0] = tensor::InsertOp::create(
+              b, loc, c[0], zerosLike(b, loc, op.getTensor()), op.getIndices());
           return success();
         }});
   // concat: each operand gets its slice of the cotangent.
-  r.add("tensor.concat", {[](OpBuilder &b, Operation *raw, Cots c, Grads &g) -> LogicalResult {
+  r.add("tensor.concat",
+        {[](OpBuilder &b, Operation *raw, Cots c, Grads &g) -> LogicalResult {
           auto op = cast<tensor::ConcatOp>(raw);
           Location loc = op.getLoc();
           int64_t dim = op.getDim();

@@ -82,8 +82,7 @@ Value torsor::autodiff::mapElementwise(
     return body(b, loc, operands);
   SmallVector<OpFoldResult> sizes =
       tensor::getMixedSizes(b, loc, operands.front());
-  Value init =
-      tensor::EmptyOp::create(b, loc, sizes, tensor.getElementType());
+  Value init = tensor::EmptyOp::create(b, loc, sizes, tensor.getElementType());
   unsigned rank = tensor.getRank();
   SmallVector<AffineMap> maps(operands.size() + 1,
                               b.getMultiDimIdentityMap(rank));
@@ -104,11 +103,10 @@ Value torsor::autodiff::addValues(OpBuilder &b, Location loc, Value a,
     return c;
   if (!c)
     return a;
-  return mapElementwise(b, loc, {a, c},
-                        [](OpBuilder &nb, Location nloc, ValueRange x) {
-                          return arith::AddFOp::create(nb, nloc, x[0], x[1])
-                              .getResult();
-                        });
+  return mapElementwise(
+      b, loc, {a, c}, [](OpBuilder &nb, Location nloc, ValueRange x) {
+        return arith::AddFOp::create(nb, nloc, x[0], x[1]).getResult();
+      });
 }
 
 LogicalResult

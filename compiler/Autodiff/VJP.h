@@ -1,4 +1,5 @@
-//===- VJP.h - Reverse-mode rules: one VJP per op -----------------*- C++ -*-===//
+//===- VJP.h - Reverse-mode rules: one VJP per op -----------------*- C++
+//-*-===//
 //
 // The table of vector-Jacobian products the torsor-differentiate pass reads
 // (tinygrad's gradient.py is the model: one small rule per op, kept in one
@@ -51,9 +52,11 @@ struct VJPRule {
 /// Turns the ambient cotangent `cot` (shape [..., n, n]) of the group
 /// input `g` into its left-trivialised gradient in algebra coordinates
 /// ([..., k]). `group` is the input's `torsor.group` name.
-using GroupGradientFn = mlir::FailureOr<mlir::Value> (*)(
-    mlir::OpBuilder &b, mlir::Location loc, mlir::Value g, mlir::Value cot,
-    mlir::Attribute group);
+using GroupGradientFn = mlir::FailureOr<mlir::Value> (*)(mlir::OpBuilder &b,
+                                                         mlir::Location loc,
+                                                         mlir::Value g,
+                                                         mlir::Value cot,
+                                                         mlir::Attribute group);
 
 /// The rule table, keyed by op name ("linalg.generic", "lie.log").
 class VJPRegistry {
@@ -104,11 +107,12 @@ mlir::Value floatConstant(mlir::OpBuilder &b, mlir::Location loc,
                           mlir::Type type, double value);
 /// An elementwise linalg.generic over tensors of one shape (or the scalar
 /// body itself on scalars): `body` gets the scalar operands.
-mlir::Value mapElementwise(
-    mlir::OpBuilder &b, mlir::Location loc, mlir::ValueRange operands,
-    llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Location,
-                                   mlir::ValueRange)>
-        body);
+mlir::Value
+mapElementwise(mlir::OpBuilder &b, mlir::Location loc,
+               mlir::ValueRange operands,
+               llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Location,
+                                              mlir::ValueRange)>
+                   body);
 
 /// Reverse sweep over `ops` (in forward order, all in one block): for each
 /// op whose results have a cotangent in `cotangents`, applies its rule and

@@ -49,45 +49,43 @@ static MemRefType toBufferType(Type type) {
 /// (inputs and params, then outputs), with the C interface.
 static LogicalResult wrap(ModuleOp module, func::FuncOp model,
                           StringRef wrapperName) {
-    FunctionType type = model.getFunctionType();
-    SmallVector<Type> bufferTypes;
-    for (Type t :
-         llvm::concat<const Type>(type.getInputs(), type.getResults())) {
-      if (!isa<RankedTensorType>(t)) {
-        model.emitError() << "model arguments and results must be ranked "
-                             "tensors at the runtime ABI, got "
-                          << t;
-        return failure();
-      }
-      bufferTypes.push_back(toBufferType(t));
+  FunctionType type = model.getFunctionType();
+  SmallVector<Type> bufferTypes;
+  for (Type t : llvm::concat<const Type>(type.getInputs(), type.getResults())) {
+    if (!isa<RankedTensorType>(t)) {
+      model.emitError() << "model arguments and results must be ranked "
+                           "tensors at the runtime ABI, got "
+                        << t;
+      return failure();
     }
+    bufferTypes.push_back(toBufferType(t));
+  }
 
-    OpBuilder builder(module.getBodyRegion());
-    builder.setInsertionPointToEnd(module.getBody());
-    Location loc = model.getLoc();
-    auto wrapper =
-        func::FuncOp::create(builder, loc, wrapperName,
-                             builder.getFunctionType(bufferTypes, {}));
-    wrapper->setAttr("llvm.emit_c_interface", builder.getUnitAttr());
-    Block *body = wrapper.addEntryBlock();
-    builder.setInsertionPointToStart(body);
+  OpBuilder builder(module.getBodyRegion());
+  builder.setInsertionPointToEnd(module.getBody());
+  Location loc = model.getLoc();
+  auto wrapper = func::FuncOp::create(builder, loc, wrapperName,
+                                      builder.getFunctionType(bufferTypes, {}));
+  wrapper->setAttr("llvm.emit_c_interface", builder.getUnitAttr());
+  Block *body = wrapper.addEntryBlock();
+  builder.setInsertionPointToStart(body);
 
-    unsigned numInputs = type.getNumInputs();
-    SmallVector<Value> tensors;
-    for (unsigned i = 0; i < numInputs; ++i) {
-      // restrict: the runtime never aliases two tensors it passes.
-      tensors.push_back(bufferization::ToTensorOp::create(
-          builder, loc, type.getInput(i), body->getArgument(i),
-          /*restrict=*/true, /*writable=*/false));
-    }
-    auto call = func::CallOp::create(builder, loc, model, tensors);
-    for (auto [i, result] : llvm::enumerate(call.getResults())) {
-      auto op = bufferization::MaterializeInDestinationOp::create(
-          builder, loc, result, body->getArgument(numInputs + i));
-      op.setRestrict(true);
-      op.setWritable(true);
-    }
-    func::ReturnOp::create(builder, loc);
+  unsigned numInputs = type.getNumInputs();
+  SmallVector<Value> tensors;
+  for (unsigned i = 0; i < numInputs; ++i) {
+    // restrict: the runtime never aliases two tensors it passes.
+    tensors.push_back(bufferization::ToTensorOp::create(
+        builder, loc, type.getInput(i), body->getArgument(i),
+        /*restrict=*/true, /*writable=*/false));
+  }
+  auto call = func::CallOp::create(builder, loc, model, tensors);
+  for (auto [i, result] : llvm::enumerate(call.getResults())) {
+    auto op = bufferization::MaterializeInDestinationOp::create(
+        builder, loc, result, body->getArgument(numInputs + i));
+    op.setRestrict(true);
+    op.setWritable(true);
+  }
+  func::ReturnOp::create(builder, loc);
   return success();
 }
 
