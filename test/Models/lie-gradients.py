@@ -77,7 +77,7 @@ def main():
             dims = {"L": L}
 
             def shape(t):
-                return [dims.get(s, s) if isinstance(s, str) else s for s in t["shape"]]
+                return [L if isinstance(s, str) else s for s in t["shape"]]
             inputs, params = man["inputs"], man["params"]
             outs = man["outputs"]
             vals = {}
