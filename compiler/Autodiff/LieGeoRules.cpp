@@ -52,12 +52,10 @@ LogicalResult lieVJP(OpBuilder &b, Operation *raw, Cots cots, Grads &grads,
   return success();
 }
 
-LogicalResult composeVJP(OpBuilder &b, Operation *op, Cots cots,
-                         Grads &grads) {
+LogicalResult composeVJP(OpBuilder &b, Operation *op, Cots cots, Grads &grads) {
   return lieVJP<lie::ComposeOp>(b, op, cots, grads, "compose");
 }
-LogicalResult inverseVJP(OpBuilder &b, Operation *op, Cots cots,
-                         Grads &grads) {
+LogicalResult inverseVJP(OpBuilder &b, Operation *op, Cots cots, Grads &grads) {
   return lieVJP<lie::InverseOp>(b, op, cots, grads, "inverse");
 }
 LogicalResult logVJP(OpBuilder &b, Operation *op, Cots cots, Grads &grads) {
@@ -77,11 +75,10 @@ LogicalResult pairFeaturesVJP(OpBuilder &b, Operation *raw, Cots cots,
 }
 LogicalResult dist2VJP(OpBuilder &b, Operation *raw, Cots cots, Grads &grads) {
   auto op = cast<lie::Dist2Op>(raw);
-  DenseF64ArrayAttr lambda =
-      b.getDenseF64ArrayAttr(op.getLambdaOrDefault());
+  DenseF64ArrayAttr lambda = b.getDenseF64ArrayAttr(op.getLambdaOrDefault());
   for (unsigned i = 0; i < 2; ++i)
-    grads[i] = pullback(b, raw->getLoc(), "dist2", raw->getOperands(),
-                        cots[0], op.getGroup(), i, lambda);
+    grads[i] = pullback(b, raw->getLoc(), "dist2", raw->getOperands(), cots[0],
+                        op.getGroup(), i, lambda);
   return success();
 }
 
@@ -90,8 +87,7 @@ Value transpose(OpBuilder &b, Location loc, Value t) {
   auto type = cast<RankedTensorType>(t.getType());
   SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, t);
   std::swap(sizes[0], sizes[1]);
-  Value empty =
-      tensor::EmptyOp::create(b, loc, sizes, type.getElementType());
+  Value empty = tensor::EmptyOp::create(b, loc, sizes, type.getElementType());
   return linalg::TransposeOp::create(b, loc, t, empty, ArrayRef<int64_t>{1, 0})
       .getResult()[0];
 }
@@ -144,17 +140,17 @@ LogicalResult lieAttentionVJP(OpBuilder &b, Operation *raw, Cots cots,
   Type elt = gType.getElementType();
   Value g = op.getElements();
   auto features = [&](bool key) -> Value {
-    SmallVector<int64_t> shape = {
-        gType.getDimSize(0),
-        key ? model.getKeyFeatureCount() : model.getQueryFeatureCount()};
-    return lie::PairFeaturesOp::create(b, loc, RankedTensorType::get(shape, elt),
-                                       g, group, key);
+    SmallVector<int64_t> shape = {gType.getDimSize(0),
+                                  key ? model.getKeyFeatureCount()
+                                      : model.getQueryFeatureCount()};
+    return lie::PairFeaturesOp::create(
+        b, loc, RankedTensorType::get(shape, elt), g, group, key);
   };
   Value q = features(false), k = features(true);
   Value kT = transpose(b, loc, k);
   auto flash = geo::FlashLieAttentionGradOp::create(
-      b, loc, TypeRange{q.getType(), kT.getType(), op.getValues().getType()},
-      q, kT, op.getValues(), op.getResult(), cots[0], group, op.getHeadsAttr(),
+      b, loc, TypeRange{q.getType(), kT.getType(), op.getValues().getType()}, q,
+      kT, op.getValues(), op.getResult(), cots[0], group, op.getHeadsAttr(),
       op.getTauAttr(), op.getLambdaAttr(), op.getCausalAttr());
   Value dk = transpose(b, loc, flash.getKeysGrad());
   Value dq = flash.getQueriesGrad();

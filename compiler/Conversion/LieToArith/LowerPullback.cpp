@@ -97,11 +97,11 @@ struct LowerPullback : OpRewritePattern<PullbackOp> {
         kind != PullbackKind::LeftTrivialize && isGroupOperand(kind, wrt) ? 2
                                                                           : 1;
     rewriter.replaceOp(
-        op, buildElementwiseLoops(rewriter, op.getLoc(), operands, op.getType(),
-                                  resultDims, [&](ScalarBuilder &m,
-                                         ArrayRef<Scalars> in) -> Scalars {
-                                    return *body(m, in);
-                                  }));
+        op, buildElementwiseLoops(
+                rewriter, op.getLoc(), operands, op.getType(), resultDims,
+                [&](ScalarBuilder &m, ArrayRef<Scalars> in) -> Scalars {
+                  return *body(m, in);
+                }));
     return success();
   }
 };

@@ -37,8 +37,8 @@ LogicalResult FlashLieAttentionGradOp::verify() {
     return emitOpError() << "expects as many queries as keys and values, got "
                          << q << ", " << k << " and " << v;
   if (o != v || dO != v)
-    return emitOpError() << "expects out and out_grad of the values' type "
-                         << v << ", got " << o << " and " << dO;
+    return emitOpError() << "expects out and out_grad of the values' type " << v
+                         << ", got " << o << " and " << dO;
   if (getQueriesGrad().getType() != q || getKeysGrad().getType() != k ||
       getValuesGrad().getType() != v)
     return emitOpError() << "expects results of the types of queries, keys "
@@ -52,8 +52,8 @@ LogicalResult FlashLieAttentionGradOp::verify() {
   if (getTau().size() != static_cast<size_t>(heads) ||
       getLambda().size() != static_cast<size_t>(heads * blocks))
     return emitOpError() << "expects " << heads << " tau and " << heads * blocks
-                         << " lambda values, got " << getTau().size()
-                         << " and " << getLambda().size();
+                         << " lambda values, got " << getTau().size() << " and "
+                         << getLambda().size();
   for (double t : getTau())
     if (!(t > 0))
       return emitOpError() << "expects positive tau, got " << t;

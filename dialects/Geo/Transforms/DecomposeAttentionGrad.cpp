@@ -215,9 +215,9 @@ SmallVector<Value> GradKernel::passATile(ImplicitLocOpBuilder &b,
             size_t rh = r * heads + h;
             Value sh = lvm.select(mask, s[h], ninf);
             Value m = args[rh];
-            Value newMax = lsm.max(
-                m, vector::ReductionOp::create(
-                       lb, vector::CombiningKind::MAXIMUMF, sh));
+            Value newMax =
+                lsm.max(m, vector::ReductionOp::create(
+                               lb, vector::CombiningKind::MAXIMUMF, sh));
             Value alpha = lsm.exp(lsm.sub(m, newMax));
             Value p = lvm.exp(lvm.sub(sh, lvm.splat(newMax)));
             p = lvm.select(mask, p, lvm.c(0.0));
@@ -256,8 +256,7 @@ SmallVector<Value> GradKernel::passATile(ImplicitLocOpBuilder &b,
           SmallVector<Value> s = scores(lvm, rowNorms(lvm, r, keys));
           SmallVector<Value> ds;
           for (int64_t h = 0; h < heads; ++h) {
-            Value p = lvm.exp(
-                lvm.sub(s[h], lvm.splat(lseRow[r * heads + h])));
+            Value p = lvm.exp(lvm.sub(s[h], lvm.splat(lseRow[r * heads + h])));
             p = lvm.select(mask, p, lvm.c(0.0));
             Value dp = lvm.c(0.0);
             for (int64_t d = 0; d < headDim; ++d)
@@ -279,8 +278,8 @@ SmallVector<Value> GradKernel::passATile(ImplicitLocOpBuilder &b,
 
   for (int64_t r = 0; r < tileRows; ++r) {
     for (unsigned f = 0; f < numQ; ++f) {
-      Value total = vector::ReductionOp::create(
-          b, vector::CombiningKind::ADD, grads.getResult(r * numQ + f));
+      Value total = vector::ReductionOp::create(b, vector::CombiningKind::ADD,
+                                                grads.getResult(r * numQ + f));
       dq = tensor::InsertOp::create(b, total, dq,
                                     ValueRange{rowIdx[r], idx(b, f)});
     }
@@ -348,8 +347,8 @@ SmallVector<Value> GradKernel::buildPassB(ImplicitLocOpBuilder &b,
               for (int64_t h = 0; h < heads; ++h) {
                 Value lseI = tensor::ExtractOp::create(
                     ib, lse, ValueRange{i, idx(ib, h)});
-                Value dI = tensor::ExtractOp::create(
-                    ib, dsum, ValueRange{i, idx(ib, h)});
+                Value dI = tensor::ExtractOp::create(ib, dsum,
+                                                     ValueRange{i, idx(ib, h)});
                 Value p = ivm.exp(ivm.sub(s[h], ivm.splat(lseI)));
                 p = ivm.select(mask, p, ivm.c(0.0));
                 Value dp = ivm.c(0.0);
@@ -377,9 +376,9 @@ SmallVector<Value> GradKernel::buildPassB(ImplicitLocOpBuilder &b,
                                                 ArrayRef<bool>{false})
                     .getResult();
         for (int64_t d = 0; d < dim; ++d)
-          dvT = vector::TransferWriteOp::create(
-                    lb, queries.getResult(numK + d), dvT,
-                    ValueRange{idx(lb, d), j0}, ArrayRef<bool>{false})
+          dvT = vector::TransferWriteOp::create(lb, queries.getResult(numK + d),
+                                                dvT, ValueRange{idx(lb, d), j0},
+                                                ArrayRef<bool>{false})
                     .getResult();
         scf::YieldOp::create(lb, ValueRange{dkT, dvT});
       });
@@ -401,9 +400,8 @@ FailureOr<SmallVector<Value>> GradKernel::build(ImplicitLocOpBuilder &b) {
   valuesT = transposed(op.getValues());
 
   auto empty = [&](Value like, int64_t cols) {
-    SmallVector<OpFoldResult> sizes = {tensor::getMixedSizes(b, b.getLoc(),
-                                                             like)[0],
-                                       b.getIndexAttr(cols)};
+    SmallVector<OpFoldResult> sizes = {
+        tensor::getMixedSizes(b, b.getLoc(), like)[0], b.getIndexAttr(cols)};
     return tensor::EmptyOp::create(b, sizes, elt).getResult();
   };
   SmallVector<Value> state = {empty(op.getQueries(), numQ),
@@ -414,8 +412,8 @@ FailureOr<SmallVector<Value>> GradKernel::build(ImplicitLocOpBuilder &b) {
   state = buildPassA(b, state, idx(b, 0), full, rows);
   if (rows > 1) {
     Value first = arith::MulIOp::create(b, full, rowsV);
-    state = buildPassA(b, state, first, arith::SubIOp::create(b, len, first),
-                       1);
+    state =
+        buildPassA(b, state, first, arith::SubIOp::create(b, len, first), 1);
   }
   Value dq = state[0], lse = state[1], dsum = state[2];
 
@@ -423,8 +421,8 @@ FailureOr<SmallVector<Value>> GradKernel::build(ImplicitLocOpBuilder &b) {
   // the end of the sequence.
   ScalarBuilder sm(b, elt);
   auto zeros = [&](Value like) {
-    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, b.getLoc(),
-                                                            like);
+    SmallVector<OpFoldResult> sizes =
+        tensor::getMixedSizes(b, b.getLoc(), like);
     Value e = tensor::EmptyOp::create(b, sizes, elt);
     return linalg::FillOp::create(b, ValueRange{sm.c(0.0)}, ValueRange{e})
         .getResult(0);

@@ -16,8 +16,8 @@ using namespace torsor::lie;
 namespace {
 
 /// The trailing shape of operand `i` of `kind`'s forward op.
-SmallVector<int64_t> operandTrailing(const GroupModel &model,
-                                     PullbackKind kind, unsigned i) {
+SmallVector<int64_t> operandTrailing(const GroupModel &model, PullbackKind kind,
+                                     unsigned i) {
   int64_t n = model.getMatrixSize();
   if (isGroupOperand(kind, i))
     return {n, n};
@@ -98,14 +98,11 @@ LogicalResult PullbackOp::verify() {
     if (ok && t.getElementType() == first.getElementType())
       return success();
     return emitOpError("expects ")
-           << what << " of shape ["
-           << shapeString(want)
-           << "] and element type " << first.getElementType() << ", got "
-           << t;
+           << what << " of shape [" << shapeString(want)
+           << "] and element type " << first.getElementType() << ", got " << t;
   };
   for (unsigned i = 0; i < arity; ++i)
-    if (failed(check(getInputs()[i].getType(),
-                     operandTrailing(model, *kind, i),
+    if (failed(check(getInputs()[i].getType(), operandTrailing(model, *kind, i),
                      "operand " + std::to_string(i))))
       return failure();
   if (failed(check(getCotangent().getType(), cotangentTrailing(model, *kind),

@@ -78,8 +78,8 @@ private:
 /// Whether `op` produces finite results from finite operands.
 bool keepsFinite(Operation *op) {
   return isa<arith::ConstantOp, arith::AddFOp, arith::SubFOp, arith::MulFOp,
-             arith::NegFOp, math::FmaOp, math::AbsFOp, math::SinOp,
-             math::CosOp, math::Atan2Op, math::CopySignOp, arith::MaximumFOp,
+             arith::NegFOp, math::FmaOp, math::AbsFOp, math::SinOp, math::CosOp,
+             math::Atan2Op, math::CopySignOp, arith::MaximumFOp,
              arith::MinimumFOp, arith::SelectOp>(op);
 }
 
@@ -98,8 +98,8 @@ LogicalResult Adjoint::visitForward(Operation *op) {
   }
   // A select is as safe as both its sides.
   if (auto sel = dyn_cast<arith::SelectOp>(op))
-    allSafe = safe.contains(sel.getTrueValue()) &&
-              safe.contains(sel.getFalseValue());
+    allSafe =
+        safe.contains(sel.getTrueValue()) && safe.contains(sel.getFalseValue());
   for (Value result : op->getResults()) {
     if (anyActive)
       active.insert(result);
@@ -180,8 +180,8 @@ LogicalResult Adjoint::visitReverse(Operation *op) {
     // The operand the result came from (the first on ties).
     Value a = operand(0), b = operand(1);
     Value zero = m.c(0.0);
-    Value fromA = arith::CmpFOp::create(m.builder(), arith::CmpFPredicate::OEQ,
-                                        y, a);
+    Value fromA =
+        arith::CmpFOp::create(m.builder(), arith::CmpFPredicate::OEQ, y, a);
     accumulate(a, m.select(fromA, ybar, zero));
     accumulate(b, m.select(fromA, zero, ybar));
   } else if (auto sel = dyn_cast<arith::SelectOp>(op)) {
@@ -247,9 +247,10 @@ Scalars GroupModel::buildTangentPullback(ScalarBuilder &m,
   Scalars zero; // distinct values: each is an input of its own
   for (unsigned i = 0; i < getAlgebraDim(); ++i)
     zero.push_back(m.c(0.0));
-  FailureOr<Scalars> grads = buildFormulaVJP(
-      m, zero, entries,
-      [&](ScalarBuilder &sm, ValueRange v) { return buildExp(sm, v); });
+  FailureOr<Scalars> grads =
+      buildFormulaVJP(m, zero, entries, [&](ScalarBuilder &sm, ValueRange v) {
+        return buildExp(sm, v);
+      });
   assert(succeeded(grads) && "straight-line exp expected; override this");
   return *grads;
 }
@@ -260,9 +261,10 @@ Scalars GroupModel::buildAlgebraCotangent(ScalarBuilder &m,
   Scalars identity;
   for (double x : getIdentity())
     identity.push_back(m.c(x));
-  FailureOr<Scalars> entries = buildFormulaVJP(
-      m, identity, c,
-      [&](ScalarBuilder &sm, ValueRange g) { return buildLog(sm, g); });
+  FailureOr<Scalars> entries =
+      buildFormulaVJP(m, identity, c, [&](ScalarBuilder &sm, ValueRange g) {
+        return buildLog(sm, g);
+      });
   assert(succeeded(entries) && "straight-line log expected; override this");
   return *entries;
 }
@@ -362,11 +364,12 @@ bool torsor::lie::hasGroupResult(PullbackKind kind) {
          kind == PullbackKind::Exp;
 }
 
-FailureOr<Scalars>
-torsor::lie::buildPullback(const GroupModel &model, ScalarBuilder &m,
-                           PullbackKind kind, ArrayRef<Scalars> operands,
-                           ValueRange cotangent, unsigned wrt,
-                           ValueRange lambda) {
+FailureOr<Scalars> torsor::lie::buildPullback(const GroupModel &model,
+                                              ScalarBuilder &m,
+                                              PullbackKind kind,
+                                              ArrayRef<Scalars> operands,
+                                              ValueRange cotangent,
+                                              unsigned wrt, ValueRange lambda) {
   // The forward op on entries/coordinates.
   auto forward = [&](ScalarBuilder &sm, ArrayRef<Scalars> in) -> Scalars {
     switch (kind) {
@@ -406,8 +409,8 @@ torsor::lie::buildPullback(const GroupModel &model, ScalarBuilder &m,
   // Differentiate with respect to operand `wrt` only; the others are
   // constants of the formula.
   Scalars x = operands[wrt];
-  FailureOr<Scalars> grad = buildFormulaVJP(
-      m, x, seed, [&](ScalarBuilder &sm, ValueRange xs) {
+  FailureOr<Scalars> grad =
+      buildFormulaVJP(m, x, seed, [&](ScalarBuilder &sm, ValueRange xs) {
         SmallVector<Scalars> in(operands.begin(), operands.end());
         in[wrt] = Scalars(xs.begin(), xs.end());
         return forward(sm, in);
@@ -420,9 +423,10 @@ torsor::lie::buildPullback(const GroupModel &model, ScalarBuilder &m,
   return *grad;
 }
 
-FailureOr<std::pair<Scalars, Scalars>> torsor::lie::buildPairBlockNormsVJP(
-    const GroupModel &model, ScalarBuilder &m, ValueRange q, ValueRange k,
-    ValueRange normBars, Scalars *norms) {
+FailureOr<std::pair<Scalars, Scalars>>
+torsor::lie::buildPairBlockNormsVJP(const GroupModel &model, ScalarBuilder &m,
+                                    ValueRange q, ValueRange k,
+                                    ValueRange normBars, Scalars *norms) {
   Scalars both(q.begin(), q.end());
   both.append(k.begin(), k.end());
   unsigned nq = q.size();

@@ -54,8 +54,7 @@ using Formula =
 /// given, receives f's results.
 mlir::FailureOr<Scalars> buildFormulaVJP(ScalarBuilder &m,
                                          mlir::ValueRange inputs,
-                                         mlir::ValueRange cotangents,
-                                         Formula f,
+                                         mlir::ValueRange cotangents, Formula f,
                                          Scalars *results = nullptr);
 
 /// ⟨Ē, hat(e_k)⟩ for k < dim: the algebra coordinates of an n×n entry
@@ -108,8 +107,7 @@ bool hasGroupResult(PullbackKind kind);
 mlir::FailureOr<Scalars> buildPullback(const GroupModel &model,
                                        ScalarBuilder &m, PullbackKind kind,
                                        llvm::ArrayRef<Scalars> operands,
-                                       mlir::ValueRange cotangent,
-                                       unsigned wrt,
+                                       mlir::ValueRange cotangent, unsigned wrt,
                                        mlir::ValueRange lambda = {});
 
 /// The VJP of the pair block norms N_b(q, k) with cotangents n̄_b:
