@@ -8,6 +8,7 @@
 
 #include "compiler/InitAll.h"
 
+#include "compiler/Autodiff/Passes.h"
 #include "compiler/Conversion/Passes.h"
 #include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Transforms/Passes.h"
@@ -31,6 +32,7 @@ void torsor::registerAllDialects(mlir::DialectRegistry &registry) {
 void torsor::registerAllPasses() {
   mlir::registerAllPasses();
   registerTorsorConversionPasses();
+  registerTorsorAutodiffPasses();
   registerTorsorTransformsPasses();
   geo::registerGeoTransformsPasses();
   registerPipelines();

@@ -183,6 +183,35 @@ FailureOr<std::optional<std::string>> torsor::buildManifest(ModuleOp module,
   };
   if (!residualChecks.empty())
     manifest["group_residual"] = kResidualEntryName;
+  // torsorc --grad: the backward entry's extra tensors (docs/runtime.md).
+  if (auto backward =
+          module.lookupSymbol<func::FuncOp>(kBackwardFunctionName)) {
+    llvm::json::Array cotangents, gradients;
+    FunctionType btype = backward.getFunctionType();
+    for (unsigned i = type.getNumInputs(); i < btype.getNumInputs(); ++i) {
+      auto entry = describeTensor(backward, btype.getInput(i),
+                                  backward.getArgAttrDict(i), "cotangent", i,
+                                  dims, specializations, backward.getLoc());
+      if (failed(entry))
+        return failure();
+      cotangents.push_back(std::move(*entry));
+    }
+    for (unsigned i = 0; i < btype.getNumResults(); ++i) {
+      DictionaryAttr attrs = backward.getResultAttrDict(i);
+      auto entry =
+          describeTensor(backward, btype.getResult(i), attrs, "gradient", i,
+                         dims, specializations, backward.getLoc());
+      if (failed(entry))
+        return failure();
+      if (auto of = attrs.getAs<StringAttr>("torsor.grad_of"))
+        (*entry)["of"] = of.getValue();
+      gradients.push_back(std::move(*entry));
+    }
+    manifest["backward"] =
+        llvm::json::Object{{"entry", kBackwardEntryName},
+                           {"cotangents", std::move(cotangents)},
+                           {"gradients", std::move(gradients)}};
+  }
   std::string text;
   llvm::raw_string_ostream os(text);
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(manifest)));

@@ -28,8 +28,8 @@ struct TorsorEmitEntry : torsor::impl::TorsorEmitEntryBase<TorsorEmitEntry> {
     auto ciface = module.lookupSymbol<LLVM::LLVMFuncOp>(cifaceName);
     if (!ciface)
       return; // Not a model (plain MLIR input): nothing to export.
-    for (StringRef reserved :
-         {"torsor_forward", "torsor_abi_version", "torsor_group_residual"})
+    for (StringRef reserved : {"torsor_forward", "torsor_abi_version",
+                               "torsor_group_residual", "torsor_backward"})
       if (module.lookupSymbol(reserved)) {
         module.emitError() << "the symbol '" << reserved
                            << "' is reserved for the runtime entry points";
@@ -68,6 +68,10 @@ struct TorsorEmitEntry : torsor::impl::TorsorEmitEntryBase<TorsorEmitEntry> {
     std::string residualCiface = ("_mlir_ciface_" + kResidualWrapperName).str();
     if (auto residual = module.lookupSymbol<LLVM::LLVMFuncOp>(residualCiface))
       emitTrampoline(residual, kResidualEntryName);
+    // The backward entry of torsor --grad (compiler/Autodiff), if any.
+    std::string backwardCiface = ("_mlir_ciface_" + kBackwardWrapperName).str();
+    if (auto backward = module.lookupSymbol<LLVM::LLVMFuncOp>(backwardCiface))
+      emitTrampoline(backward, kBackwardEntryName);
     // int32_t torsor_abi_version(void)
     builder.setInsertionPointToEnd(module.getBody());
     auto version =

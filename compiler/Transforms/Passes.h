@@ -30,6 +30,14 @@ constexpr int kModelABIVersion = 1;
 /// Name of the destination-passing wrapper torsor-wrap-model creates.
 constexpr llvm::StringLiteral kModelWrapperName = "torsor_model";
 
+/// The backward function torsor-differentiate adds (compiler/Autodiff), the
+/// unit attribute that marks it, its destination-passing wrapper, and the
+/// entry point the runtime calls it through (docs/runtime.md).
+constexpr llvm::StringLiteral kBackwardFunctionName = "torsor_model_backward";
+constexpr llvm::StringLiteral kBackwardAttrName = "torsor.backward";
+constexpr llvm::StringLiteral kBackwardWrapperName = "torsor_backward_model";
+constexpr llvm::StringLiteral kBackwardEntryName = "torsor_backward";
+
 /// Prefix of the launcher declarations torsor-outline-parallel-loops emits
 /// and torsor-lower-parallel-launch replaces.
 constexpr llvm::StringLiteral kParallelLauncherPrefix = "__torsor_launch_";

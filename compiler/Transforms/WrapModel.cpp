@@ -25,7 +25,7 @@ FailureOr<func::FuncOp> torsor::findModelFunction(ModuleOp module) {
   func::FuncOp model;
   for (auto func : module.getOps<func::FuncOp>()) {
     if (func.isPrivate() || func.isExternal() || func.getNumArguments() == 0 ||
-        !func.getArgAttr(0, "torsor.name"))
+        !func.getArgAttr(0, "torsor.name") || func->hasAttr(kBackwardAttrName))
       continue;
     if (model) {
       func.emitError() << "more than one model function: '" << model.getName()
@@ -43,6 +43,50 @@ FailureOr<func::FuncOp> torsor::findModelFunction(ModuleOp module) {
 static MemRefType toBufferType(Type type) {
   auto tensor = cast<RankedTensorType>(type);
   return MemRefType::get(tensor.getShape(), tensor.getElementType());
+}
+
+/// Adds `wrapperName`: `model` in destination-passing style on memrefs
+/// (inputs and params, then outputs), with the C interface.
+static LogicalResult wrap(ModuleOp module, func::FuncOp model,
+                          StringRef wrapperName) {
+  FunctionType type = model.getFunctionType();
+  SmallVector<Type> bufferTypes;
+  for (Type t : llvm::concat<const Type>(type.getInputs(), type.getResults())) {
+    if (!isa<RankedTensorType>(t)) {
+      model.emitError() << "model arguments and results must be ranked "
+                           "tensors at the runtime ABI, got "
+                        << t;
+      return failure();
+    }
+    bufferTypes.push_back(toBufferType(t));
+  }
+
+  OpBuilder builder(module.getBodyRegion());
+  builder.setInsertionPointToEnd(module.getBody());
+  Location loc = model.getLoc();
+  auto wrapper = func::FuncOp::create(builder, loc, wrapperName,
+                                      builder.getFunctionType(bufferTypes, {}));
+  wrapper->setAttr("llvm.emit_c_interface", builder.getUnitAttr());
+  Block *body = wrapper.addEntryBlock();
+  builder.setInsertionPointToStart(body);
+
+  unsigned numInputs = type.getNumInputs();
+  SmallVector<Value> tensors;
+  for (unsigned i = 0; i < numInputs; ++i) {
+    // restrict: the runtime never aliases two tensors it passes.
+    tensors.push_back(bufferization::ToTensorOp::create(
+        builder, loc, type.getInput(i), body->getArgument(i),
+        /*restrict=*/true, /*writable=*/false));
+  }
+  auto call = func::CallOp::create(builder, loc, model, tensors);
+  for (auto [i, result] : llvm::enumerate(call.getResults())) {
+    auto op = bufferization::MaterializeInDestinationOp::create(
+        builder, loc, result, body->getArgument(numInputs + i));
+    op.setRestrict(true);
+    op.setWritable(true);
+  }
+  func::ReturnOp::create(builder, loc);
+  return success();
 }
 
 namespace {
@@ -63,45 +107,20 @@ struct TorsorWrapModel : torsor::impl::TorsorWrapModelBase<TorsorWrapModel> {
     // Built first, while the model still takes tensors and is public.
     if (failed(buildGroupResidualWrapper(module, model)))
       return signalPassFailure();
-    FunctionType type = model.getFunctionType();
-    SmallVector<Type> bufferTypes;
-    for (Type t :
-         llvm::concat<const Type>(type.getInputs(), type.getResults())) {
-      if (!isa<RankedTensorType>(t)) {
-        model.emitError() << "model arguments and results must be ranked "
-                             "tensors at the runtime ABI, got "
-                          << t;
+    if (failed(wrap(module, model, kModelWrapperName)))
+      return signalPassFailure();
+    // The backward function of torsor-differentiate, when there is one.
+    if (auto backward =
+            module.lookupSymbol<func::FuncOp>(kBackwardFunctionName)) {
+      if (module.lookupSymbol(kBackwardWrapperName)) {
+        backward.emitError() << "the symbol '" << kBackwardWrapperName
+                             << "' is reserved for the backward wrapper";
         return signalPassFailure();
       }
-      bufferTypes.push_back(toBufferType(t));
+      if (failed(wrap(module, backward, kBackwardWrapperName)))
+        return signalPassFailure();
+      backward.setPrivate();
     }
-
-    OpBuilder builder(module.getBodyRegion());
-    builder.setInsertionPointToEnd(module.getBody());
-    Location loc = model.getLoc();
-    auto wrapper =
-        func::FuncOp::create(builder, loc, kModelWrapperName,
-                             builder.getFunctionType(bufferTypes, {}));
-    wrapper->setAttr("llvm.emit_c_interface", builder.getUnitAttr());
-    Block *body = wrapper.addEntryBlock();
-    builder.setInsertionPointToStart(body);
-
-    unsigned numInputs = type.getNumInputs();
-    SmallVector<Value> tensors;
-    for (unsigned i = 0; i < numInputs; ++i) {
-      // restrict: the runtime never aliases two tensors it passes.
-      tensors.push_back(bufferization::ToTensorOp::create(
-          builder, loc, type.getInput(i), body->getArgument(i),
-          /*restrict=*/true, /*writable=*/false));
-    }
-    auto call = func::CallOp::create(builder, loc, model, tensors);
-    for (auto [i, result] : llvm::enumerate(call.getResults())) {
-      auto op = bufferization::MaterializeInDestinationOp::create(
-          builder, loc, result, body->getArgument(numInputs + i));
-      op.setRestrict(true);
-      op.setWritable(true);
-    }
-    func::ReturnOp::create(builder, loc);
     // Private, so the inliner folds it into the wrapper and it is dropped.
     model.setPrivate();
   }

@@ -16,6 +16,7 @@
 
 #include "compiler/Analysis/Checkpoint.h"
 #include "compiler/Analysis/Redundancy.h"
+#include "compiler/Autodiff/Passes.h"
 #include "compiler/InitAll.h"
 #include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Target/CPUTarget.h"
@@ -127,6 +128,11 @@ cl::opt<double> rankTol("rank-tol",
                         cl::desc("Relative singular-value cut for --report "
                                  "ranks (default max(m, n)·ε of the dtype)"),
                         cl::init(0.0), cl::cat(torsorcCategory));
+cl::opt<bool> grad("grad",
+                   cl::desc("Also emit the backward entry torsor_backward "
+                            "(gradients of every param and float input; "
+                            "docs/training.md)"),
+                   cl::init(false), cl::cat(torsorcCategory));
 cl::opt<bool> relationalize(
     "relationalize",
     cl::desc("Rewrite standard attention into relational_attention "
@@ -209,6 +215,12 @@ LogicalResult compile(llvm::SourceMgr &sourceMgr, MLIRContext &context,
       return failure();
     if (!convertWeights.empty() &&
         failed(torsor::convertCheckpoint(*module, weightsPath, convertWeights)))
+      return failure();
+  }
+  if (grad && report == Report::None) {
+    PassManager gpm(&context, module.get()->getName().getStringRef());
+    gpm.addPass(torsor::createTorsorDifferentiate());
+    if (failed(gpm.run(*module)))
       return failure();
   }
   if (report == Report::Redundancy)
@@ -357,6 +369,7 @@ int main(int argc, char **argv) {
       "torsorc: compile a Torsor model to a shared library\n\n"
       "  torsorc MODEL.tsr -o OUT.so [--target=cpu|nvptx] [--dtype=f32|f64]\n"
       "          [-O0..-O3] [--emit=ast|mlir|opt|llvm|obj|so] [--model NAME]\n"
+      "          [--grad]\n"
       "  torsorc MODEL.tsr --report=redundancy [--report-json] "
       "[--weights=W.safetensors]\n"
       "  torsorc MODEL.tsr --relationalize [--weights=IN.safetensors "
