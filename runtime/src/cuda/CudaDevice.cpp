@@ -130,9 +130,11 @@ bool parseArch(const std::string &arch, int &major, int &minor, bool &exact) {
 } // namespace
 
 Status openDevice(const Device *&device) {
-  static const Opened o = open();
-  device = o.ok ? &o.device : nullptr;
-  return o.status;
+  // Never destroyed: models unload from static destructors that may run
+  // after this function's statics would have been.
+  static const Opened *o = new Opened(open());
+  device = o->ok ? &o->device : nullptr;
+  return o->status;
 }
 
 Status checkArch(const std::string &gpuArch, const Device &device,

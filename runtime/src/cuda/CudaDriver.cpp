@@ -109,10 +109,11 @@ Loaded load() {
   return l;
 }
 
-/// The cached load (thread-safe first use).
+/// The cached load (thread-safe first use; never destroyed, since models
+/// may call in from static destructors at exit).
 const Loaded &loaded() {
-  static const Loaded l = load();
-  return l;
+  static const Loaded *l = new Loaded(load()); // never destroyed, as above
+  return *l;
 }
 
 } // namespace

@@ -38,15 +38,19 @@ using namespace torsor::rt::cuda;
 namespace {
 
 /// Kernel names by function handle, for launch error messages.
-std::mutex namesMutex;
+/// (Never destroyed: models call in from static destructors at exit.)
+std::mutex &namesMutexRef() {
+  static auto *m = new std::mutex();
+  return *m;
+}
 std::map<CUfunction, std::string> &kernelNames() {
-  static std::map<CUfunction, std::string> names;
-  return names;
+  static auto *names = new std::map<CUfunction, std::string>();
+  return *names;
 }
 
 /// The name of `f` for messages.
 std::string kernelName(CUfunction f) {
-  std::lock_guard<std::mutex> lock(namesMutex);
+  std::lock_guard<std::mutex> lock(namesMutexRef());
   auto it = kernelNames().find(f);
   return it == kernelNames().end() ? std::string("?") : it->second;
 }
@@ -109,20 +113,26 @@ std::string launchText(CUfunction f, const unsigned g[3], const unsigned b[3],
                 smem);
 }
 
-/// Checks and converts the six grid and block extents.
+/// Checks and converts the six grid and block extents. Returns false, with
+/// nothing recorded, for an empty grid (a zero extent: e.g. L = 0 rows),
+/// which launches nothing, and false with an error for a negative extent, an
+/// empty block or an extent past the driver's unsigned range.
 bool launchExtents(CUfunction f, const intptr_t in[6], unsigned g[3],
                    unsigned b[3]) {
-  bool ok = true;
-  for (int i = 0; i < 3; ++i)
-    ok = extent(in[i], g[i]) && extent(in[3 + i], b[i]) && ok;
+  bool ok = true, empty = false;
+  for (int i = 0; i < 3; ++i) {
+    empty = empty || in[i] == 0;
+    ok = (in[i] == 0 || extent(in[i], g[i])) && extent(in[3 + i], b[i]) && ok;
+  }
   if (!ok)
     recordError(Status(
         TORSOR_DEVICE_ERROR,
         format("invalid launch of kernel '%s': grid %ldx%ldx%ld, block "
-               "%ldx%ldx%ld (every extent must be in [1, 2^32))",
+               "%ldx%ldx%ld (grid extents must be in [0, 2^32), block "
+               "extents in [1, 2^32))",
                kernelName(f).c_str(), (long)in[0], (long)in[1], (long)in[2],
                (long)in[3], (long)in[4], (long)in[5])));
-  return ok;
+  return ok && !empty;
 }
 
 } // namespace
@@ -175,7 +185,7 @@ TORSOR_MGPU void *mgpuModuleGetFunction(void *module, const char *name) {
   CUfunction f = nullptr;
   if (check(d->cuModuleGetFunction(&f, static_cast<CUmodule>(module), name),
             format("cuModuleGetFunction of kernel '%s'", name))) {
-    std::lock_guard<std::mutex> lock(namesMutex);
+    std::lock_guard<std::mutex> lock(namesMutexRef());
     kernelNames()[f] = name;
   }
   return f;
