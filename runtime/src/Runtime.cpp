@@ -261,7 +261,8 @@ Status checkResiduals(TorsorModule &m) {
 /// declared-group residual entry is not run on the GPU path yet), allocates
 /// host outputs when they are copied back, and lets the GpuModule upload,
 /// call and copy.
-Status runOnDevice(TorsorModule &m, const std::map<std::string, int64_t> &dims) {
+Status runOnDevice(TorsorModule &m,
+                   const std::map<std::string, int64_t> &dims) {
   Status s;
   if (m.checkGroups)
     for (size_t i = 0; i < m.inputs.size(); ++i) {
@@ -418,8 +419,8 @@ TorsorStatus *bindDevice(TorsorModule *m, int kind, const char *name,
   if (!s.ok())
     return toC(s);
   if (t->rank < 0 || (t->rank > 0 && !t->shape))
-    return toC(invalidArg(format("%s '%s': bad rank or NULL shape",
-                                 kindWord(kind), name)));
+    return toC(invalidArg(
+        format("%s '%s': bad rank or NULL shape", kindWord(kind), name)));
   std::vector<int64_t> shape(t->shape, t->shape + t->rank);
   if (!(s = checkAgainstSpec(kind, list[index], t->dtype, shape)).ok())
     return toC(s);
@@ -656,8 +657,7 @@ TorsorStatus *torsorModuleBindParamDevice(TorsorModule *module,
   return bindDevice(module, TORSOR_PARAM, name, tensor);
 }
 
-TorsorStatus *torsorModuleSetHostOutputs(TorsorModule *module,
-                                         int32_t enable) {
+TorsorStatus *torsorModuleSetHostOutputs(TorsorModule *module, int32_t enable) {
   if (!module)
     return toC(invalidArg("module is NULL"));
   if (!module->gpu)

@@ -144,9 +144,7 @@ protected:
   int64_t wShape[1] = {8};
 };
 
-TEST(Cuda, DriverIsAvailable) {
-  EXPECT_EQ(msg(torsorCudaAvailable()), "");
-}
+TEST(Cuda, DriverIsAvailable) { EXPECT_EQ(msg(torsorCudaAvailable()), ""); }
 
 TEST_F(CudaTest, DescribesTheModel) {
   load();
@@ -174,11 +172,11 @@ TEST_F(CudaTest, RunsWithHostTensors) {
   expectResult(static_cast<const float *>(out.data));
   std::vector<std::string> lines = logLines();
   EXPECT_EQ(countLines(lines, "cuModuleLoadData"), 1u);
-  EXPECT_EQ(countLines(lines, "cuStreamCreate"), 1u); // one per model
-  EXPECT_EQ(countLines(lines, "cuMemcpyHtoDAsync 96"), 2u);  // x, each run
-  EXPECT_EQ(countLines(lines, "cuMemcpyHtoDAsync 32"), 1u);  // w, once
-  EXPECT_EQ(countLines(lines, "cuMemcpyDtoHAsync 96"), 2u);  // out
-  EXPECT_EQ(countLines(lines, "cuMemcpyAsync 96"), 2u);      // model's copy
+  EXPECT_EQ(countLines(lines, "cuStreamCreate"), 1u);       // one per model
+  EXPECT_EQ(countLines(lines, "cuMemcpyHtoDAsync 96"), 2u); // x, each run
+  EXPECT_EQ(countLines(lines, "cuMemcpyHtoDAsync 32"), 1u); // w, once
+  EXPECT_EQ(countLines(lines, "cuMemcpyDtoHAsync 96"), 2u); // out
+  EXPECT_EQ(countLines(lines, "cuMemcpyAsync 96"), 2u);     // model's copy
   EXPECT_EQ(countLines(lines, "cuLaunchKernel torsor_fake_axpy grid=1,1,1 "
                               "block=128,1,1 smem=0 stream"),
             2u);
@@ -258,9 +256,9 @@ TEST_F(CudaTest, DeviceBindingsAreChecked) {
             "unknown input 'y'; model inputs are: x");
   // A CPU model has no device side.
   TorsorModule *cpu = nullptr;
-  ASSERT_EQ(msg(torsorModuleLoad((kDir + "/torsor_fake_model.so").c_str(),
-                                 &cpu)),
-            "");
+  ASSERT_EQ(
+      msg(torsorModuleLoad((kDir + "/torsor_fake_model.so").c_str(), &cpu)),
+      "");
   EXPECT_EQ(torsorModuleDevice(cpu), TORSOR_DEVICE_CPU);
   EXPECT_EQ(torsorModuleCudaStream(cpu), nullptr);
   t.strides = nullptr;
@@ -334,7 +332,8 @@ TEST_F(CudaTest, BadLaunchIsAnErrorNotACrash) {
   EXPECT_EQ(msg(s), "invalid launch of kernel 'torsor_fake_axpy': grid "
                     "-1x1x1, block 128x1x1 (grid extents must be in [0, "
                     "2^32), block extents in [1, 2^32)) (while running model "
-                    "'" + kDir + "/torsor_fake_gpu_model_badlaunch.so')");
+                    "'" +
+                        kDir + "/torsor_fake_gpu_model_badlaunch.so')");
   torsorModuleFree(module);
   module = nullptr;
   EXPECT_EQ(Fake().live(), 0);

@@ -38,8 +38,7 @@ using CUresult = int;
 using CUdeviceptr = unsigned long long;
 
 constexpr CUresult kSuccess = 0, kInvalidValue = 1, kOutOfMemory = 2,
-                   kNoDevice = 100, kInvalidHandle = 400,
-                   kLaunchFailed = 719;
+                   kNoDevice = 100, kInvalidHandle = 400, kLaunchFailed = 719;
 
 /// A fake module or function handle.
 struct Module {
@@ -114,24 +113,52 @@ FAKE CUresult cuDriverGetVersion(int *v) {
 }
 FAKE CUresult cuGetErrorName(CUresult r, const char **name) {
   switch (r) {
-  case kSuccess: *name = "CUDA_SUCCESS"; return kSuccess;
-  case kInvalidValue: *name = "CUDA_ERROR_INVALID_VALUE"; return kSuccess;
-  case kOutOfMemory: *name = "CUDA_ERROR_OUT_OF_MEMORY"; return kSuccess;
-  case kNoDevice: *name = "CUDA_ERROR_NO_DEVICE"; return kSuccess;
-  case kInvalidHandle: *name = "CUDA_ERROR_INVALID_HANDLE"; return kSuccess;
-  case kLaunchFailed: *name = "CUDA_ERROR_LAUNCH_FAILED"; return kSuccess;
-  default: *name = nullptr; return kInvalidValue;
+  case kSuccess:
+    *name = "CUDA_SUCCESS";
+    return kSuccess;
+  case kInvalidValue:
+    *name = "CUDA_ERROR_INVALID_VALUE";
+    return kSuccess;
+  case kOutOfMemory:
+    *name = "CUDA_ERROR_OUT_OF_MEMORY";
+    return kSuccess;
+  case kNoDevice:
+    *name = "CUDA_ERROR_NO_DEVICE";
+    return kSuccess;
+  case kInvalidHandle:
+    *name = "CUDA_ERROR_INVALID_HANDLE";
+    return kSuccess;
+  case kLaunchFailed:
+    *name = "CUDA_ERROR_LAUNCH_FAILED";
+    return kSuccess;
+  default:
+    *name = nullptr;
+    return kInvalidValue;
   }
 }
 FAKE CUresult cuGetErrorString(CUresult r, const char **text) {
   switch (r) {
-  case kSuccess: *text = "no error"; return kSuccess;
-  case kInvalidValue: *text = "invalid argument"; return kSuccess;
-  case kOutOfMemory: *text = "out of memory"; return kSuccess;
-  case kNoDevice: *text = "no CUDA-capable device is detected"; return kSuccess;
-  case kInvalidHandle: *text = "invalid resource handle"; return kSuccess;
-  case kLaunchFailed: *text = "unspecified launch failure"; return kSuccess;
-  default: *text = nullptr; return kInvalidValue;
+  case kSuccess:
+    *text = "no error";
+    return kSuccess;
+  case kInvalidValue:
+    *text = "invalid argument";
+    return kSuccess;
+  case kOutOfMemory:
+    *text = "out of memory";
+    return kSuccess;
+  case kNoDevice:
+    *text = "no CUDA-capable device is detected";
+    return kSuccess;
+  case kInvalidHandle:
+    *text = "invalid resource handle";
+    return kSuccess;
+  case kLaunchFailed:
+    *text = "unspecified launch failure";
+    return kSuccess;
+  default:
+    *text = nullptr;
+    return kInvalidValue;
   }
 }
 FAKE CUresult cuDeviceGetCount(int *n) {
@@ -204,10 +231,9 @@ FAKE CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz,
                              void **) {
   auto *f = static_cast<Function *>(fn);
   log("cuLaunchKernel " + f->name + " grid=" + std::to_string(gx) + "," +
-      std::to_string(gy) + "," + std::to_string(gz) +
-      " block=" + std::to_string(bx) + "," + std::to_string(by) + "," +
-      std::to_string(bz) + " smem=" + std::to_string(smem) +
-      (stream ? " stream" : " nullstream"));
+      std::to_string(gy) + "," + std::to_string(gz) + " block=" +
+      std::to_string(bx) + "," + std::to_string(by) + "," + std::to_string(bz) +
+      " smem=" + std::to_string(smem) + (stream ? " stream" : " nullstream"));
   if (failing("cuLaunchKernel"))
     return kLaunchFailed;
   if (f->name == "torsor_fake_axpy") {

@@ -78,9 +78,8 @@ __attribute__((visibility("default"))) void torsor_forward(void **d) {
   // Kernel arguments expanded as MLIR does: three rank-1 memrefs, n, d.
   int64_t zero = 0, one = 1;
   float *inP = tmp, *wP = w->aligned, *outP = out->aligned;
-  void *params[] = {&inP,  &inP,     &zero, &n,   &one,  &wP,
-                    &wP,   &zero,    &dim,  &one, &outP, &outP,
-                    &zero, &n,       &one,  &n,   &dim};
+  void *params[] = {&inP, &inP,  &zero, &n,    &one, &wP,  &wP, &zero, &dim,
+                    &one, &outP, &outP, &zero, &n,   &one, &n,  &dim};
 #ifdef TORSOR_FAKE_GPU_BAD_LAUNCH
   intptr_t grid = -1;
 #else

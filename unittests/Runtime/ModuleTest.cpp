@@ -253,8 +253,9 @@ TEST(ModuleLoad, ReportsLoadErrors) {
   std::string abi2 = kDir + "/torsor_fake_model_abi2.so";
   EXPECT_EQ(msg(torsorModuleLoad(abi2.c_str(), &m)),
             "model '" + abi2 + "' has ABI version 2, but its manifest '" +
-                kDir + "/torsor_fake_model_abi2.json' says 1; rebuild both "
-                       "with torsorc");
+                kDir +
+                "/torsor_fake_model_abi2.json' says 1; rebuild both "
+                "with torsorc");
   std::string abi3 = kDir + "/torsor_fake_model_abi3.so";
   EXPECT_EQ(msg(torsorModuleLoad(abi3.c_str(), &m)),
             "model '" + abi3 +

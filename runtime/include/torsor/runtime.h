@@ -45,11 +45,11 @@ typedef enum TorsorTensorKind {
 
 /// Status codes; every failing call also carries a human-readable message.
 typedef enum TorsorStatusCode {
-  TORSOR_OK = 0,                 ///< success (represented by a NULL status)
-  TORSOR_INVALID_ARGUMENT = 1,   ///< wrong name, rank, extent, dtype, value
-  TORSOR_IO_ERROR = 2,           ///< missing, unreadable or malformed file
-  TORSOR_ABI_ERROR = 3,          ///< model .so does not match this runtime
-  TORSOR_UNAVAILABLE = 4,        ///< feature or device not in this build
+  TORSOR_OK = 0,                  ///< success (represented by a NULL status)
+  TORSOR_INVALID_ARGUMENT = 1,    ///< wrong name, rank, extent, dtype, value
+  TORSOR_IO_ERROR = 2,            ///< missing, unreadable or malformed file
+  TORSOR_ABI_ERROR = 3,           ///< model .so does not match this runtime
+  TORSOR_UNAVAILABLE = 4,         ///< feature or device not in this build
   TORSOR_FAILED_PRECONDITION = 5, ///< e.g. run before every input is bound
   TORSOR_DEVICE_ERROR = 6         ///< the CUDA driver failed (API version 2)
 } TorsorStatusCode;
@@ -235,8 +235,7 @@ TorsorStatus *torsorModuleBindParamDevice(TorsorModule *module,
 /// Chooses whether runs of a CUDA model copy the outputs back to host memory
 /// (`enable` != 0, the default). With 0, outputs stay on the device: read
 /// them with torsorModuleGetOutputDevice(); torsorModuleGetOutput() fails.
-TorsorStatus *torsorModuleSetHostOutputs(TorsorModule *module,
-                                         int32_t enable);
+TorsorStatus *torsorModuleSetHostOutputs(TorsorModule *module, int32_t enable);
 
 /// Describes output `name` of the last successful run of a CUDA model in
 /// device memory: `tensor->data` is a CUdeviceptr owned by the module, valid

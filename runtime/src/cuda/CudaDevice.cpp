@@ -36,8 +36,8 @@ Status deviceOrdinal(int count, int &ordinal) {
     errno = 0;
     long v = std::strtol(env, &end, 10);
     if (*end || errno || v < 0 || v > 1 << 20)
-      return invalidArg(format("%s='%s' is not a device ordinal", kDeviceEnv,
-                               env));
+      return invalidArg(
+          format("%s='%s' is not a device ordinal", kDeviceEnv, env));
     ordinal = static_cast<int>(v);
   }
   if (ordinal >= count)
@@ -87,9 +87,9 @@ Opened open() {
                                     d.device)) != kCudaSuccess ||
       (r = drv.cuDeviceGetAttribute(&d.ccMinor, kAttrComputeCapabilityMinor,
                                     d.device)) != kCudaSuccess) {
-    o.status = Status(TORSOR_UNAVAILABLE,
-                      format("cannot query GPU %d: ", d.ordinal) +
-                          errorText(r));
+    o.status =
+        Status(TORSOR_UNAVAILABLE,
+               format("cannot query GPU %d: ", d.ordinal) + errorText(r));
     return o;
   }
   d.name = name;
@@ -182,8 +182,8 @@ void recordError(const Status &status) {
     if (call->error.ok())
       call->error = call->what.empty()
                         ? status
-                        : Status(status.code,
-                                 status.message + " (while " + call->what + ")");
+                        : Status(status.code, status.message + " (while " +
+                                                  call->what + ")");
     return;
   }
   std::fprintf(stderr, "torsor runtime: %s\n", status.message.c_str());

@@ -88,17 +88,17 @@ struct Driver {
   CUresult (*cuDeviceGetName)(char *, int, CUdevice);
   CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
   CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
-  CUresult (*cuDevicePrimaryCtxRelease)(CUdevice);  // _v2
-  CUresult (*cuCtxPushCurrent)(CUcontext);          // _v2
-  CUresult (*cuCtxPopCurrent)(CUcontext *);         // _v2
+  CUresult (*cuDevicePrimaryCtxRelease)(CUdevice); // _v2
+  CUresult (*cuCtxPushCurrent)(CUcontext);         // _v2
+  CUresult (*cuCtxPopCurrent)(CUcontext *);        // _v2
   CUresult (*cuModuleLoadData)(CUmodule *, const void *);
   CUresult (*cuModuleLoadDataEx)(CUmodule *, const void *, unsigned, int *,
                                  void **);
   CUresult (*cuModuleUnload)(CUmodule);
   CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
-  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned,
-                             unsigned, unsigned, unsigned, unsigned, CUstream,
-                             void **, void **);
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, unsigned, unsigned, CUstream, void **,
+                             void **);
   CUresult (*cuLaunchKernelEx)(const CUlaunchConfig *, CUfunction, void **,
                                void **); // optional (CUDA >= 11.8)
   CUresult (*cuStreamCreate)(CUstream *, unsigned);
@@ -109,7 +109,7 @@ struct Driver {
   CUresult (*cuEventDestroy)(CUevent); // _v2
   CUresult (*cuEventSynchronize)(CUevent);
   CUresult (*cuEventRecord)(CUevent, CUstream);
-  CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);                 // _v2
+  CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);                  // _v2
   CUresult (*cuMemAllocManaged)(CUdeviceptr *, size_t, unsigned); // optional
   CUresult (*cuMemFree)(CUdeviceptr);                             // _v2
   CUresult (*cuMemcpyAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);

@@ -134,11 +134,10 @@ bool GpuModule::upload(const BoundTensor &t, DeviceBuffer &buf,
   size_t bytes = bytesOf(t);
   if (!ensure(buf, bytes, label))
     return false;
-  return bytes == 0 ||
-         check(dev->driver->cuMemcpyHtoDAsync(buf.ptr, t.data, bytes,
-                                              modelStream),
-               format("cuMemcpyHtoDAsync of %zu bytes (", bytes) + label +
-                   ", host to device)");
+  return bytes == 0 || check(dev->driver->cuMemcpyHtoDAsync(buf.ptr, t.data,
+                                                            bytes, modelStream),
+                             format("cuMemcpyHtoDAsync of %zu bytes (", bytes) +
+                                 label + ", host to device)");
 }
 
 Status GpuModule::run(void (*entry)(void **),
@@ -180,8 +179,8 @@ Status GpuModule::run(void (*entry)(void **),
     stage(boundParams, params, paramDevice, TORSOR_PARAM, &paramStale);
     for (size_t i = 0; i < outputShapes.size() && !callFailed(); ++i) {
       int64_t n = numElements(outputShapes[i]);
-      size_t bytes = n > 0 ? static_cast<size_t>(n) * dtypeSize(outputDTypes[i])
-                           : 0;
+      size_t bytes =
+          n > 0 ? static_cast<size_t>(n) * dtypeSize(outputDTypes[i]) : 0;
       ensure(outputs[i], bytes, labels[TORSOR_OUTPUT][i]);
       starts.push_back(storage.size());
       appendDescriptor(storage, outputs[i].ptr, outputShapes[i]);

@@ -26,8 +26,8 @@
 #include "cuda/CudaDevice.h"
 
 #include <climits>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -125,13 +125,13 @@ bool launchExtents(CUfunction f, const intptr_t in[6], unsigned g[3],
     ok = (in[i] == 0 || extent(in[i], g[i])) && extent(in[3 + i], b[i]) && ok;
   }
   if (!ok)
-    recordError(Status(
-        TORSOR_DEVICE_ERROR,
-        format("invalid launch of kernel '%s': grid %ldx%ldx%ld, block "
-               "%ldx%ldx%ld (grid extents must be in [0, 2^32), block "
-               "extents in [1, 2^32))",
-               kernelName(f).c_str(), (long)in[0], (long)in[1], (long)in[2],
-               (long)in[3], (long)in[4], (long)in[5])));
+    recordError(
+        Status(TORSOR_DEVICE_ERROR,
+               format("invalid launch of kernel '%s': grid %ldx%ldx%ld, block "
+                      "%ldx%ldx%ld (grid extents must be in [0, 2^32), block "
+                      "extents in [1, 2^32))",
+                      kernelName(f).c_str(), (long)in[0], (long)in[1],
+                      (long)in[2], (long)in[3], (long)in[4], (long)in[5])));
   return ok && !empty;
 }
 
@@ -212,11 +212,13 @@ TORSOR_MGPU void mgpuLaunchKernel(void *function, intptr_t gridX,
         "cuLaunchKernel of " + launchText(f, g, b, smem));
 }
 
-TORSOR_MGPU void mgpuLaunchClusterKernel(
-    void *function, intptr_t clusterX, intptr_t clusterY, intptr_t clusterZ,
-    intptr_t gridX, intptr_t gridY, intptr_t gridZ, intptr_t blockX,
-    intptr_t blockY, intptr_t blockZ, int32_t smem, void *stream,
-    void **params, void **extra) {
+TORSOR_MGPU void mgpuLaunchClusterKernel(void *function, intptr_t clusterX,
+                                         intptr_t clusterY, intptr_t clusterZ,
+                                         intptr_t gridX, intptr_t gridY,
+                                         intptr_t gridZ, intptr_t blockX,
+                                         intptr_t blockY, intptr_t blockZ,
+                                         int32_t smem, void *stream,
+                                         void **params, void **extra) {
   Enter e;
   const Driver *d = e.driver();
   auto f = static_cast<CUfunction>(function);
@@ -228,9 +230,9 @@ TORSOR_MGPU void mgpuLaunchClusterKernel(
     return;
   if (!extent(clusterX, c[0]) || !extent(clusterY, c[1]) ||
       !extent(clusterZ, c[2])) {
-    recordError(Status(TORSOR_DEVICE_ERROR,
-                       "invalid cluster shape for kernel '" + kernelName(f) +
-                           "'"));
+    recordError(
+        Status(TORSOR_DEVICE_ERROR,
+               "invalid cluster shape for kernel '" + kernelName(f) + "'"));
     return;
   }
   if (!d->cuLaunchKernelEx) {
@@ -243,9 +245,16 @@ TORSOR_MGPU void mgpuLaunchClusterKernel(
   CUlaunchAttribute attr{};
   attr.id = kLaunchAttributeClusterDimension;
   attr.value.clusterDim = {c[0], c[1], c[2]};
-  CUlaunchConfig config{g[0], g[1], g[2], b[0],
-                        b[1], b[2], static_cast<unsigned>(smem),
-                        static_cast<CUstream>(stream), &attr, 1};
+  CUlaunchConfig config{g[0],
+                        g[1],
+                        g[2],
+                        b[0],
+                        b[1],
+                        b[2],
+                        static_cast<unsigned>(smem),
+                        static_cast<CUstream>(stream),
+                        &attr,
+                        1};
   check(d->cuLaunchKernelEx(&config, f, params, extra),
         "cuLaunchKernelEx of " + launchText(f, g, b, smem) +
             format(" with clusters %ux%ux%u", c[0], c[1], c[2]));
@@ -268,8 +277,7 @@ TORSOR_MGPU void mgpuStreamDestroy(void *stream) {
     return; // the runtime destroys the model's stream when it unloads it
   Enter e;
   if (const Driver *d = e.cleanupDriver(); d && stream)
-    check(d->cuStreamDestroy(static_cast<CUstream>(stream)),
-          "cuStreamDestroy");
+    check(d->cuStreamDestroy(static_cast<CUstream>(stream)), "cuStreamDestroy");
 }
 
 TORSOR_MGPU void mgpuStreamSynchronize(void *stream) {
@@ -393,9 +401,9 @@ TORSOR_MGPU void mgpuMemHostRegister(void *ptr, uint64_t sizeBytes) {
                        "this CUDA driver lacks"));
     return;
   }
-  check(d->cuMemHostRegister(ptr, sizeBytes, 0),
-        format("cuMemHostRegister of %llu bytes",
-               (unsigned long long)sizeBytes));
+  check(
+      d->cuMemHostRegister(ptr, sizeBytes, 0),
+      format("cuMemHostRegister of %llu bytes", (unsigned long long)sizeBytes));
 }
 
 TORSOR_MGPU void mgpuMemHostUnregister(void *ptr) {
@@ -430,8 +438,7 @@ TORSOR_MGPU void mgpuMemHostRegisterMemRef(int64_t rank, void *descriptor,
                       denseBytes(rank, desc, elementSizeBytes));
 }
 
-TORSOR_MGPU void mgpuMemHostUnregisterMemRef(int64_t /*rank*/,
-                                             void *descriptor,
+TORSOR_MGPU void mgpuMemHostUnregisterMemRef(int64_t /*rank*/, void *descriptor,
                                              int64_t elementSizeBytes) {
   auto *desc = static_cast<DescriptorHead *>(descriptor);
   mgpuMemHostUnregister(desc->aligned + desc->offset * elementSizeBytes);
