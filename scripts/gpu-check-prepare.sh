@@ -76,9 +76,10 @@ done
 
 cp "$ROOT/scripts/gpu-check.sh" "$OUT/gpu-check.sh"
 chmod +x "$OUT/gpu-check.sh"
+# The attention benchmark with its sibling modules (harness, peers).
 if [ -f "$ROOT/bench/gpu_attention.py" ]; then
   mkdir -p "$OUT/bench"
-  cp "$ROOT/bench/gpu_attention.py" "$OUT/bench/"
+  cp "$ROOT"/bench/*.py "$OUT/bench/"
 fi
 
 bytes=$(du -sb "$OUT" | cut -f1)

@@ -13,7 +13,9 @@
 #   3. timings: `torsor-run --time` of each passing model on the GPU and of
 #      its CPU model on this machine's cores;
 #   4. bench/gpu_attention.py (Lie attention against PyTorch SDPA and
-#      FlexAttention), when it was staged.
+#      FlexAttention), when it was staged, as `python3 gpu_attention.py
+#      BENCH_ARGS` with TORSOR_RUN, TORSOR_RUNTIME_LIB and TORSOR_GPU_STAGE
+#      set to the staged torsor-run, runtime library and stage folder.
 # Every step has its own timeout so one hang cannot eat the lease. A table
 # is printed last; logs and outputs go to $OUT when set (the device tool
 # brings that folder back), else to STAGE/results.
@@ -237,7 +239,9 @@ if TIMES > 0:
 # --- 4. the attention benchmark -------------------------------------------------------
 bench_rc = None
 if BENCH and bench:
-    env = dict(os.environ, TORSOR_RUN=RUN, TORSOR_GPU_STAGE=STAGE)
+    # The benchmark finds the staged tools through these variables.
+    env = dict(os.environ, TORSOR_RUN=RUN, TORSOR_GPU_STAGE=STAGE,
+               TORSOR_RUNTIME_LIB=os.path.join(STAGE, "lib", "libtorsor_runtime.so"))
     say("== bench: python3 %s %s" % (bench, E["BENCH_ARGS"]))
     t0 = time.time()
     try:
