@@ -84,6 +84,17 @@ bool callFailed();
 /// Records a failing driver `result` of `call` ("cuMemAlloc of 4096 bytes")
 /// and returns false; returns true on success.
 bool check(CUresult result, const std::string &call);
+/// The same for a literal description (no string is built on success).
+inline bool check(CUresult result, const char *call) {
+  return result == kCudaSuccess || check(result, std::string(call));
+}
+
+/// As check(), but builds the description only on failure (`describe()`
+/// returns it), so hot paths such as launches format nothing on success.
+template <typename Describe>
+bool checkLazy(CUresult result, Describe describe) {
+  return result == kCudaSuccess || check(result, describe());
+}
 
 } // namespace torsor::rt::cuda
 

@@ -117,13 +117,15 @@ bool GpuModule::ensure(DeviceBuffer &buf, size_t bytes,
   if (buf.bytes >= bytes && (buf.ptr || bytes == 0))
     return true;
   const Driver &d = *dev->driver;
-  if (buf.ptr && !check(d.cuMemFree(buf.ptr), "cuMemFree of " + label))
+  if (buf.ptr &&
+      !checkLazy(d.cuMemFree(buf.ptr), [&] { return "cuMemFree of " + label; }))
     return false;
   buf = DeviceBuffer();
   if (bytes == 0)
     return true;
-  if (!check(d.cuMemAlloc(&buf.ptr, bytes),
-             format("cuMemAlloc of %zu bytes for ", bytes) + label))
+  if (!checkLazy(d.cuMemAlloc(&buf.ptr, bytes), [&] {
+        return format("cuMemAlloc of %zu bytes for ", bytes) + label;
+      }))
     return false;
   buf.bytes = bytes;
   return true;
@@ -134,10 +136,13 @@ bool GpuModule::upload(const BoundTensor &t, DeviceBuffer &buf,
   size_t bytes = bytesOf(t);
   if (!ensure(buf, bytes, label))
     return false;
-  return bytes == 0 || check(dev->driver->cuMemcpyHtoDAsync(buf.ptr, t.data,
-                                                            bytes, modelStream),
-                             format("cuMemcpyHtoDAsync of %zu bytes (", bytes) +
-                                 label + ", host to device)");
+  return bytes == 0 ||
+         checkLazy(dev->driver->cuMemcpyHtoDAsync(buf.ptr, t.data, bytes,
+                                                  modelStream),
+                   [&] {
+                     return format("cuMemcpyHtoDAsync of %zu bytes (", bytes) +
+                            label + ", host to device)";
+                   });
 }
 
 Status GpuModule::run(void (*entry)(void **),
@@ -197,11 +202,13 @@ Status GpuModule::run(void (*entry)(void **),
     if (copyOutputs && !callFailed()) {
       for (size_t i = 0; i < hostOutputs.size() && !callFailed(); ++i)
         if (hostOutputs[i].byteSize())
-          check(d.cuMemcpyDtoHAsync(hostOutputs[i].data(), outputs[i].ptr,
-                                    hostOutputs[i].byteSize(), modelStream),
-                format("cuMemcpyDtoHAsync of %zu bytes (",
-                       hostOutputs[i].byteSize()) +
-                    labels[TORSOR_OUTPUT][i] + ", device to host)");
+          checkLazy(d.cuMemcpyDtoHAsync(hostOutputs[i].data(), outputs[i].ptr,
+                                        hostOutputs[i].byteSize(), modelStream),
+                    [&] {
+                      return format("cuMemcpyDtoHAsync of %zu bytes (",
+                                    hostOutputs[i].byteSize()) +
+                             labels[TORSOR_OUTPUT][i] + ", device to host)";
+                    });
       check(d.cuStreamSynchronize(modelStream),
             "cuStreamSynchronize (after copying the outputs back)");
     }

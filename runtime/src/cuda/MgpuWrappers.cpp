@@ -145,9 +145,10 @@ TORSOR_MGPU void *mgpuModuleLoad(void *data, size_t gpuBlobSize) {
   if (!d)
     return nullptr;
   CUmodule module = nullptr;
-  check(d->cuModuleLoadData(&module, data),
-        format("cuModuleLoadData of the model's %zu-byte GPU binary",
-               gpuBlobSize));
+  checkLazy(d->cuModuleLoadData(&module, data), [&] {
+    return format("cuModuleLoadData of the model's %zu-byte GPU binary",
+                  gpuBlobSize);
+  });
   return module;
 }
 
@@ -183,8 +184,9 @@ TORSOR_MGPU void *mgpuModuleGetFunction(void *module, const char *name) {
     return nullptr;
   }
   CUfunction f = nullptr;
-  if (check(d->cuModuleGetFunction(&f, static_cast<CUmodule>(module), name),
-            format("cuModuleGetFunction of kernel '%s'", name))) {
+  if (checkLazy(
+          d->cuModuleGetFunction(&f, static_cast<CUmodule>(module), name),
+          [&] { return format("cuModuleGetFunction of kernel '%s'", name); })) {
     std::lock_guard<std::mutex> lock(namesMutexRef());
     kernelNames()[f] = name;
   }
@@ -206,10 +208,10 @@ TORSOR_MGPU void mgpuLaunchKernel(void *function, intptr_t gridX,
   unsigned g[3], b[3];
   if (!launchExtents(f, in, g, b))
     return;
-  check(d->cuLaunchKernel(f, g[0], g[1], g[2], b[0], b[1], b[2],
-                          static_cast<unsigned>(smem),
-                          static_cast<CUstream>(stream), params, extra),
-        "cuLaunchKernel of " + launchText(f, g, b, smem));
+  checkLazy(d->cuLaunchKernel(f, g[0], g[1], g[2], b[0], b[1], b[2],
+                              static_cast<unsigned>(smem),
+                              static_cast<CUstream>(stream), params, extra),
+            [&] { return "cuLaunchKernel of " + launchText(f, g, b, smem); });
 }
 
 TORSOR_MGPU void mgpuLaunchClusterKernel(void *function, intptr_t clusterX,
@@ -255,9 +257,10 @@ TORSOR_MGPU void mgpuLaunchClusterKernel(void *function, intptr_t clusterX,
                         static_cast<CUstream>(stream),
                         &attr,
                         1};
-  check(d->cuLaunchKernelEx(&config, f, params, extra),
-        "cuLaunchKernelEx of " + launchText(f, g, b, smem) +
-            format(" with clusters %ux%ux%u", c[0], c[1], c[2]));
+  checkLazy(d->cuLaunchKernelEx(&config, f, params, extra), [&] {
+    return "cuLaunchKernelEx of " + launchText(f, g, b, smem) +
+           format(" with clusters %ux%ux%u", c[0], c[1], c[2]);
+  });
 }
 
 TORSOR_MGPU void *mgpuStreamCreate() {
@@ -340,12 +343,15 @@ TORSOR_MGPU void *mgpuMemAlloc(uint64_t sizeBytes, void * /*stream*/,
                          "which this CUDA driver lacks"));
       return nullptr;
     }
-    check(d->cuMemAllocManaged(&ptr, sizeBytes, /*CU_MEM_ATTACH_GLOBAL=*/1),
-          format("cuMemAllocManaged of %llu bytes",
-                 (unsigned long long)sizeBytes));
+    checkLazy(d->cuMemAllocManaged(&ptr, sizeBytes, /*CU_MEM_ATTACH_GLOBAL=*/1),
+              [&] {
+                return format("cuMemAllocManaged of %llu bytes",
+                              (unsigned long long)sizeBytes);
+              });
   } else {
-    check(d->cuMemAlloc(&ptr, sizeBytes),
-          format("cuMemAlloc of %llu bytes", (unsigned long long)sizeBytes));
+    checkLazy(d->cuMemAlloc(&ptr, sizeBytes), [&] {
+      return format("cuMemAlloc of %llu bytes", (unsigned long long)sizeBytes);
+    });
   }
   return reinterpret_cast<void *>(static_cast<uintptr_t>(ptr));
 }
@@ -362,10 +368,10 @@ TORSOR_MGPU void mgpuMemcpy(void *dst, void *src, size_t sizeBytes,
   const Driver *d = e.driver();
   if (!d || sizeBytes == 0)
     return;
-  check(d->cuMemcpyAsync(reinterpret_cast<uintptr_t>(dst),
-                         reinterpret_cast<uintptr_t>(src), sizeBytes,
-                         static_cast<CUstream>(stream)),
-        format("cuMemcpyAsync of %zu bytes", sizeBytes));
+  checkLazy(d->cuMemcpyAsync(reinterpret_cast<uintptr_t>(dst),
+                             reinterpret_cast<uintptr_t>(src), sizeBytes,
+                             static_cast<CUstream>(stream)),
+            [&] { return format("cuMemcpyAsync of %zu bytes", sizeBytes); });
 }
 
 TORSOR_MGPU void mgpuMemset32(void *dst, unsigned int value, size_t count,
@@ -374,9 +380,9 @@ TORSOR_MGPU void mgpuMemset32(void *dst, unsigned int value, size_t count,
   const Driver *d = e.driver();
   if (!d || count == 0)
     return;
-  check(d->cuMemsetD32Async(reinterpret_cast<uintptr_t>(dst), value, count,
-                            static_cast<CUstream>(stream)),
-        format("cuMemsetD32Async of %zu words", count));
+  checkLazy(d->cuMemsetD32Async(reinterpret_cast<uintptr_t>(dst), value, count,
+                                static_cast<CUstream>(stream)),
+            [&] { return format("cuMemsetD32Async of %zu words", count); });
 }
 
 TORSOR_MGPU void mgpuMemset16(void *dst, unsigned short value, size_t count,
@@ -385,9 +391,10 @@ TORSOR_MGPU void mgpuMemset16(void *dst, unsigned short value, size_t count,
   const Driver *d = e.driver();
   if (!d || count == 0)
     return;
-  check(d->cuMemsetD16Async(reinterpret_cast<uintptr_t>(dst), value, count,
-                            static_cast<CUstream>(stream)),
-        format("cuMemsetD16Async of %zu half-words", count));
+  checkLazy(
+      d->cuMemsetD16Async(reinterpret_cast<uintptr_t>(dst), value, count,
+                          static_cast<CUstream>(stream)),
+      [&] { return format("cuMemsetD16Async of %zu half-words", count); });
 }
 
 TORSOR_MGPU void mgpuMemHostRegister(void *ptr, uint64_t sizeBytes) {
