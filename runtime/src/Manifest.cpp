@@ -198,11 +198,17 @@ Status parseManifest(const std::string &text, const std::string &path,
   if (!abi->isInteger)
     return r.error(*abi, "abi", "expected an integer");
   out.abi = abi->integer;
-  if (out.abi != TORSOR_ABI_VERSION)
+  if (out.abi < TORSOR_ABI_VERSION_MIN || out.abi > TORSOR_ABI_VERSION)
     return r.error(*abi, "abi",
                    format("manifest is for ABI version %lld, this runtime "
-                          "supports version %d",
-                          (long long)out.abi, TORSOR_ABI_VERSION));
+                          "supports versions %d to %d",
+                          (long long)out.abi, TORSOR_ABI_VERSION_MIN,
+                          TORSOR_ABI_VERSION));
+  if (const json::Value *arch = root.get("gpu_arch")) {
+    if (arch->kind != json::Value::String || arch->string.empty())
+      return r.error(*arch, "gpu_arch", "expected an arch like \"sm_90\"");
+    out.gpuArch = arch->string;
+  }
   out.entry = "torsor_forward";
   if (const json::Value *entry = root.get("entry")) {
     if (entry->kind != json::Value::String || entry->string.empty())

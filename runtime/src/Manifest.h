@@ -46,6 +46,8 @@ struct Manifest {
   /// Entry point measuring declared-group inputs ("" when none).
   std::string groupResidual;
   int64_t abi = 0;
+  /// "gpu_arch" of nvptx models (e.g. "sm_90"); "" when absent.
+  std::string gpuArch;
   std::vector<std::string> dims;
   std::vector<TensorSpec> inputs, params, outputs;
 

@@ -16,6 +16,7 @@
 #include "Manifest.h"
 #include "SafeTensors.h"
 #include "ThreadPool.h"
+#include "cuda/GpuModule.h"
 
 #include <dlfcn.h>
 #include <sys/stat.h>
@@ -39,15 +40,27 @@ struct TorsorModule {
   std::vector<BoundTensor> inputs, params;
   std::vector<HostTensor> outputs;
   std::vector<std::vector<int64_t>> outputStrides;
+  /// Output shapes of the last run of an nvptx model.
+  std::vector<std::vector<int64_t>> outputShapes;
   bool haveOutputs = false;
   /// On by default: a malformed pose gives garbage silently otherwise.
   bool checkGroups = true;
   double groupTol = 1e-4;
+  /// Device state of an nvptx model (ABI 2); null for CPU models.
+  std::unique_ptr<cuda::GpuModule> gpu;
 
   /// Unloads the model library (outputs and owned params free themselves).
+  /// An nvptx model's destructors unload its GPU binary, so they run with
+  /// the device current.
   ~TorsorModule() {
-    if (handle)
+    if (handle && gpu) {
+      Status s = gpu->scoped("unloading model '" + soPath + "'",
+                             [this] { dlclose(handle); });
+      if (!s.ok())
+        std::fprintf(stderr, "torsor runtime: %s\n", s.message.c_str());
+    } else if (handle) {
       dlclose(handle);
+    }
   }
 };
 
@@ -80,6 +93,29 @@ void promoteRuntimeSymbols() {
   }
 }
 
+/// Checks that the manifest's target is one this runtime runs and agrees
+/// with its ABI version: "cpu" is ABI 1 (host pointers), "nvptx" is ABI 2
+/// (device pointers) and names its "gpu_arch".
+Status checkTarget(const std::string &soPath, const Manifest &mf) {
+  if (mf.target != "cpu" && mf.target != "nvptx")
+    return Status(TORSOR_UNAVAILABLE,
+                  "model '" + soPath + "' targets '" + mf.target +
+                      "'; this runtime runs 'cpu' and 'nvptx' models");
+  int64_t want = mf.target == "cpu" ? 1 : 2;
+  if (mf.abi != want)
+    return Status(TORSOR_ABI_ERROR,
+                  format("model '%s': target '%s' needs \"abi\": %lld in "
+                         "its manifest, found %lld",
+                         soPath.c_str(), mf.target.c_str(), (long long)want,
+                         (long long)mf.abi));
+  if (mf.target == "nvptx" && mf.gpuArch.empty())
+    return Status(TORSOR_ABI_ERROR,
+                  "model '" + soPath +
+                      "': an nvptx manifest must name its \"gpu_arch\" "
+                      "(e.g. \"sm_90\")");
+  return Status();
+}
+
 /// Reads the manifest beside `soPath`, dlopens the model and checks its ABI.
 Status load(const std::string &soPath, TorsorModule &m) {
   struct stat st;
@@ -92,20 +128,31 @@ Status load(const std::string &soPath, TorsorModule &m) {
   Status s = readManifest(jsonPath, m.manifest);
   if (!s.ok())
     return s;
-  if (m.manifest.target != "cpu")
-    return Status(TORSOR_UNAVAILABLE,
-                  "model '" + soPath + "' targets '" + m.manifest.target +
-                      "', but this runtime build only runs 'cpu' models "
-                      "(no GPU path yet)");
+  if (!(s = checkTarget(soPath, m.manifest)).ok())
+    return s;
+  // An nvptx model loads its GPU binary from a constructor (mgpuModuleLoad)
+  // while dlopen runs, so the device must be ready, and errors captured,
+  // before the library is opened.
+  if (m.manifest.target == "nvptx" &&
+      !(s = cuda::GpuModule::create(m.manifest, soPath, m.gpu)).ok())
+    return s;
   promoteRuntimeSymbols();
   // A bare name would make dlopen search the library path instead.
   std::string openPath =
       soPath.find('/') == std::string::npos ? "./" + soPath : soPath;
-  m.handle = dlopen(openPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+  m.soPath = soPath;
+  Status gpuLoad;
+  if (m.gpu)
+    gpuLoad = m.gpu->scoped("loading model '" + soPath + "'", [&] {
+      m.handle = dlopen(openPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+    });
+  else
+    m.handle = dlopen(openPath.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!m.handle)
     return Status(TORSOR_ABI_ERROR,
                   "cannot load model '" + soPath + "': " + dlerror());
-  m.soPath = soPath;
+  if (!gpuLoad.ok())
+    return gpuLoad;
   auto version =
       reinterpret_cast<int32_t (*)()>(dlsym(m.handle, "torsor_abi_version"));
   if (!version)
@@ -114,11 +161,18 @@ Status load(const std::string &soPath, TorsorModule &m) {
                       "' does not export torsor_abi_version(); was it built "
                       "by torsorc?");
   int32_t v = version();
-  if (v != TORSOR_ABI_VERSION)
+  if (v < TORSOR_ABI_VERSION_MIN || v > TORSOR_ABI_VERSION)
     return Status(TORSOR_ABI_ERROR,
                   format("model '%s' has ABI version %d, this runtime "
-                         "supports version %d",
-                         soPath.c_str(), v, TORSOR_ABI_VERSION));
+                         "supports versions %d to %d",
+                         soPath.c_str(), v, TORSOR_ABI_VERSION_MIN,
+                         TORSOR_ABI_VERSION));
+  if (v != m.manifest.abi)
+    return Status(TORSOR_ABI_ERROR,
+                  format("model '%s' has ABI version %d, but its manifest "
+                         "'%s' says %lld; rebuild both with torsorc",
+                         soPath.c_str(), v, jsonPath.c_str(),
+                         (long long)m.manifest.abi));
   m.entry = reinterpret_cast<void (*)(void **)>(
       dlsym(m.handle, m.manifest.entry.c_str()));
   if (!m.entry)
@@ -202,6 +256,53 @@ Status checkResiduals(TorsorModule &m) {
   return Status();
 }
 
+/// The run of an nvptx model once its dims are resolved: checks host-bound
+/// group inputs on the host (device-bound ones cannot be read here, and the
+/// declared-group residual entry is not run on the GPU path yet), allocates
+/// host outputs when they are copied back, and lets the GpuModule upload,
+/// call and copy.
+Status runOnDevice(TorsorModule &m,
+                   const std::map<std::string, int64_t> &dims) {
+  Status s;
+  if (m.checkGroups)
+    for (size_t i = 0; i < m.inputs.size(); ++i) {
+      const TensorSpec &spec = m.manifest.inputs[i];
+      if (spec.group.empty() || spec.residual || m.gpu->inputOnDevice(i))
+        continue;
+      s = checkGroupTensor("input '" + spec.name + "'", spec.group,
+                           m.inputs[i].view(), m.groupTol);
+      if (!s.ok())
+        return s;
+    }
+  size_t numOut = m.manifest.outputs.size();
+  std::vector<std::vector<int64_t>> shapes(numOut);
+  std::vector<int32_t> dtypes(numOut);
+  m.outputs.resize(numOut);
+  m.outputStrides.resize(numOut);
+  for (size_t i = 0; i < numOut; ++i) {
+    const TensorSpec &spec = m.manifest.outputs[i];
+    if (!(s = outputShape(spec, dims, shapes[i])).ok())
+      return s;
+    dtypes[i] = spec.dtype;
+    if (!m.gpu->hostCopies() ||
+        (m.outputs[i].data() && m.outputs[i].shape() == shapes[i]))
+      continue;
+    s = HostTensor::create(spec.dtype, shapes[i], m.outputs[i]);
+    if (!s.ok())
+      return s.withPrefix("output '" + spec.name + "': ");
+    m.outputStrides[i] = m.outputs[i].strides();
+  }
+  std::vector<HostTensor> none;
+  s = m.gpu->run(m.entry, m.inputs, m.params, shapes, dtypes,
+                 m.gpu->hostCopies() ? m.outputs : none,
+                 "running model '" + m.soPath + "'");
+  if (!s.ok())
+    return s;
+  m.outputShapes = std::move(shapes);
+  m.haveOutputs = true;
+  return Status();
+}
+
 /// Validates the bindings, allocates the outputs and calls the entry point.
 Status run(TorsorModule &m) {
   m.haveOutputs = false;
@@ -209,6 +310,8 @@ Status run(TorsorModule &m) {
   Status s = resolveDims(m.manifest, m.inputs, m.params, dims);
   if (!s.ok())
     return s;
+  if (m.gpu)
+    return runOnDevice(m, dims);
   if (m.checkGroups) {
     for (size_t i = 0; i < m.inputs.size(); ++i) {
       const TensorSpec &spec = m.manifest.inputs[i];
@@ -293,6 +396,47 @@ TorsorStatus *bind(TorsorModule *m, int kind, const char *name,
   if (!s.ok())
     return toC(s);
   bound[index] = std::move(b);
+  if (m->gpu)
+    m->gpu->noteBound(kind, index, /*onDevice=*/false);
+  return nullptr;
+}
+
+/// Shared body of the two device-bind functions: the same checks as a host
+/// bind, but the data is a device address and must be row-major.
+TorsorStatus *bindDevice(TorsorModule *m, int kind, const char *name,
+                         const TorsorTensor *t) {
+  if (!m || !name || !t)
+    return toC(invalidArg("module, name or tensor is NULL"));
+  if (!m->gpu)
+    return toC(Status(TORSOR_FAILED_PRECONDITION,
+                      format("model '%s' runs on the CPU (target '%s'); "
+                             "bind host memory with torsorModuleBind%s",
+                             m->soPath.c_str(), m->manifest.target.c_str(),
+                             kind == TORSOR_INPUT ? "Input" : "Param")));
+  const std::vector<TensorSpec> &list = m->manifest.list(kind);
+  size_t index;
+  Status s = findTensor(list, kind, name, index);
+  if (!s.ok())
+    return toC(s);
+  if (t->rank < 0 || (t->rank > 0 && !t->shape))
+    return toC(invalidArg(
+        format("%s '%s': bad rank or NULL shape", kindWord(kind), name)));
+  std::vector<int64_t> shape(t->shape, t->shape + t->rank);
+  if (!(s = checkAgainstSpec(kind, list[index], t->dtype, shape)).ok())
+    return toC(s);
+  std::vector<int64_t> strides = rowMajorStrides(shape);
+  if (t->strides && !std::equal(strides.begin(), strides.end(), t->strides))
+    return toC(invalidArg(format("%s '%s': device memory must be row-major "
+                                 "(the runtime cannot re-layout it)",
+                                 kindWord(kind), name)));
+  BoundTensor b;
+  b.bound = true;
+  b.dtype = t->dtype;
+  b.shape = std::move(shape);
+  b.strides = std::move(strides);
+  b.data = t->data;
+  (kind == TORSOR_INPUT ? m->inputs : m->params)[index] = std::move(b);
+  m->gpu->noteBound(kind, index, /*onDevice=*/true);
   return nullptr;
 }
 
@@ -396,6 +540,8 @@ void torsorModuleUnbindInputs(TorsorModule *module) {
     return;
   for (BoundTensor &b : module->inputs)
     b = BoundTensor();
+  if (module->gpu)
+    module->gpu->unbindInputs();
 }
 
 TorsorStatus *torsorModuleLoadWeights(TorsorModule *module,
@@ -416,6 +562,8 @@ TorsorStatus *torsorModuleLoadWeights(TorsorModule *module,
                   std::move(tensor), module->params[index]);
     if (!s.ok())
       return toC(s.withPrefix(prefix));
+    if (module->gpu)
+      module->gpu->noteBound(TORSOR_PARAM, index, /*onDevice=*/false);
   }
   return nullptr;
 }
@@ -447,6 +595,12 @@ TorsorStatus *torsorModuleGetOutput(const TorsorModule *module,
                       format("output '%s' is not available: the model has "
                              "not run successfully",
                              name)));
+  if (module->gpu && !module->gpu->hostCopies())
+    return toC(Status(TORSOR_FAILED_PRECONDITION,
+                      format("output '%s' stayed on the device "
+                             "(torsorModuleSetHostOutputs(module, 0)); read "
+                             "it with torsorModuleGetOutputDevice",
+                             name)));
   const HostTensor &out = module->outputs[index];
   tensor->data = const_cast<void *>(out.data());
   tensor->shape = out.shape().data();
@@ -465,5 +619,85 @@ TorsorStatus *torsorSetNumThreads(int32_t n) {
 }
 
 int32_t torsorGetNumThreads(void) { return globalThreadCount(); }
+
+TorsorStatus *torsorCudaAvailable(void) {
+  const cuda::Device *device = nullptr;
+  return toC(cuda::openDevice(device));
+}
+
+int32_t torsorModuleDevice(const TorsorModule *module) {
+  if (!module)
+    return -1;
+  return module->gpu ? TORSOR_DEVICE_CUDA : TORSOR_DEVICE_CPU;
+}
+
+const char *torsorModuleTarget(const TorsorModule *module) {
+  return module ? module->manifest.target.c_str() : nullptr;
+}
+
+const char *torsorModuleGpuArch(const TorsorModule *module) {
+  return module && !module->manifest.gpuArch.empty()
+             ? module->manifest.gpuArch.c_str()
+             : nullptr;
+}
+
+void *torsorModuleCudaStream(const TorsorModule *module) {
+  return module && module->gpu ? module->gpu->stream() : nullptr;
+}
+
+TorsorStatus *torsorModuleBindInputDevice(TorsorModule *module,
+                                          const char *name,
+                                          const TorsorTensor *tensor) {
+  return bindDevice(module, TORSOR_INPUT, name, tensor);
+}
+
+TorsorStatus *torsorModuleBindParamDevice(TorsorModule *module,
+                                          const char *name,
+                                          const TorsorTensor *tensor) {
+  return bindDevice(module, TORSOR_PARAM, name, tensor);
+}
+
+TorsorStatus *torsorModuleSetHostOutputs(TorsorModule *module, int32_t enable) {
+  if (!module)
+    return toC(invalidArg("module is NULL"));
+  if (!module->gpu)
+    return enable ? nullptr
+                  : toC(Status(TORSOR_FAILED_PRECONDITION,
+                               "model '" + module->soPath +
+                                   "' runs on the CPU: its outputs are "
+                                   "always in host memory"));
+  module->gpu->setHostCopies(enable != 0);
+  module->haveOutputs = false; // the host copies no longer follow runs
+  return nullptr;
+}
+
+TorsorStatus *torsorModuleGetOutputDevice(const TorsorModule *module,
+                                          const char *name,
+                                          TorsorTensor *tensor) {
+  if (!module || !name || !tensor)
+    return toC(invalidArg("module, name or tensor is NULL"));
+  size_t index;
+  Status s = findTensor(module->manifest.outputs, TORSOR_OUTPUT, name, index);
+  if (!s.ok())
+    return toC(s);
+  if (!module->gpu)
+    return toC(Status(TORSOR_FAILED_PRECONDITION,
+                      "model '" + module->soPath +
+                          "' runs on the CPU: read its outputs with "
+                          "torsorModuleGetOutput"));
+  if (!module->haveOutputs)
+    return toC(Status(TORSOR_FAILED_PRECONDITION,
+                      format("output '%s' is not available: the model has "
+                             "not run successfully",
+                             name)));
+  const std::vector<int64_t> &shape = module->outputShapes[index];
+  tensor->data = reinterpret_cast<void *>(
+      static_cast<uintptr_t>(module->gpu->outputPtr(index)));
+  tensor->shape = shape.data();
+  tensor->strides = nullptr;
+  tensor->rank = static_cast<int32_t>(shape.size());
+  tensor->dtype = module->manifest.outputs[index].dtype;
+  return nullptr;
+}
 
 } // extern "C"

@@ -74,9 +74,12 @@ TEST(Manifest, RejectsSchemaErrors) {
   EXPECT_EQ(manifestError("[]"),
             "m.json:1:1: manifest: expected a JSON object");
   EXPECT_EQ(manifestError("{\"model\": \"M\",\n \"target\": \"cpu\", "
-                          "\"abi\": 2, \"dims\": []}"),
-            "m.json:2:26: abi: manifest is for ABI version 2, this runtime "
-            "supports version 1");
+                          "\"abi\": 3, \"dims\": []}"),
+            "m.json:2:26: abi: manifest is for ABI version 3, this runtime "
+            "supports versions 1 to 2");
+  EXPECT_EQ(manifestError("{\"model\": \"M\", \"target\": \"nvptx\", "
+                          "\"abi\": 2,\n\"gpu_arch\": 90, \"dims\": []}"),
+            "m.json:2:13: gpu_arch: expected an arch like \"sm_90\"");
   EXPECT_EQ(manifestError("{\"model\": \"M\", \"target\": \"cpu\",\n"
                           "\"abi\": 1, \"dims\": [\"L\", \"L\"]}"),
             "m.json:2:25: dims[1]: duplicate dim 'L'");

@@ -252,8 +252,14 @@ TEST(ModuleLoad, ReportsLoadErrors) {
                         "built by torsorc?");
   std::string abi2 = kDir + "/torsor_fake_model_abi2.so";
   EXPECT_EQ(msg(torsorModuleLoad(abi2.c_str(), &m)),
-            "model '" + abi2 +
-                "' has ABI version 2, this runtime supports version 1");
+            "model '" + abi2 + "' has ABI version 2, but its manifest '" +
+                kDir +
+                "/torsor_fake_model_abi2.json' says 1; rebuild both "
+                "with torsorc");
+  std::string abi3 = kDir + "/torsor_fake_model_abi3.so";
+  EXPECT_EQ(msg(torsorModuleLoad(abi3.c_str(), &m)),
+            "model '" + abi3 +
+                "' has ABI version 3, this runtime supports versions 1 to 2");
   // A model without its manifest next to it.
   std::string lonely = ::testing::TempDir() + "/lonely_model.so";
   std::string cmd = "cp '" + kModel + "' '" + lonely + "'";
@@ -263,7 +269,7 @@ TEST(ModuleLoad, ReportsLoadErrors) {
   EXPECT_EQ(msg(torsorModuleLoad(lonely.c_str(), &m)),
             "cannot find the manifest '" + json + "' next to model '" + lonely +
                 "'");
-  // A GPU manifest is refused clearly.
+  // A GPU manifest must say ABI 2.
   FILE *f = std::fopen(json.c_str(), "w");
   ASSERT_NE(f, nullptr);
   std::fputs("{\"model\": \"G\", \"target\": \"nvptx\", \"abi\": 1, "
@@ -271,10 +277,10 @@ TEST(ModuleLoad, ReportsLoadErrors) {
              f);
   std::fclose(f);
   s = torsorModuleLoad(lonely.c_str(), &m);
-  EXPECT_EQ(torsorStatusCode(s), TORSOR_UNAVAILABLE);
+  EXPECT_EQ(torsorStatusCode(s), TORSOR_ABI_ERROR);
   EXPECT_EQ(msg(s), "model '" + lonely +
-                        "' targets 'nvptx', but this runtime build only runs "
-                        "'cpu' models (no GPU path yet)");
+                        "': target 'nvptx' needs \"abi\": 2 in its manifest, "
+                        "found 1");
   std::remove(json.c_str());
   std::remove(lonely.c_str());
   EXPECT_EQ(msg(torsorModuleLoad(nullptr, &m)),

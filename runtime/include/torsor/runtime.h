@@ -16,9 +16,18 @@
 extern "C" {
 #endif
 
-/// Version of the compiled-model ABI this runtime understands; a model's
-/// `torsor_abi_version()` and its manifest's "abi" must both equal it.
-#define TORSOR_ABI_VERSION 1
+/// Newest compiled-model ABI this runtime understands. A model's
+/// `torsor_abi_version()` and its manifest's "abi" must agree and lie in
+/// [TORSOR_ABI_VERSION_MIN, TORSOR_ABI_VERSION]. Version 1: CPU models, host
+/// pointers in every descriptor. Version 2: nvptx models ("target":
+/// "nvptx"), CUDA device pointers in every descriptor.
+#define TORSOR_ABI_VERSION 2
+/// Oldest compiled-model ABI still accepted (v1 CPU models keep working).
+#define TORSOR_ABI_VERSION_MIN 1
+/// Version of this header's C API: 2 added the device functions
+/// (torsorModuleDevice ... torsorCudaAvailable); every version-1 function
+/// is unchanged.
+#define TORSOR_RUNTIME_API_VERSION 2
 
 /// Element types a tensor may have (manifest spelling in comments).
 typedef enum TorsorDType {
@@ -36,13 +45,20 @@ typedef enum TorsorTensorKind {
 
 /// Status codes; every failing call also carries a human-readable message.
 typedef enum TorsorStatusCode {
-  TORSOR_OK = 0,                 ///< success (represented by a NULL status)
-  TORSOR_INVALID_ARGUMENT = 1,   ///< wrong name, rank, extent, dtype, value
-  TORSOR_IO_ERROR = 2,           ///< missing, unreadable or malformed file
-  TORSOR_ABI_ERROR = 3,          ///< model .so does not match this runtime
-  TORSOR_UNAVAILABLE = 4,        ///< feature or device not in this build
-  TORSOR_FAILED_PRECONDITION = 5 ///< e.g. run before every input is bound
+  TORSOR_OK = 0,                  ///< success (represented by a NULL status)
+  TORSOR_INVALID_ARGUMENT = 1,    ///< wrong name, rank, extent, dtype, value
+  TORSOR_IO_ERROR = 2,            ///< missing, unreadable or malformed file
+  TORSOR_ABI_ERROR = 3,           ///< model .so does not match this runtime
+  TORSOR_UNAVAILABLE = 4,         ///< feature or device not in this build
+  TORSOR_FAILED_PRECONDITION = 5, ///< e.g. run before every input is bound
+  TORSOR_DEVICE_ERROR = 6         ///< the CUDA driver failed (API version 2)
 } TorsorStatusCode;
+
+/// Where a model's tensors live (API version 2).
+typedef enum TorsorDevice {
+  TORSOR_DEVICE_CPU = 0, ///< host memory: "target": "cpu" models (ABI 1)
+  TORSOR_DEVICE_CUDA = 1 ///< CUDA device memory: "target": "nvptx" (ABI 2)
+} TorsorDevice;
 
 /// A loaded model with its bound tensors and its outputs (opaque).
 typedef struct TorsorModule TorsorModule;
@@ -176,6 +192,57 @@ int32_t torsorGetNumThreads(void);
 void torsor_parallel_for(int64_t begin, int64_t end,
                          void (*body)(int64_t lo, int64_t hi, void *ctx),
                          void *ctx);
+
+/*===-- Devices (API version 2) -------------------------------------------===*/
+/* An nvptx model (ABI 2) runs on the GPU: the runtime opens the CUDA driver
+ * (dlopen("libcuda.so.1")) when the model is loaded. Tensors bound with the
+ * version-1 functions are host memory, copied to the device at each run
+ * (params once after they are bound); outputs are copied back so that
+ * torsorModuleGetOutput() works as on the CPU. The functions below bind
+ * device memory directly and read outputs on the device, with no copies. */
+
+/// Returns NULL when a CUDA GPU can be used, otherwise a status whose
+/// message says what is missing (driver library, GPU). Never loads a model.
+TorsorStatus *torsorCudaAvailable(void);
+
+/// Returns where `module`'s tensors live (a TorsorDevice), -1 for NULL.
+int32_t torsorModuleDevice(const TorsorModule *module);
+
+/// Returns the manifest's "target" ("cpu", "nvptx").
+const char *torsorModuleTarget(const TorsorModule *module);
+
+/// Returns the manifest's "gpu_arch" (e.g. "sm_90"), or NULL for CPU models.
+const char *torsorModuleGpuArch(const TorsorModule *module);
+
+/// Returns the CUstream the model's work is ordered on (NULL for CPU
+/// models). A run synchronizes it before returning; a caller that writes
+/// device inputs on its own stream must finish that work first.
+void *torsorModuleCudaStream(const TorsorModule *module);
+
+/// Binds input `name` of a CUDA model to device memory: `tensor->data` is a
+/// CUdeviceptr (cast to void *) of row-major data (`strides` NULL or
+/// row-major), borrowed until the next run returns. No copy is made. The
+/// group-membership check (which reads host memory) skips such inputs.
+TorsorStatus *torsorModuleBindInputDevice(TorsorModule *module,
+                                          const char *name,
+                                          const TorsorTensor *tensor);
+
+/// Binds param `name` of a CUDA model to device memory; as above.
+TorsorStatus *torsorModuleBindParamDevice(TorsorModule *module,
+                                          const char *name,
+                                          const TorsorTensor *tensor);
+
+/// Chooses whether runs of a CUDA model copy the outputs back to host memory
+/// (`enable` != 0, the default). With 0, outputs stay on the device: read
+/// them with torsorModuleGetOutputDevice(); torsorModuleGetOutput() fails.
+TorsorStatus *torsorModuleSetHostOutputs(TorsorModule *module, int32_t enable);
+
+/// Describes output `name` of the last successful run of a CUDA model in
+/// device memory: `tensor->data` is a CUdeviceptr owned by the module, valid
+/// until the next run or torsorModuleFree().
+TorsorStatus *torsorModuleGetOutputDevice(const TorsorModule *module,
+                                          const char *name,
+                                          TorsorTensor *tensor);
 
 #ifdef __cplusplus
 }

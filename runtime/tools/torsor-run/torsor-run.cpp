@@ -11,6 +11,7 @@
 
 #include "Binding.h"
 #include "Half.h"
+#include "Manifest.h"
 #include "Npy.h"
 #include "Options.h"
 
@@ -131,6 +132,31 @@ bool endsWith(const std::string &path, const char *suffix) {
   return path.size() >= n && path.compare(path.size() - n, n, suffix) == 0;
 }
 
+/// Checks `--device` against the target in the model's manifest: an nvptx
+/// model needs --device cuda (and a CPU model the CPU), with the fix in the
+/// message. An unreadable manifest is left to torsorModuleLoad to report.
+Status checkDevice(const std::string &model, const std::string &device) {
+  std::string json = model;
+  if (endsWith(json, ".so"))
+    json.erase(json.size() - 3);
+  rt::Manifest manifest;
+  if (!rt::readManifest(json + ".json", manifest).ok())
+    return Status();
+  const std::string &target = manifest.target;
+  if (target == "nvptx" && device != "cuda")
+    return rt::invalidArg(
+        "model '" + model + "' was compiled for the GPU (target nvptx" +
+        (manifest.gpuArch.empty() ? "" : ", " + manifest.gpuArch) +
+        "); run it with --device cuda, or compile the model with "
+        "torsorc --target=cpu to run it on the CPU");
+  if (target == "cpu" && device == "cuda")
+    return rt::invalidArg("model '" + model +
+                          "' was compiled for the CPU (target cpu); run it "
+                          "without --device cuda, or compile the model with "
+                          "torsorc --target=nvptx to run it on the GPU");
+  return Status();
+}
+
 /// Runs once and returns the wall time in milliseconds.
 Status timedRun(TorsorModule *m, double &ms) {
   auto t0 = std::chrono::steady_clock::now();
@@ -142,9 +168,6 @@ Status timedRun(TorsorModule *m, double &ms) {
 
 /// Everything after option parsing; returns the exit code.
 int runTool(const run::Options &opts) {
-  if (opts.device == "cuda")
-    return fail("device 'cuda' is not available in this build: the runtime "
-                "has no GPU path yet (use --device cpu)");
   Status s = take(torsorSetNumThreads(opts.threads));
   if (!s.ok())
     return fail(s.message);
@@ -155,6 +178,10 @@ int runTool(const run::Options &opts) {
                 "' is a model source; compile it first: " + "torsorc " +
                 opts.model + " -o " + so + ", then run " + "torsor-run " + so);
   }
+  // The device must match the model's target; say which flag or target is
+  // needed before loading (loading an nvptx model opens the GPU).
+  if (!(s = checkDevice(opts.model, opts.device)).ok())
+    return fail(s.message);
   TorsorModule *raw = nullptr;
   s = take(torsorModuleLoad(opts.model.c_str(), &raw));
   if (!s.ok())
