@@ -12,7 +12,8 @@
 //                 gpu_threads_per_block iterations: tiles are blocks,
 //                 lanes are threads); anything else touching data →
 //                 one-thread kernels; host allocs → gpu.alloc
-//   6. outline    gpu-kernel-outlining; verify the host touches no data
+//   6. outline    gpu-kernel-outlining into one gpu.module (one cubin);
+//                 verify the host touches no data
 //   7. device     NVVM (math → libdevice), then gpu-module-to-binary:
 //                 PTX → cubin by ptxas for --gpu-arch, libdevice linked
 //   8. host       gpu-to-llvm: launches become mgpu* calls, the cubin an
@@ -84,6 +85,7 @@ void torsor::buildNVPTXLoweringPipeline(OpPassManager &pm,
 
   // Kernels into a gpu.module; helpers only kernels call go with them.
   pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(createTorsorMergeGPUModules());
   pm.addPass(createSymbolDCEPass());
   pm.addPass(createTorsorVerifyGPUHostCode());
 
@@ -115,7 +117,7 @@ void torsor::buildNVPTXLoweringPipeline(OpPassManager &pm,
   pm.addPass(createGpuToLLVMConversionPass());
   GpuModuleToBinaryPassOptions binary;
   binary.toolkitPath = resolveCUDAPath(options.cudaPath);
-  binary.compilationTarget = "bin";
+  binary.compilationTarget = options.gpuFormat;
   pm.addPass(createGpuModuleToBinaryPass(binary));
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createConvertToLLVMPass());

@@ -51,6 +51,12 @@ struct PipelineOptions : mlir::PassPipelineOptions<PipelineOptions> {
       llvm::cl::desc("NVPTX: CUDA toolkit root (default: $CUDA_HOME, else "
                      "/usr/local/cuda)"),
       llvm::cl::init("")};
+  /// NVPTX: what gpu-module-to-binary embeds: "bin" (a cubin from ptxas,
+  /// what the runtime loads) or "isa" (PTX text, for tests and reading).
+  Option<std::string> gpuFormat{
+      *this, "gpu-format",
+      llvm::cl::desc("NVPTX: embed a cubin (bin, default) or PTX (isa)"),
+      llvm::cl::init("bin")};
 };
 
 //===----------------------------------------------------------------------===//

@@ -269,6 +269,37 @@ def TorsorMapSerialCodeToGPU
                            "::mlir::memref::MemRefDialect"];
 }
 
+def TorsorMergeGPUModules
+    : Pass<"torsor-merge-gpu-modules", "::mlir::ModuleOp"> {
+  let summary = "Put every outlined kernel into one gpu.module";
+  let description = [{
+    `gpu-kernel-outlining` gives each kernel a `gpu.module` of its own, and
+    `gpu-module-to-binary` runs ptxas once per module, each embedded as its
+    own cubin with its own load at startup: a model with 200 kernels took
+    200 ptxas runs. This pass moves every kernel into one module,
+    `@torsor_kernels`, each kernel renamed after its old module (outlining
+    may give kernels of different modules the same name; module names are
+    unique), keeps helpers and globals cloned into several modules once,
+    and points each `gpu.launch_func` at it: one ptxas run and one cubin
+    per model.
+
+    Before:
+    ```mlir
+    gpu.module @f_kernel { gpu.func @f_kernel(...) kernel { ... } }
+    gpu.module @f_kernel_0 { gpu.func @f_kernel(...) kernel { ... } }
+    gpu.launch_func @f_kernel_0::@f_kernel ...
+    ```
+    After:
+    ```mlir
+    gpu.module @torsor_kernels {
+      gpu.func @f_kernel(...) kernel { ... }
+      gpu.func @f_kernel_0(...) kernel { ... }
+    }
+    gpu.launch_func @torsor_kernels::@f_kernel_0 ...
+    ```
+  }];
+}
+
 def TorsorVerifyGPUHostCode
     : Pass<"torsor-verify-gpu-host-code", "::mlir::ModuleOp"> {
   let summary = "Fail when an NVPTX model's host code touches tensor data";
