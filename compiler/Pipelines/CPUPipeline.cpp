@@ -1,9 +1,11 @@
 //===- CPUPipeline.cpp - From lie/geo on tensors to the LLVM dialect ------===//
 //
-// The CPU pipeline, top to bottom:
+// The CPU part, top to bottom (steps 1-4 are CommonPipeline.cpp's):
 //   1. simplify   canonicalize + CSE (lie folds, DRR identities)
 //   2. ABI        the model in destination-passing style (torsor-wrap-model)
+//      attention  fused, tiled and decomposed into vector kernels (above -O0)
 //   3. lower      geo → linalg/lie, lie → scalar loops
+//      dense      contractions to tiled FMA micro-kernels (above -O0)
 //   4. bufferize  one-shot, function boundaries included, identity layouts
 //   5. threads    parallel loops → runtime tasks (above -O0)
 //   6. LLVM       loops → cf, math → libm/intrinsics, memref/func → LLVM
@@ -19,36 +21,21 @@
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
-#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
-#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
 
-void torsor::buildTorsorOptimizationPipeline(OpPassManager &pm,
-                                             const PipelineOptions &options) {
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
-}
-
 void torsor::buildCPULoweringPipeline(OpPassManager &pm,
                                       const PipelineOptions &options) {
-  // The runtime's calling convention: it owns every buffer.
-  pm.addPass(createTorsorWrapModel());
-  pm.addPass(createInlinerPass());
-  pm.addPass(createSymbolDCEPass());
-
-  // Tile sizes and vector widths for this CPU, in one attribute.
-  TorsorSelectStrategyOptions strategy;
-  strategy.vectorBits = options.vectorBits;
-  pm.addPass(createTorsorSelectStrategy(strategy));
+  // The runtime's calling convention, and tile sizes and vector widths
+  // for this CPU in one attribute.
+  buildModelABIPipeline(pm, options, "cpu");
 
   // Above -O0, Lie attention is fused: pair features, query tiles on the
   // thread pool, and vector kernels with an online softmax
@@ -66,27 +53,14 @@ void torsor::buildCPULoweringPipeline(OpPassManager &pm,
   pm.addPass(geo::createGeoDecomposeAttentionGrad());
 
   // Sequence-level and group ops to loops of scalar arith/math on tensors.
-  // Above -O0, Grassmann mixing takes its fused form first.
-  if (options.optLevel > 0)
-    pm.addPass(createGeoFuseGrassmann());
-  pm.addPass(createConvertGeoToLinalg());
-  pm.addPass(createConvertLieToArith());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
+  buildGeoLieLoweringPipeline(pm, options);
 
   // Dense contractions to tiled FMA micro-kernels (tasks are scf.forall).
   if (options.optLevel > 0)
     pm.addNestedPass<func::FuncOp>(createTorsorTileDense());
 
-  // Tensors to buffers. Function boundaries use plain (identity-layout)
-  // memrefs: that is the descriptor ABI the runtime passes.
-  bufferization::OneShotBufferizePassOptions bufferize;
-  bufferize.bufferizeFunctionBoundaries = true;
-  bufferize.functionBoundaryTypeConversion =
-      bufferization::LayoutMapOption::IdentityLayoutMap;
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
-  bufferization::BufferDeallocationPipelineOptions dealloc;
-  bufferization::buildBufferDeallocationPipeline(pm, dealloc);
+  // Tensors to buffers.
+  buildBufferizationPipeline(pm);
 
   // Structured ops and loops to the CFG.
   // Above -O0, structured ops become scf.parallel where their iterators
@@ -99,8 +73,10 @@ void torsor::buildCPULoweringPipeline(OpPassManager &pm,
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createForallToParallelLoopPass());
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
-    // Drops the buffer iter_args bufferization left on marked loops.
+    // Drops the buffer iter_args bufferization left on marked loops, which
+    // then become scf.parallel too.
     pm.addPass(createCanonicalizerPass());
+    pm.addPass(createTorsorParallelizeMarkedLoops());
     pm.addPass(createTorsorOutlineParallelLoops());
   } else {
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
@@ -132,15 +108,4 @@ void torsor::buildCPULoweringPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createTorsorLowerParallelLaunch());
   pm.addPass(createTorsorEmitEntry());
-}
-
-void torsor::registerPipelines() {
-  PassPipelineRegistration<>(
-      "torsor-cpu-pipeline",
-      "Lower lie/geo/linalg on tensors to the LLVM dialect for the CPU",
-      [](OpPassManager &pm) {
-        PipelineOptions options;
-        buildTorsorOptimizationPipeline(pm, options);
-        buildCPULoweringPipeline(pm, options);
-      });
 }

@@ -2,12 +2,21 @@
 //
 // Each pipeline is one top-to-bottom function (as Halide's Lower.cpp or
 // Triton's make_ttgir) and is also registered as a torsor-opt flag, so any
-// stage can be replayed by hand.
+// stage can be replayed by hand. The pipelines have three parts, as MLIR's
+// GPUToNVVMPipeline and Triton's backends (`add_stages`) split theirs:
+//   common  simplify, the runtime's ABI, geo/lie lowering (CommonPipeline.cpp)
+//   CPU     vector kernels, thread-pool tasks, LLVM (CPUPipeline.cpp)
+//   NVPTX   gpu.launch kernels, NVVM, a cubin from ptxas (NVPTXPipeline.cpp)
+// torsorc picks the target part through compiler/Target/Target.h.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef TORSOR_COMPILER_PIPELINES_PIPELINES_H
 #define TORSOR_COMPILER_PIPELINES_PIPELINES_H
+
+#include "mlir/Pass/PassOptions.h"
+
+#include <string>
 
 namespace mlir {
 class OpPassManager;
@@ -15,24 +24,90 @@ class OpPassManager;
 
 namespace torsor {
 
-/// Options shared by the pipelines (mirrors torsorc's flags).
-struct PipelineOptions {
+/// Options shared by every pipeline (mirrors torsorc's flags). Registered
+/// with both torsor-opt pipelines, e.g.
+/// `--torsor-nvptx-pipeline="opt-level=0 gpu-arch=sm_80"`.
+struct PipelineOptions : mlir::PassPipelineOptions<PipelineOptions> {
   /// 0 keeps the straightforward unfused lowering (the oracle).
-  unsigned optLevel = 2;
+  Option<unsigned> optLevel{*this, "opt-level",
+                            llvm::cl::desc("Optimization level 0-3 (0: the "
+                                           "unfused oracle lowering)"),
+                            llvm::cl::init(2)};
   /// SIMD width of the target in bits (torsor-select-strategy); 0 keeps a
   /// strategy already on the module, else the portable 128.
-  unsigned vectorBits = 0;
+  Option<unsigned> vectorBits{
+      *this, "vector-bits",
+      llvm::cl::desc("CPU SIMD width in bits (0: keep the module's "
+                     "strategy, or 128)"),
+      llvm::cl::init(0)};
+  /// NVPTX: the chip ptxas assembles for (sm_75 or newer).
+  Option<std::string> gpuArch{*this, "gpu-arch",
+                              llvm::cl::desc("NVPTX: GPU chip, e.g. sm_90"),
+                              llvm::cl::init("sm_90")};
+  /// NVPTX: the CUDA toolkit (ptxas, libdevice); empty means $CUDA_HOME,
+  /// else /usr/local/cuda (resolveCUDAPath).
+  Option<std::string> cudaPath{
+      *this, "cuda-path",
+      llvm::cl::desc("NVPTX: CUDA toolkit root (default: $CUDA_HOME, else "
+                     "/usr/local/cuda)"),
+      llvm::cl::init("")};
+  /// NVPTX: what gpu-module-to-binary embeds: "bin" (a cubin from ptxas,
+  /// what the runtime loads) or "isa" (PTX text, for tests and reading).
+  Option<std::string> gpuFormat{
+      *this, "gpu-format",
+      llvm::cl::desc("NVPTX: embed a cubin (bin, default) or PTX (isa)"),
+      llvm::cl::init("bin")};
 };
+
+//===----------------------------------------------------------------------===//
+// Common part (CommonPipeline.cpp)
+//===----------------------------------------------------------------------===//
 
 /// Torsor's own simplifications on lie/geo/linalg (what --emit=opt shows).
 void buildTorsorOptimizationPipeline(mlir::OpPassManager &pm,
                                      const PipelineOptions &options);
 
+/// The runtime's calling convention (torsor-wrap-model, inlined) and the
+/// target's strategy (`target` is "cpu" or "nvptx").
+void buildModelABIPipeline(mlir::OpPassManager &pm,
+                           const PipelineOptions &options,
+                           llvm::StringRef target);
+
+/// geo → linalg and lie → scalar loops on tensors (Grassmann mixing takes
+/// its fused form above -O0).
+void buildGeoLieLoweringPipeline(mlir::OpPassManager &pm,
+                                 const PipelineOptions &options);
+
+/// Tensors to buffers (identity layouts at function boundaries: the
+/// runtime's descriptor ABI) and the buffer deallocation pipeline.
+void buildBufferizationPipeline(mlir::OpPassManager &pm);
+
+//===----------------------------------------------------------------------===//
+// Target parts
+//===----------------------------------------------------------------------===//
+
 /// lie/geo/linalg on tensors → LLVM dialect, for the CPU.
 void buildCPULoweringPipeline(mlir::OpPassManager &pm,
                               const PipelineOptions &options);
 
-/// Registers `torsor-cpu-pipeline` (optimization + CPU lowering).
+/// lie/geo/linalg on tensors → host code in the LLVM dialect that launches
+/// kernels of an embedded cubin (gpu.binary), for NVIDIA GPUs.
+void buildNVPTXLoweringPipeline(mlir::OpPassManager &pm,
+                                const PipelineOptions &options);
+
+/// The CUDA toolkit root: `requested` when given, else $CUDA_HOME, else
+/// /usr/local/cuda.
+std::string resolveCUDAPath(llvm::StringRef requested);
+
+/// The SM number of a chip name ("sm_90" → 90, "sm_90a" → 90); 0 when the
+/// name is not of that form.
+unsigned parseSMVersion(llvm::StringRef chip);
+
+/// Lowest chip CUDA 13's ptxas assembles for.
+constexpr unsigned kMinimumSMVersion = 75;
+
+/// Registers `torsor-cpu-pipeline` and `torsor-nvptx-pipeline`
+/// (optimization + the target's lowering, with PipelineOptions).
 void registerPipelines();
 
 } // namespace torsor

@@ -49,10 +49,33 @@ TargetStrategy TargetStrategy::forCPU(unsigned vectorBits) {
   return s;
 }
 
+TargetStrategy TargetStrategy::forNVPTX(StringRef arch) {
+  // The CPU fields describe what one GPU thread does: scalar code (32-bit
+  // registers, no SIMD), so vector kernels degrade to one lane.
+  TargetStrategy s = forCPU(128);
+  s.target = "nvptx";
+  s.vectorBits = 32;
+  s.gpuArch = arch.str();
+  // 256 threads (8 warps) per block: enough warps to hide memory latency
+  // on every SM since sm_75 while 8 blocks still fit one SM, and a
+  // multiple of the warp so no warp is partly idle inside a tile.
+  s.gpuThreadsPerBlock = 256;
+  s.gpuWarpSize = 32;
+  // 48 KiB is the static shared memory every chip grants without opting in
+  // (sm_90 allows up to 227 KiB dynamically; a kernel that wants it asks).
+  s.gpuSharedMemoryBytes = 48 * 1024;
+  // FlashAttention-2's tile on sm_80/sm_90 for d = 64: 64 query rows per
+  // block and 64 keys per step, so K and V tiles take 2 × 64 × 64 × 4 B =
+  // 32 KiB of the 48 KiB in f32.
+  s.gpuAttentionQueryRows = 64;
+  s.gpuAttentionKeyTile = 64;
+  return s;
+}
+
 DictionaryAttr TargetStrategy::toAttr(MLIRContext *context) const {
   Builder b(context);
   auto i64 = [&](unsigned v) { return b.getI64IntegerAttr(v); };
-  return b.getDictionaryAttr({
+  SmallVector<NamedAttribute> entries = {
       b.getNamedAttr("target", b.getStringAttr(target)),
       b.getNamedAttr("vector_bits", i64(vectorBits)),
       b.getNamedAttr("vector_registers", i64(vectorRegisters)),
@@ -64,7 +87,21 @@ DictionaryAttr TargetStrategy::toAttr(MLIRContext *context) const {
       b.getNamedAttr("matmul_register_rows", i64(matmulRegisterRows)),
       b.getNamedAttr("matmul_register_vectors", i64(matmulRegisterVectors)),
       b.getNamedAttr("matmul_pack_transposed", i64(matmulPackTransposed)),
-  });
+  };
+  // CPU strategies stay as they were before there was a GPU target.
+  if (target == "nvptx") {
+    entries.push_back(b.getNamedAttr("gpu_arch", b.getStringAttr(gpuArch)));
+    entries.push_back(
+        b.getNamedAttr("gpu_threads_per_block", i64(gpuThreadsPerBlock)));
+    entries.push_back(b.getNamedAttr("gpu_warp_size", i64(gpuWarpSize)));
+    entries.push_back(
+        b.getNamedAttr("gpu_shared_memory_bytes", i64(gpuSharedMemoryBytes)));
+    entries.push_back(
+        b.getNamedAttr("gpu_attention_query_rows", i64(gpuAttentionQueryRows)));
+    entries.push_back(
+        b.getNamedAttr("gpu_attention_key_tile", i64(gpuAttentionKeyTile)));
+  }
+  return b.getDictionaryAttr(entries);
 }
 
 TargetStrategy TargetStrategy::get(Operation *op) {
@@ -86,6 +123,10 @@ TargetStrategy TargetStrategy::get(Operation *op) {
   };
   if (auto target = dict.getAs<StringAttr>("target"))
     s.target = target.str();
+  if (s.target == "nvptx") {
+    auto arch = dict.getAs<StringAttr>("gpu_arch");
+    s = forNVPTX(arch ? arch.getValue() : StringRef("sm_90"));
+  }
   read("vector_bits", s.vectorBits);
   read("vector_registers", s.vectorRegisters);
   read("attention_max_query_rows", s.attentionMaxQueryRows);
@@ -95,6 +136,11 @@ TargetStrategy TargetStrategy::get(Operation *op) {
   read("matmul_cache_depth", s.matmulCacheDepth);
   read("matmul_register_rows", s.matmulRegisterRows);
   read("matmul_register_vectors", s.matmulRegisterVectors);
+  read("gpu_threads_per_block", s.gpuThreadsPerBlock);
+  read("gpu_warp_size", s.gpuWarpSize);
+  read("gpu_shared_memory_bytes", s.gpuSharedMemoryBytes);
+  read("gpu_attention_query_rows", s.gpuAttentionQueryRows);
+  read("gpu_attention_key_tile", s.gpuAttentionKeyTile);
   if (auto attr = dict.getAs<IntegerAttr>("matmul_pack_transposed"))
     s.matmulPackTransposed = attr.getInt() != 0;
   return s;

@@ -64,6 +64,23 @@ struct TargetStrategy {
   /// micro-kernel loads contiguous vectors of it; 0: read it strided.
   unsigned matmulPackTransposed = 1;
 
+  // NVPTX (TargetStrategy::forNVPTX); written on the module only for it.
+  /// The chip, e.g. "sm_90".
+  std::string gpuArch = "sm_90";
+  /// Threads of one block: torsor-map-parallel-loops-to-gpu cuts a
+  /// parallel loop's iterations into tiles of this many (one per thread).
+  unsigned gpuThreadsPerBlock = 256;
+  /// Threads that run in lock step (a warp).
+  unsigned gpuWarpSize = 32;
+  /// Static shared memory one block may use, in bytes: the budget the
+  /// fused attention kernel's key/value tiles must fit.
+  unsigned gpuSharedMemoryBytes = 48 * 1024;
+  /// Query rows of one attention block (one row per thread group).
+  unsigned gpuAttentionQueryRows = 64;
+  /// Keys per online-softmax step of the attention kernel (a key tile in
+  /// shared memory).
+  unsigned gpuAttentionKeyTile = 64;
+
   /// SIMD lanes for elements of `bits` width.
   unsigned lanes(unsigned bits) const {
     return vectorBits >= bits ? vectorBits / bits : 1;
@@ -79,6 +96,8 @@ struct TargetStrategy {
 
   /// The strategy for a CPU with `vectorBits`-wide SIMD registers.
   static TargetStrategy forCPU(unsigned vectorBits);
+  /// The strategy for an NVIDIA GPU (`arch` as "sm_90").
+  static TargetStrategy forNVPTX(llvm::StringRef arch);
   /// The attribute form written on the module.
   mlir::DictionaryAttr toAttr(mlir::MLIRContext *context) const;
   /// Reads the strategy of the module enclosing `op` (or `op` itself);

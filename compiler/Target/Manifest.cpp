@@ -112,6 +112,12 @@ static Location resultLoc(func::FuncOp model, unsigned i) {
 
 FailureOr<std::optional<std::string>> torsor::buildManifest(ModuleOp module,
                                                             StringRef target) {
+  return buildManifest(module, target, kModelABIVersion, {});
+}
+
+FailureOr<std::optional<std::string>>
+torsor::buildManifest(ModuleOp module, StringRef target, int abiVersion,
+                      llvm::json::Object targetFields) {
   FailureOr<func::FuncOp> found = findModelFunction(module);
   if (failed(found))
     return failure();
@@ -174,7 +180,7 @@ FailureOr<std::optional<std::string>> torsor::buildManifest(ModuleOp module,
       {"model", model.getName()},
       {"target", target},
       {"dtype", modelDType.empty() ? "f32" : modelDType},
-      {"abi", kModelABIVersion},
+      {"abi", abiVersion},
       {"entry", "torsor_forward"},
       {"dims", std::move(dimArray)},
       {"inputs", std::move(inputs)},
@@ -212,6 +218,9 @@ FailureOr<std::optional<std::string>> torsor::buildManifest(ModuleOp module,
                            {"cotangents", std::move(cotangents)},
                            {"gradients", std::move(gradients)}};
   }
+  // What only this target says (e.g. "gpu_arch").
+  for (auto &field : targetFields)
+    manifest[field.first] = std::move(field.second);
   std::string text;
   llvm::raw_string_ostream os(text);
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(manifest)));

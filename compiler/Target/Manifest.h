@@ -11,6 +11,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Support/JSON.h"
 
 #include <optional>
 #include <string>
@@ -27,6 +28,12 @@ llvm::StringMap<std::string> collectGroupSpecializations(mlir::ModuleOp module);
 /// Emits an error and fails on a malformed model signature.
 mlir::FailureOr<std::optional<std::string>>
 buildManifest(mlir::ModuleOp module, llvm::StringRef target);
+
+/// As above, for a target whose models have ABI `abiVersion` and whose
+/// manifest carries `targetFields` too (NVPTX: "gpu_arch").
+mlir::FailureOr<std::optional<std::string>>
+buildManifest(mlir::ModuleOp module, llvm::StringRef target, int abiVersion,
+              llvm::json::Object targetFields);
 
 } // namespace torsor
 

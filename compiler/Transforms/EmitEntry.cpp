@@ -22,6 +22,8 @@ using namespace torsor;
 
 namespace {
 struct TorsorEmitEntry : torsor::impl::TorsorEmitEntryBase<TorsorEmitEntry> {
+  using TorsorEmitEntryBase::TorsorEmitEntryBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     std::string cifaceName = ("_mlir_ciface_" + kModelWrapperName).str();
@@ -80,7 +82,7 @@ struct TorsorEmitEntry : torsor::impl::TorsorEmitEntryBase<TorsorEmitEntry> {
     Block *versionBody = version.addEntryBlock(builder);
     builder.setInsertionPointToStart(versionBody);
     Value constant = LLVM::ConstantOp::create(
-        builder, loc, i32Type, builder.getI32IntegerAttr(kModelABIVersion));
+        builder, loc, i32Type, builder.getI32IntegerAttr(abiVersion));
     LLVM::ReturnOp::create(builder, loc, constant);
   }
 };

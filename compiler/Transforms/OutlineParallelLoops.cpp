@@ -2,7 +2,9 @@
 //
 // Multithreading on the CPU goes through the runtime's thread pool
 // (`torsor_parallel_for`, docs/runtime.md), so the compiled code depends on
-// nothing but the runtime and the OS. This pass is the first half of that:
+// nothing but the runtime and the OS. This pass is the first half of that
+// (loops lowerings marked independent became scf.parallel before, in
+// torsor-parallelize-marked-loops):
 // every outermost `scf.parallel` without reductions becomes a call of a
 // launcher, `__torsor_launch_<body>(tripCount, captured...)`, and its body
 // moves into `<body>(lo, hi, captured...)`, which runs iterations
@@ -135,21 +137,6 @@ void outline(scf::ParallelOp loop, func::FuncOp parent, unsigned index) {
   loop.erase();
 }
 
-/// Rewrites a `torsor.parallel` scf.for without results into scf.parallel.
-void convertMarkedLoop(scf::ForOp loop) {
-  OpBuilder builder(loop);
-  auto parallel = scf::ParallelOp::create(
-      builder, loop.getLoc(), ValueRange{loop.getLowerBound()},
-      ValueRange{loop.getUpperBound()}, ValueRange{loop.getStep()});
-  Block *from = loop.getBody();
-  Block *to = parallel.getBody();
-  loop.getInductionVar().replaceAllUsesWith(parallel.getInductionVars()[0]);
-  to->getOperations().splice(to->getTerminator()->getIterator(),
-                             from->getOperations(), from->begin(),
-                             std::prev(from->end()));
-  loop.erase();
-}
-
 struct TorsorOutlineParallelLoops
     : torsor::impl::TorsorOutlineParallelLoopsBase<TorsorOutlineParallelLoops> {
   void runOnOperation() override {
@@ -157,16 +144,6 @@ struct TorsorOutlineParallelLoops
     for (func::FuncOp function : functions) {
       if (function.isExternal())
         continue;
-      // Loops lowerings marked independent become scf.parallel, innermost
-      // first (post-order), once bufferization left them without results.
-      SmallVector<scf::ForOp> marked;
-      function.walk([&](scf::ForOp loop) {
-        if (loop->hasAttr(kParallelLoopAttr) && loop.getNumResults() == 0 &&
-            loop.getStep().getType().isIndex())
-          marked.push_back(loop);
-      });
-      for (scf::ForOp loop : marked)
-        convertMarkedLoop(loop);
       SmallVector<scf::ParallelOp> loops;
       function.walk([&](scf::ParallelOp loop) {
         // Outermost only, and only without reductions: iterations are then

@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -25,8 +26,11 @@
 
 namespace torsor {
 
-/// Version of the compiled-model ABI (docs/runtime.md).
+/// Version of the compiled-model ABI (docs/runtime.md) of CPU models.
 constexpr int kModelABIVersion = 1;
+/// ABI version of NVPTX models: every tensor descriptor points to device
+/// memory, and the host code calls the runtime's mgpu* entry points.
+constexpr int kGPUModelABIVersion = 2;
 /// Name of the destination-passing wrapper torsor-wrap-model creates.
 constexpr llvm::StringLiteral kModelWrapperName = "torsor_model";
 

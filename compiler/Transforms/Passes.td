@@ -45,8 +45,9 @@ def TorsorEmitEntry : Pass<"torsor-emit-entry", "::mlir::ModuleOp"> {
     Runs on the LLVM dialect, after `torsor-wrap-model` and the lowering.
     Adds `torsor_forward(void **descriptors)`, which loads one memref
     descriptor pointer per tensor and calls `_mlir_ciface_torsor_model`, and
-    `torsor_abi_version()`, which returns the ABI version (1). The runtime
-    calls nothing else.
+    `torsor_abi_version()`, which returns the ABI version (`abi-version`:
+    1 for CPU models, 2 for NVPTX models, whose descriptors point to device
+    memory). The runtime calls nothing else.
 
     After:
     ```mlir
@@ -60,6 +61,11 @@ def TorsorEmitEntry : Pass<"torsor-emit-entry", "::mlir::ModuleOp"> {
     llvm.func @torsor_abi_version() -> i32
     ```
   }];
+  let options = [
+    Option<"abiVersion", "abi-version", "unsigned", /*default=*/"1",
+           "What torsor_abi_version() returns: 1 for host buffers (CPU "
+           "models), 2 for device buffers (NVPTX models)">,
+  ];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
@@ -72,6 +78,11 @@ def TorsorSelectStrategy : Pass<"torsor-select-strategy", "::mlir::ModuleOp"> {
     constants of its own. A strategy already on the module is kept unless
     `vector-bits` is given, so a test can pin one by hand.
 
+    With `target=nvptx` the strategy is the GPU's
+    (TargetStrategy::forNVPTX): the same fields plus `gpu_*` ones (threads
+    per block, warp size, shared-memory budget, attention tile sizes), read
+    by the passes that map loops onto gpu.launch.
+
     After (`--torsor-select-strategy=vector-bits=512`):
     ```mlir
     module attributes {torsor.strategy = {attention_key_vectors = 2 : i64,
@@ -83,6 +94,11 @@ def TorsorSelectStrategy : Pass<"torsor-select-strategy", "::mlir::ModuleOp"> {
     Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"0",
            "SIMD register width in bits (0: keep the module's strategy, "
            "or 128 when it has none)">,
+    Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
+           "cpu, or nvptx for the GPU strategy (threads per block, shared "
+           "memory budget, GPU tile sizes)">,
+    Option<"gpuArch", "gpu-arch", "std::string", /*default=*/"\"sm_90\"",
+           "nvptx: the chip the strategy is for">,
   ];
 }
 
@@ -109,10 +125,9 @@ def TorsorOutlineParallelLoops
     : Pass<"torsor-outline-parallel-loops", "::mlir::ModuleOp"> {
   let summary = "Move outermost parallel loops into runtime tasks";
   let description = [{
-    First half of CPU multithreading through the runtime's thread pool.
-    An `scf.for` marked `torsor.parallel` by a lowering that knows its
-    iterations are independent (convert-lie-to-arith's batch loops) becomes an `scf.parallel` once
-    bufferization has left it without results. Then every outermost
+    First half of CPU multithreading through the runtime's thread pool
+    (marked loops become `scf.parallel` first, in
+    `torsor-parallelize-marked-loops`). Every outermost
     `scf.parallel` without reductions (on buffers, after
     bufferization) moves into a private function `<f>_parallel<N>(lo, hi,
     captured...)` running iterations [lo, hi) of its first dimension (the
@@ -142,6 +157,168 @@ def TorsorOutlineParallelLoops
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::scf::SCFDialect"];
+}
+
+def TorsorParallelizeMarkedLoops
+    : Pass<"torsor-parallelize-marked-loops", "::mlir::ModuleOp"> {
+  let summary = "Turn loops marked torsor.parallel into scf.parallel";
+  let description = [{
+    An `scf.for` marked `torsor.parallel` by a lowering that knows its
+    iterations are independent (convert-lie-to-arith's batch loops,
+    geo-tile-attention's query tiles) becomes an `scf.parallel` once
+    bufferization has left it without results, innermost first. Both
+    targets run it before mapping parallel loops: the CPU outlines them
+    into runtime tasks (torsor-outline-parallel-loops), the GPU maps them
+    onto blocks and threads (torsor-map-parallel-loops-to-gpu). Marked
+    loops that still carry results, and unmarked loops, are left alone.
+
+    Before:
+    ```mlir
+    scf.for %i = %c0 to %n step %c1 { ... } {torsor.parallel}
+    ```
+    After:
+    ```mlir
+    scf.parallel (%i) = (%c0) to (%n) step (%c1) { ... }
+    ```
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect"];
+}
+
+def TorsorMapParallelLoopsToGPU
+    : Pass<"torsor-map-parallel-loops-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "Map outermost parallel loops onto gpu.launch";
+  let description = [{
+    NVPTX only; runs on buffers. First every `memref.copy` between buffers
+    becomes a parallel loop of loads and stores (device memory cannot be
+    copied by the host code). Then every outermost `scf.parallel` without
+    reductions becomes one `gpu.launch`: its N-dimensional iteration space
+    is flattened (row-major, last dimension fastest, so neighbouring
+    threads touch neighbouring elements), cut into tiles of
+    `gpu_threads_per_block` iterations from `torsor.strategy`; tiles are
+    blocks and the iterations of a tile (the lanes) are threads. Each
+    thread delinearizes its index, skips it past the end, and runs the
+    body; parallel loops nested in the body run sequentially per thread.
+    Static-size `memref.alloc`s in the body become per-thread
+    `memref.alloca`s (registers or local memory) and their deallocs go.
+
+    Before:
+    ```mlir
+    scf.parallel (%i, %j) = (%c0, %c0) to (%m, %n) step (%c1, %c1) {
+      memref.store %x, %buf[%i, %j] : memref<?x?xf32>
+    }
+    ```
+    After:
+    ```mlir
+    %total = arith.muli %m, %n : index
+    %blocks = arith.ceildivui %total, %c256 : index
+    gpu.launch blocks(%bx, %by, %bz) in (%gx = %blocks, ...)
+               threads(%tx, %ty, %tz) in (%sx = %c256, ...) {
+      %id = ... %bx * 256 + %tx ...
+      scf.if (%id < %total) {
+        %i = arith.divui %id, %n
+        %j = arith.remui %id, %n
+        memref.store %x, %buf[%i, %j] : memref<?x?xf32>
+      }
+      gpu.terminator
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
+def TorsorMapSerialCodeToGPU
+    : Pass<"torsor-map-serial-code-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "Move the remaining tensor-data accesses into GPU kernels";
+  let description = [{
+    NVPTX only; runs after `torsor-map-parallel-loops-to-gpu`. The host
+    code of an NVPTX model may only control the device: every operation
+    left on the host that reads or writes tensor data (a serial loop of
+    loads and stores, a call, a vector transfer) moves into a `gpu.launch`
+    of one block of one thread, as whole as possible (an `scf.for` or
+    `scf.if` whose body also launches kernels is entered instead). Host
+    `memref.alloc`/`dealloc` become `gpu.alloc`/`gpu.dealloc` (device
+    memory; in the asynchronous form gpu-to-llvm lowers, on a stream waited
+    for at once), and `memref.get_global`s used by a kernel are re-created in
+    it, so the constant lives in the GPU module. Data accesses whose
+    results the host needs cannot move; `torsor-verify-gpu-host-code`
+    reports them.
+
+    Before:
+    ```mlir
+    %buf = memref.alloc(%n) : memref<?xf32>
+    scf.for %i = %c1 to %n step %c1 {   // a scan: each step reads the last
+      ...memref.load / memref.store...
+    }
+    ```
+    After:
+    ```mlir
+    %s = gpu.wait async
+    %buf, %t = gpu.alloc async [%s] (%n) : memref<?xf32>
+    gpu.wait [%t]
+    gpu.launch blocks(...) in (%gx = %c1, ...) threads(...) in (%sx = %c1, ...) {
+      scf.for %i = %c1 to %n step %c1 { ... }
+      gpu.terminator
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+def TorsorMergeGPUModules
+    : Pass<"torsor-merge-gpu-modules", "::mlir::ModuleOp"> {
+  let summary = "Put every outlined kernel into one gpu.module";
+  let description = [{
+    `gpu-kernel-outlining` gives each kernel a `gpu.module` of its own, and
+    `gpu-module-to-binary` runs ptxas once per module, each embedded as its
+    own cubin with its own load at startup: a model with 200 kernels took
+    200 ptxas runs. This pass moves every kernel into one module,
+    `@torsor_kernels`, each kernel renamed after its old module (outlining
+    may give kernels of different modules the same name; module names are
+    unique), keeps helpers and globals cloned into several modules once,
+    and points each `gpu.launch_func` at it: one ptxas run and one cubin
+    per model.
+
+    Before:
+    ```mlir
+    gpu.module @f_kernel { gpu.func @f_kernel(...) kernel { ... } }
+    gpu.module @f_kernel_0 { gpu.func @f_kernel(...) kernel { ... } }
+    gpu.launch_func @f_kernel_0::@f_kernel ...
+    ```
+    After:
+    ```mlir
+    gpu.module @torsor_kernels {
+      gpu.func @f_kernel(...) kernel { ... }
+      gpu.func @f_kernel_0(...) kernel { ... }
+    }
+    gpu.launch_func @torsor_kernels::@f_kernel_0 ...
+    ```
+  }];
+}
+
+def TorsorVerifyGPUHostCode
+    : Pass<"torsor-verify-gpu-host-code", "::mlir::ModuleOp"> {
+  let summary = "Fail when an NVPTX model's host code touches tensor data";
+  let description = [{
+    NVPTX only; runs after `gpu-kernel-outlining`. Nothing may run on the
+    host silently: outside `gpu.module`s, no operation may read or write
+    the contents of a buffer (`memref.load`/`store`, vector transfers and
+    loads, `memref.copy`, `memref.alloca`, linalg ops, atomics), because
+    in an ABI 2 model every buffer is device memory. Host code may
+    allocate, free, copy through `gpu.memcpy`, read shapes (`memref.dim`,
+    views) and launch kernels. Each offending operation is an error at its
+    location, naming the op, and the pass fails.
+
+    ```mlir
+    func.func @f(%buf: memref<?xf32>) {
+      // error: NVPTX host code would read or write tensor data here ('memref.load')
+      %x = memref.load %buf[%c0] : memref<?xf32>
+    ```
+  }];
 }
 
 def TorsorLowerParallelLaunch

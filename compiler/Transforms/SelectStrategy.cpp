@@ -1,8 +1,9 @@
 //===- SelectStrategy.cpp - Record the target's tiling strategy -----------===//
 //
-// torsor-select-strategy: the pass form of TargetStrategy::forCPU. torsorc
-// runs it with the vector width of the CPU it targets (--mcpu); torsor-opt
-// users pass vector-bits by hand.
+// torsor-select-strategy: the pass form of TargetStrategy::forCPU and
+// forNVPTX. torsorc runs it with the vector width of the CPU it targets
+// (--mcpu) or with the GPU chip (--gpu-arch); torsor-opt users pass
+// vector-bits or target=nvptx by hand.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +25,16 @@ struct SelectStrategy : torsor::impl::TorsorSelectStrategyBase<SelectStrategy> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (target != "cpu" && target != "nvptx") {
+      module.emitError() << "torsor-select-strategy: unknown target '" << target
+                         << "' (expected cpu or nvptx)";
+      return signalPassFailure();
+    }
+    if (target == "nvptx") {
+      module->setAttr(kStrategyAttrName,
+                      TargetStrategy::forNVPTX(gpuArch).toAttr(&getContext()));
+      return;
+    }
     if (vectorBits == 0 && module->hasAttr(kStrategyAttrName))
       return;
     TargetStrategy strategy =

@@ -71,30 +71,6 @@ func.func @sum(%buf: memref<?xf32>, %n: index) -> f32 {
 
 // -----
 
-// An scf.for a lowering marked torsor.parallel (no results left after
-// bufferization) is treated as scf.parallel; an unmarked one is not.
-// CHECK-LABEL: func.func @marked
-//       CHECK:   call @__torsor_launch_marked_parallel0
-//   CHECK-NOT:   call
-//       CHECK:   scf.for
-//   CHECK-NOT:   call
-//       CHECK:   return
-// CHECK-LABEL: func.func private @marked_parallel0
-func.func @marked(%buf: memref<?xf32>, %n: index) {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %z = arith.constant 0.0 : f32
-  scf.for %i = %c0 to %n step %c1 {
-    memref.store %z, %buf[%i] : memref<?xf32>
-  } {torsor.parallel}
-  scf.for %i = %c0 to %n step %c1 {
-    memref.store %z, %buf[%i] : memref<?xf32>
-  }
-  return
-}
-
-// -----
-
 // A fixed-size alloca inside the parallel loop moves to the entry block of
 // the outlined task function: one buffer per task, not one per iteration.
 // CHECK-LABEL: func.func @scratch

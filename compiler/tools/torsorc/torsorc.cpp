@@ -21,6 +21,7 @@
 #include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Target/CPUTarget.h"
 #include "compiler/Target/Manifest.h"
+#include "compiler/Target/Target.h"
 #include "compiler/Transforms/Passes.h"
 #include "frontend/MLIRGen.h"
 
@@ -51,7 +52,6 @@ namespace cl = llvm::cl;
 
 namespace {
 enum class Emit { AST, MLIR, Opt, LLVM, Obj, SO };
-enum class Target { CPU, NVPTX };
 enum class Report { None, Redundancy };
 
 cl::OptionCategory torsorcCategory("torsorc options");
@@ -71,14 +71,21 @@ cl::opt<Emit> emitAction(
                clEnumValN(Emit::Obj, "obj", "an object file"),
                clEnumValN(Emit::SO, "so", "a shared library (default)")),
     cl::cat(torsorcCategory));
-cl::opt<Target>
-    target("target", cl::desc("Code generation target"), cl::init(Target::CPU),
-           cl::values(clEnumValN(Target::CPU, "cpu", "the host CPU (default)"),
-                      clEnumValN(Target::NVPTX, "nvptx", "NVIDIA GPUs")),
-           cl::cat(torsorcCategory));
+cl::opt<std::string>
+    targetName("target",
+               cl::desc("Code generation target: cpu (the host CPU, default) "
+                        "or nvptx (NVIDIA GPUs, sm_75 and newer)"),
+               cl::value_desc("cpu|nvptx"), cl::init("cpu"),
+               cl::cat(torsorcCategory));
 cl::opt<std::string> gpuArch("gpu-arch",
-                             cl::desc("GPU chip for --target=nvptx"),
+                             cl::desc("GPU chip for --target=nvptx (default "
+                                      "sm_90; sm_75 or newer)"),
                              cl::init("sm_90"), cl::cat(torsorcCategory));
+cl::opt<std::string>
+    cudaPath("cuda-path",
+             cl::desc("CUDA toolkit root for --target=nvptx (ptxas, "
+                      "libdevice; default $CUDA_HOME, else /usr/local/cuda)"),
+             cl::init(""), cl::cat(torsorcCategory));
 cl::opt<std::string> mcpu("mcpu",
                           cl::desc("CPU: host (default), generic (portable "
                                    "x86-64) or an LLVM CPU name"),
@@ -235,40 +242,41 @@ LogicalResult compile(llvm::SourceMgr &sourceMgr, MLIRContext &context,
     return success();
   }
 
+  // The target comes first: its host machine's vector width shapes the
+  // CPU kernels, and it says what the manifest holds.
+  torsor::TargetOptions targetOptions;
+  targetOptions.triple = mtriple;
+  targetOptions.cpu = mcpu;
+  targetOptions.optLevel = optLevel;
+  targetOptions.gpuArch = gpuArch;
+  targetOptions.cudaPath = cudaPath;
+  std::string error;
+  std::unique_ptr<torsor::Target> target =
+      torsor::createTarget(targetName, targetOptions, error);
+  if (!target)
+    return emitError(UnknownLoc::get(&context)) << error;
+  llvm::TargetMachine &machine = target->getHostMachine();
+
   // The manifest is read off the model signature before lowering rewrites
   // it; it is written next to the library once that exists.
   std::optional<std::string> manifest;
   if (emitAction == Emit::SO) {
-    auto built =
-        torsor::buildManifest(*module, target == Target::CPU ? "cpu" : "nvptx");
+    auto built = torsor::buildManifest(*module, target->getName(),
+                                       target->getABIVersion(),
+                                       target->getManifestFields());
     if (failed(built))
       return failure();
     manifest = *built;
   }
 
-  // The target machine comes first: its vector width shapes the kernels.
-  torsor::CPUTargetOptions targetOptions;
-  targetOptions.triple = mtriple;
-  targetOptions.cpu = mcpu;
-  targetOptions.optLevel = optLevel;
-  std::string error;
-  auto machine = torsor::createCPUTargetMachine(targetOptions, error);
-  if (!machine)
-    return emitError(UnknownLoc::get(&context)) << error;
-
   torsor::PipelineOptions pipelineOptions;
-  pipelineOptions.optLevel = optLevel;
-  pipelineOptions.vectorBits = torsor::getVectorBits(*machine);
+  target->fillPipelineOptions(pipelineOptions);
   PassManager pm(&context, module.get()->getName().getStringRef());
   if (failed(applyPassManagerCLOptions(pm)))
     return failure();
   torsor::buildTorsorOptimizationPipeline(pm, pipelineOptions);
-  if (emitAction != Emit::Opt) {
-    if (target == Target::NVPTX)
-      return emitError(UnknownLoc::get(&context))
-             << "--target=nvptx is not available in this build yet";
-    torsor::buildCPULoweringPipeline(pm, pipelineOptions);
-  }
+  if (emitAction != Emit::Opt)
+    target->buildLoweringPipeline(pm, pipelineOptions);
   if (failed(pm.run(*module)))
     return failure();
   if (emitAction == Emit::Opt) {
@@ -278,7 +286,7 @@ LogicalResult compile(llvm::SourceMgr &sourceMgr, MLIRContext &context,
 
   llvm::LLVMContext llvmContext;
   auto llvmModule =
-      torsor::translateAndOptimize(*module, llvmContext, *machine, optLevel);
+      torsor::translateAndOptimize(*module, llvmContext, machine, optLevel);
   if (!llvmModule)
     return emitError(UnknownLoc::get(&context))
            << "translation to LLVM IR failed";
@@ -292,7 +300,7 @@ LogicalResult compile(llvm::SourceMgr &sourceMgr, MLIRContext &context,
     return emitError(UnknownLoc::get(&context))
            << "--emit=obj and --emit=so need an output file (-o)";
   if (emitAction == Emit::Obj)
-    return torsor::emitObjectFile(*llvmModule, *machine, outputFilename, error)
+    return torsor::emitObjectFile(*llvmModule, machine, outputFilename, error)
                    .succeeded()
                ? success()
                : (emitError(UnknownLoc::get(&context)) << error, failure());
@@ -305,8 +313,7 @@ LogicalResult compile(llvm::SourceMgr &sourceMgr, MLIRContext &context,
            << "cannot create a temporary object file: " << ec.message();
   ::close(fd);
   llvm::FileRemover removeObject(objectPath);
-  if (failed(
-          torsor::emitObjectFile(*llvmModule, *machine, objectPath, error)) ||
+  if (failed(torsor::emitObjectFile(*llvmModule, machine, objectPath, error)) ||
       failed(torsor::linkSharedObject(objectPath, outputFilename, error)))
     return emitError(UnknownLoc::get(&context)) << error;
   if (manifest) {
@@ -367,9 +374,10 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(
       argc, argv,
       "torsorc: compile a Torsor model to a shared library\n\n"
-      "  torsorc MODEL.tsr -o OUT.so [--target=cpu|nvptx] [--dtype=f32|f64]\n"
-      "          [-O0..-O3] [--emit=ast|mlir|opt|llvm|obj|so] [--model NAME]\n"
-      "          [--grad]\n"
+      "  torsorc MODEL.tsr -o OUT.so [--target=cpu|nvptx [--gpu-arch=sm_90]]\n"
+      "          [--dtype=f32|f64] [-O0..-O3] "
+      "[--emit=ast|mlir|opt|llvm|obj|so]\n"
+      "          [--model NAME] [--grad]\n"
       "  torsorc MODEL.tsr --report=redundancy [--report-json] "
       "[--weights=W.safetensors]\n"
       "  torsorc MODEL.tsr --relationalize [--weights=IN.safetensors "
