@@ -74,7 +74,7 @@ GROUPS = [
 ]
 BLOCKS = {"so2": 1, "se2": 2, "so3": 1, "se3": 2, "aff2": 2, "sim3": 3}
 FEATURES = {"so2": (2, 2), "se2": (4, 4), "so3": (9, 9), "se3": (12, 12),
-            "aff2": (9, 9), "sim3": (16, 16)}
+            "aff2": (7, 7), "sim3": (16, 16)}
 
 
 def gens(hat, k):

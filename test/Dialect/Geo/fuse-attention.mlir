@@ -32,10 +32,10 @@ func.func @se3_batch(%g: tensor<2x?x4x4xf64>, %v: tensor<2x?x8xf64>) -> tensor<2
 
 // -----
 
-// Aff(2) has no closed form: the default pairwise form, g⁻¹ (query) and g
-// (key), 9 features each.
+// Aff(2): dist2's relative log per pair; the top rows and 1/det A (query)
+// or det B (key), 7 features each.
 // CHECK-LABEL: func.func @aff2
-//       CHECK:   lie.pair_features %{{.*}} {group = #lie.group<aff2>} : tensor<?x3x3xf32> -> tensor<?x9xf32>
+//       CHECK:   lie.pair_features %{{.*}} {group = #lie.group<aff2>} : tensor<?x3x3xf32> -> tensor<?x7xf32>
 //       CHECK:   geo.flash_lie_attention
 func.func @aff2(%g: tensor<?x3x3xf32>, %v: tensor<?x4xf32>) -> tensor<?x4xf32> {
   %o = geo.lie_attention %g, %v {group = #lie.group<aff2>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0, 1.0>} : (tensor<?x3x3xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
