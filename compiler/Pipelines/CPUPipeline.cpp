@@ -15,6 +15,7 @@
 
 #include "compiler/Conversion/Passes.h"
 #include "compiler/Transforms/Passes.h"
+#include "compiler/Transforms/RouteAllocations.h"
 #include "dialects/Geo/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
@@ -127,10 +128,14 @@ void torsor::buildCPULoweringPipeline(OpPassManager &pm,
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createTorsorLowerParallelLaunch());
+  // Checked allocations: out of memory is an error, not a crash.
+  pm.addPass(createTorsorRouteAllocations());
   pm.addPass(createTorsorEmitEntry());
 }
 
 void torsor::registerPipelines() {
+  // Registered with the pipeline that runs it (its own .td; see the header).
+  registerTorsorRouteAllocations();
   PassPipelineRegistration<>(
       "torsor-cpu-pipeline",
       "Lower lie/geo/linalg on tensors to the LLVM dialect for the CPU",

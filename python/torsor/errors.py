@@ -60,8 +60,16 @@ class FailedPreconditionError(TorsorError, RuntimeError):
     code = 5
 
 
+class OutOfMemoryError(TorsorError, MemoryError):
+    """An allocation failed: a file, a tensor, or a buffer of the compiled
+    model; the message says how much and for what (TORSOR_OUT_OF_MEMORY)."""
+
+    code = 6
+
+
 _BY_CODE = {c.code: c for c in (InvalidArgumentError, TorsorIOError, AbiError,
-                                UnavailableError, FailedPreconditionError)}
+                                UnavailableError, FailedPreconditionError,
+                                OutOfMemoryError)}
 
 
 def from_status(code, message):
