@@ -17,6 +17,7 @@
 
 #include "compiler/Conversion/Passes.h"
 #include "compiler/Transforms/Passes.h"
+#include "compiler/Transforms/RouteAllocations.h"
 #include "dialects/Geo/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
@@ -107,5 +108,7 @@ void torsor::buildCPULoweringPipeline(OpPassManager &pm,
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createTorsorLowerParallelLaunch());
+  // Checked allocations: out of memory is an error, not a crash.
+  pm.addPass(createTorsorRouteAllocations());
   pm.addPass(createTorsorEmitEntry());
 }

@@ -15,6 +15,8 @@
 
 #include "compiler/Pipelines/Pipelines.h"
 
+#include "compiler/Transforms/RouteAllocations.h"
+
 #include "compiler/Conversion/Passes.h"
 #include "compiler/Transforms/Passes.h"
 
@@ -96,6 +98,8 @@ unsigned torsor::parseSMVersion(StringRef chip) {
 }
 
 void torsor::registerPipelines() {
+  // Registered with the pipeline that runs it (its own .td; see the header).
+  registerTorsorRouteAllocations();
   PassPipelineRegistration<PipelineOptions>(
       "torsor-cpu-pipeline",
       "Lower lie/geo/linalg on tensors to the LLVM dialect for the CPU",

@@ -5,9 +5,12 @@
 // per tensor. This pass builds that trampoline (and `torsor_abi_version`)
 // in the LLVM dialect around `_mlir_ciface_torsor_model`, the C interface
 // the func-to-LLVM lowering generated for the wrapper of torsor-wrap-model.
+// emitManifestFunction adds the third export, `torsor_model_manifest`, once
+// the driver has the manifest text.
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Transforms/EmitEntry.h"
 #include "compiler/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -30,8 +33,9 @@ struct TorsorEmitEntry : torsor::impl::TorsorEmitEntryBase<TorsorEmitEntry> {
     auto ciface = module.lookupSymbol<LLVM::LLVMFuncOp>(cifaceName);
     if (!ciface)
       return; // Not a model (plain MLIR input): nothing to export.
-    for (StringRef reserved : {"torsor_forward", "torsor_abi_version",
-                               "torsor_group_residual", "torsor_backward"})
+    for (StringRef reserved :
+         {"torsor_forward", "torsor_abi_version", "torsor_group_residual",
+          "torsor_backward", "torsor_model_manifest"})
       if (module.lookupSymbol(reserved)) {
         module.emitError() << "the symbol '" << reserved
                            << "' is reserved for the runtime entry points";
@@ -87,3 +91,27 @@ struct TorsorEmitEntry : torsor::impl::TorsorEmitEntryBase<TorsorEmitEntry> {
   }
 };
 } // namespace
+
+void torsor::emitManifestFunction(ModuleOp module, StringRef manifest) {
+  MLIRContext *context = module.getContext();
+  Location loc = module.getLoc();
+  OpBuilder builder(module.getBodyRegion());
+  builder.setInsertionPointToEnd(module.getBody());
+  // The text with its NUL, as a private constant.
+  std::string text = manifest.str();
+  text.push_back('\0');
+  auto arrayType =
+      LLVM::LLVMArrayType::get(IntegerType::get(context, 8), text.size());
+  auto global = LLVM::GlobalOp::create(
+      builder, loc, arrayType, /*isConstant=*/true, LLVM::Linkage::Private,
+      "__torsor_manifest_text", builder.getStringAttr(text));
+  // const char *torsor_model_manifest(void) { return text; }
+  auto ptrType = LLVM::LLVMPointerType::get(context);
+  auto func =
+      LLVM::LLVMFuncOp::create(builder, loc, kManifestEntryName,
+                               LLVM::LLVMFunctionType::get(ptrType, {}));
+  Block *body = func.addEntryBlock(builder);
+  builder.setInsertionPointToStart(body);
+  Value address = LLVM::AddressOfOp::create(builder, loc, global);
+  LLVM::ReturnOp::create(builder, loc, address);
+}

@@ -18,17 +18,17 @@ docs/python.md is the reference, docs/tutorial.md a walk-through.
 """
 from . import groups
 from .compiler import cache_dir, compile
-from .errors import (AbiError, CompileError, FailedPreconditionError,
-                     InvalidArgumentError, TorsorError, TorsorIOError,
-                     UnavailableError)
+from .errors import (AbiError, CompileError, DeviceError, FailedPreconditionError,
+                     InvalidArgumentError, OutOfMemoryError, TorsorError,
+                     TorsorIOError, UnavailableError)
 from .model import Model, TensorSpec, get_num_threads, load, set_num_threads
 from .weights import as_is, linear, map_state_dict, save_weights
 
 __version__ = "0.2.0"
 
 __all__ = [
-    "AbiError", "CompileError", "FailedPreconditionError", "InvalidArgumentError",
-    "Model", "TensorSpec", "TorsorError", "TorsorIOError", "UnavailableError",
+    "AbiError", "CompileError", "DeviceError", "FailedPreconditionError", "InvalidArgumentError",
+    "Model", "OutOfMemoryError", "TensorSpec", "TorsorError", "TorsorIOError", "UnavailableError",
     "as_is", "cache_dir", "compile", "get_num_threads", "groups", "linear", "load",
     "map_state_dict", "save_weights", "set_num_threads",
 ]

@@ -60,8 +60,23 @@ class FailedPreconditionError(TorsorError, RuntimeError):
     code = 5
 
 
+class DeviceError(TorsorError):
+    """The CUDA driver failed; the message names the driver call and what
+    was being done (TORSOR_DEVICE_ERROR)."""
+
+    code = 6
+
+
+class OutOfMemoryError(TorsorError, MemoryError):
+    """An allocation failed: a file, a tensor, or a buffer of the compiled
+    model; the message says how much and for what (TORSOR_OUT_OF_MEMORY)."""
+
+    code = 7
+
+
 _BY_CODE = {c.code: c for c in (InvalidArgumentError, TorsorIOError, AbiError,
-                                UnavailableError, FailedPreconditionError)}
+                                UnavailableError, FailedPreconditionError,
+                                DeviceError, OutOfMemoryError)}
 
 
 def from_status(code, message):

@@ -253,7 +253,8 @@ Status parseManifest(const std::string &text, const std::string &path,
 
 Status readManifest(const std::string &path, Manifest &out) {
   std::string text;
-  Status s = readFile(path, text);
+  // A manifest is a few KB; 16 MiB bounds what a hostile one can cost.
+  Status s = readFile(path, text, 16ull << 20);
   if (!s.ok())
     return s;
   return parseManifest(text, path, out);

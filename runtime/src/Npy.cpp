@@ -13,23 +13,70 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace torsor::rt {
 
-Status readFile(const std::string &path, std::string &out) {
-  FILE *f = std::fopen(path.c_str(), "rb");
-  if (!f)
+/// What kind of non-regular file `mode` is, for the refusal message.
+static const char *fileKind(mode_t mode) {
+  if (S_ISDIR(mode))
+    return "a directory";
+  if (S_ISCHR(mode))
+    return "a character device";
+  if (S_ISBLK(mode))
+    return "a block device";
+  if (S_ISFIFO(mode))
+    return "a pipe";
+  if (S_ISSOCK(mode))
+    return "a socket";
+  return "not a regular file";
+}
+
+Status readFile(const std::string &path, std::string &out, uint64_t maxBytes) {
+  // Regular files only: /dev/zero or a pipe has no size to check a header
+  // against, and reading it "to the end" never ends (it used to exhaust
+  // memory and abort with std::bad_alloc).
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
     return ioError(
         format("cannot open '%s': %s", path.c_str(), std::strerror(errno)));
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return ioError(format("cannot read '%s': it is %s, not a regular file",
+                          path.c_str(), fileKind(st.st_mode)));
+  }
+  uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (size > maxBytes) {
+    ::close(fd);
+    return ioError(format("cannot read '%s': the file has %llu bytes, more "
+                          "than the %llu this reader accepts",
+                          path.c_str(), (unsigned long long)size,
+                          (unsigned long long)maxBytes));
+  }
   out.clear();
-  char buf[1 << 16];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0)
-    out.append(buf, n);
-  bool failed = std::ferror(f);
-  std::fclose(f);
-  if (failed)
-    return ioError(format("cannot read '%s'", path.c_str()));
+  if (!tryResize(out, size)) {
+    ::close(fd);
+    return Status(TORSOR_OUT_OF_MEMORY,
+                  format("out of memory reading '%s' (%llu bytes)",
+                         path.c_str(), (unsigned long long)size));
+  }
+  size_t done = 0;
+  while (done < size) {
+    ssize_t n = ::read(fd, &out[done], size - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      ::close(fd);
+      return ioError(format("cannot read '%s': %s", path.c_str(),
+                            n < 0 ? std::strerror(errno)
+                                  : "the file shrank while it was read"));
+    }
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
   return Status();
 }
 

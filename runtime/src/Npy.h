@@ -27,8 +27,11 @@ std::string serializeNpy(const HostTensor &tensor);
 /// Writes `tensor` to `path` as .npy.
 Status writeNpy(const std::string &path, const HostTensor &tensor);
 
-/// Reads a whole file into `out` (shared by the file-format readers).
-Status readFile(const std::string &path, std::string &out);
+/// Reads a whole regular file into `out` (shared by the file-format
+/// readers). Devices, pipes and directories are refused, as are files
+/// larger than `maxBytes`; running out of memory is an error, not an abort.
+Status readFile(const std::string &path, std::string &out,
+                uint64_t maxBytes = UINT64_MAX);
 /// Writes `bytes` to `path`, replacing it.
 Status writeFile(const std::string &path, const std::string &bytes);
 

@@ -12,13 +12,23 @@
 #include "torsor/runtime.h"
 
 #include "Binding.h"
+#include "ElfCheck.h"
 #include "GroupCheck.h"
 #include "Manifest.h"
+#include "ManifestMatch.h"
+#include "ModelMemory.h"
+#include "NonFinite.h"
 #include "SafeTensors.h"
 #include "ThreadPool.h"
 #include "cuda/GpuModule.h"
 
+#include <atomic>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
 #include <dlfcn.h>
+#include <link.h>
+#include <new>
 #include <sys/stat.h>
 
 using namespace torsor::rt;
@@ -48,6 +58,13 @@ struct TorsorModule {
   double groupTol = 1e-4;
   /// Device state of an nvptx model (ABI 2); null for CPU models.
   std::unique_ptr<cuda::GpuModule> gpu;
+  /// Set while a call owns the module (run, bind, load weights): a module
+  /// runs one call at a time, and a second one is refused, not raced.
+  std::atomic<bool> busy{false};
+  /// Most bytes compiled code may hold during a run (0: no limit), and the
+  /// peak of the last run (ModelMemory.h).
+  uint64_t memoryLimit = 0;
+  uint64_t lastPeak = 0;
 
   /// Unloads the model library (outputs and owned params free themselves).
   /// An nvptx model's destructors unload its GPU binary, so they run with
@@ -116,6 +133,40 @@ Status checkTarget(const std::string &soPath, const Manifest &mf) {
   return Status();
 }
 
+/// Looks up `name` in the model library itself: dlsym on a handle also
+/// searches the library's dependencies, so a plain library that links
+/// something exporting the name would otherwise pass for a model.
+void *ownSymbol(void *handle, const char *name) {
+  void *sym = dlsym(handle, name);
+  Dl_info info;
+  struct link_map *own = nullptr;
+  if (!sym || !dladdr(sym, &info) || !info.dli_fname ||
+      dlinfo(handle, RTLD_DI_LINKMAP, &own) != 0 || !own || !own->l_name)
+    return nullptr;
+  // dladdr names the object by its link-map name, the same string.
+  return std::strcmp(info.dli_fname, own->l_name) == 0 ? sym : nullptr;
+}
+
+/// Requires the manifest the compiler embedded in the library
+/// (`torsor_model_manifest()`) and checks OUT.json against it.
+Status checkEmbeddedManifest(TorsorModule &m, const std::string &soPath) {
+  auto embedded = reinterpret_cast<const char *(*)()>(
+      ownSymbol(m.handle, "torsor_model_manifest"));
+  if (!embedded)
+    return Status(TORSOR_ABI_ERROR,
+                  "model '" + soPath +
+                      "' does not export torsor_model_manifest(): it is not "
+                      "a Torsor model, or was built by an older torsorc "
+                      "(recompile it)");
+  const char *text = embedded();
+  Manifest own;
+  Status s =
+      parseManifest(text ? text : "", soPath + " (embedded manifest)", own);
+  if (!s.ok())
+    return Status(TORSOR_ABI_ERROR, s.message);
+  return matchManifests(m.manifest, own, soPath);
+}
+
 /// Reads the manifest beside `soPath`, dlopens the model and checks its ABI.
 Status load(const std::string &soPath, TorsorModule &m) {
   struct stat st;
@@ -140,6 +191,10 @@ Status load(const std::string &soPath, TorsorModule &m) {
   // A bare name would make dlopen search the library path instead.
   std::string openPath =
       soPath.find('/') == std::string::npos ? "./" + soPath : soPath;
+  // A truncated file would SIGBUS inside dlopen: check its headers first.
+  s = checkElfFile(openPath, "model '" + soPath + "'");
+  if (!s.ok())
+    return s;
   m.soPath = soPath;
   Status gpuLoad;
   if (m.gpu)
@@ -153,8 +208,8 @@ Status load(const std::string &soPath, TorsorModule &m) {
                   "cannot load model '" + soPath + "': " + dlerror());
   if (!gpuLoad.ok())
     return gpuLoad;
-  auto version =
-      reinterpret_cast<int32_t (*)()>(dlsym(m.handle, "torsor_abi_version"));
+  auto version = reinterpret_cast<int32_t (*)()>(
+      ownSymbol(m.handle, "torsor_abi_version"));
   if (!version)
     return Status(TORSOR_ABI_ERROR,
                   "model '" + soPath +
@@ -173,15 +228,17 @@ Status load(const std::string &soPath, TorsorModule &m) {
                          "'%s' says %lld; rebuild both with torsorc",
                          soPath.c_str(), v, jsonPath.c_str(),
                          (long long)m.manifest.abi));
+  if (!(s = checkEmbeddedManifest(m, soPath)).ok())
+    return s;
   m.entry = reinterpret_cast<void (*)(void **)>(
-      dlsym(m.handle, m.manifest.entry.c_str()));
+      ownSymbol(m.handle, m.manifest.entry.c_str()));
   if (!m.entry)
     return Status(TORSOR_ABI_ERROR,
                   "model '" + soPath + "' does not export its entry point '" +
                       m.manifest.entry + "' named in " + jsonPath);
   if (!m.manifest.groupResidual.empty()) {
     m.residualEntry = reinterpret_cast<void (*)(void **)>(
-        dlsym(m.handle, m.manifest.groupResidual.c_str()));
+        ownSymbol(m.handle, m.manifest.groupResidual.c_str()));
     if (!m.residualEntry)
       return Status(TORSOR_ABI_ERROR,
                     "model '" + soPath + "' does not export '" +
@@ -203,6 +260,20 @@ void appendDescriptor(std::vector<int64_t> &storage, void *data,
   storage.push_back(0);   // offset
   storage.insert(storage.end(), shape.begin(), shape.end());
   storage.insert(storage.end(), strides.begin(), strides.end());
+}
+
+/// Calls compiled code with its allocations tracked (ModelMemory.h): a
+/// failed allocation anywhere inside returns here as TORSOR_OUT_OF_MEMORY,
+/// with what the run held freed.
+Status callIntoModel(TorsorModule &m, void (*fn)(void **), void **args) {
+  RunMemory memory(m.memoryLimit);
+  RunMemory *outer = setCurrentRun(&memory);
+  bool ok = callModel(fn, args);
+  setCurrentRun(outer);
+  m.lastPeak = memory.peak();
+  if (!ok || memory.failed())
+    return Status(TORSOR_OUT_OF_MEMORY, memory.failureMessage());
+  return Status();
 }
 
 /// Checks declared-group inputs with the model's own residual function:
@@ -236,7 +307,9 @@ Status checkResiduals(TorsorModule &m) {
   std::vector<void *> args;
   for (size_t start : starts)
     args.push_back(storage.data() + start);
-  m.residualEntry(args.data());
+  Status s = callIntoModel(m, m.residualEntry, args.data());
+  if (!s.ok())
+    return s.withPrefix("group check: ");
   for (size_t k = 0; k < checked.size(); ++k) {
     const TensorSpec &spec = m.manifest.inputs[checked[k]];
     const HostTensor &r = residuals[k];
@@ -300,6 +373,21 @@ Status runOnDevice(TorsorModule &m,
     return s;
   m.outputShapes = std::move(shapes);
   m.haveOutputs = true;
+}
+
+/// Checks every float input and param for NaN and Inf (NonFinite.h).
+Status checkInputsFinite(const TorsorModule &m) {
+  for (int kind : {TORSOR_INPUT, TORSOR_PARAM}) {
+    const std::vector<BoundTensor> &list =
+        kind == TORSOR_INPUT ? m.inputs : m.params;
+    for (size_t i = 0; i < list.size(); ++i) {
+      Status s = checkFinite(format("%s '%s'", kindWord(kind),
+                                    m.manifest.list(kind)[i].name.c_str()),
+                             list[i]);
+      if (!s.ok())
+        return s;
+    }
+  }
   return Status();
 }
 
@@ -323,6 +411,8 @@ Status run(TorsorModule &m) {
         return s;
     }
     if (!(s = checkResiduals(m)).ok())
+      return s;
+    if (!(s = checkInputsFinite(m)).ok())
       return s;
   }
   size_t numOut = m.manifest.outputs.size();
@@ -357,9 +447,52 @@ Status run(TorsorModule &m) {
   std::vector<void *> args;
   for (size_t start : starts)
     args.push_back(storage.data() + start);
-  m.entry(args.data());
+  if (!(s = callIntoModel(m, m.entry, args.data())).ok())
+    return s;
   m.haveOutputs = true;
   return Status();
+}
+
+/// Claims a module for one call; a second concurrent call is refused.
+class Claim {
+public:
+  explicit Claim(TorsorModule *m) : m(m), owned(!m->busy.exchange(true)) {}
+  ~Claim() {
+    if (owned)
+      m->busy.store(false);
+  }
+  /// False when another call holds the module.
+  explicit operator bool() const { return owned; }
+
+private:
+  TorsorModule *m;
+  bool owned;
+};
+
+/// The error for a call that finds the module busy.
+Status busyError() {
+  return Status(TORSOR_FAILED_PRECONDITION,
+                "the module is busy: another call is running it (a module "
+                "runs one call at a time; load the model once per thread to "
+                "run it concurrently)");
+}
+
+/// Runs `body` (returning a C status) with C++ exceptions turned into
+/// statuses: nothing may throw across the C API.
+template <typename F> TorsorStatus *guarded(F body) {
+#if defined(__cpp_exceptions)
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    return new (std::nothrow)
+        TorsorStatus{TORSOR_OUT_OF_MEMORY, "out of memory"};
+  } catch (const std::exception &e) {
+    return new (std::nothrow) TorsorStatus{
+        TORSOR_INVALID_ARGUMENT, std::string("internal error: ") + e.what()};
+  }
+#else
+  return body();
+#endif
 }
 
 /// The spec list of `kind`, or nullptr for a bad module or kind.
@@ -384,6 +517,9 @@ TorsorStatus *bind(TorsorModule *m, int kind, const char *name,
                    const TorsorTensor *t) {
   if (!m || !name)
     return toC(invalidArg("module or name is NULL"));
+  Claim claim(m);
+  if (!claim)
+    return toC(busyError());
   const std::vector<TensorSpec> &list = m->manifest.list(kind);
   size_t index;
   Status s = findTensor(list, kind, name, index);
@@ -413,6 +549,9 @@ TorsorStatus *bindDevice(TorsorModule *m, int kind, const char *name,
                              "bind host memory with torsorModuleBind%s",
                              m->soPath.c_str(), m->manifest.target.c_str(),
                              kind == TORSOR_INPUT ? "Input" : "Param")));
+  Claim claim(m);
+  if (!claim)
+    return toC(busyError());
   const std::vector<TensorSpec> &list = m->manifest.list(kind);
   size_t index;
   Status s = findTensor(list, kind, name, index);
@@ -440,6 +579,31 @@ TorsorStatus *bindDevice(TorsorModule *m, int kind, const char *name,
   return nullptr;
 }
 
+/// Body of torsorModuleLoadWeights.
+TorsorStatus *loadWeights(TorsorModule *module, const char *safetensorsPath) {
+  Claim claim(module);
+  if (!claim)
+    return toC(busyError());
+  TensorBundle bundle;
+  Status s = readSafeTensors(safetensorsPath, bundle);
+  if (!s.ok())
+    return toC(s);
+  std::string prefix = std::string(safetensorsPath) + ": ";
+  for (auto &[name, tensor] : bundle) {
+    size_t index;
+    s = findTensor(module->manifest.params, TORSOR_PARAM, name, index);
+    if (!s.ok())
+      return toC(s.withPrefix(prefix));
+    s = bindOwned(TORSOR_PARAM, module->manifest.params[index],
+                  std::move(tensor), module->params[index]);
+    if (!s.ok())
+      return toC(s.withPrefix(prefix));
+    if (module->gpu)
+      module->gpu->noteBound(TORSOR_PARAM, index, /*onDevice=*/false);
+  }
+  return nullptr;
+}
+
 } // namespace
 
 extern "C" {
@@ -460,14 +624,14 @@ TorsorStatus *torsorModuleLoad(const char *soPath, TorsorModule **module) {
   if (!soPath || !module)
     return toC(invalidArg("model path or output pointer is NULL"));
   *module = nullptr;
-  auto *m = new TorsorModule();
-  Status s = load(soPath, *m);
-  if (!s.ok()) {
-    delete m;
-    return toC(s);
-  }
-  *module = m;
-  return nullptr;
+  return guarded([&]() -> TorsorStatus * {
+    std::unique_ptr<TorsorModule> m(new TorsorModule());
+    Status s = load(soPath, *m);
+    if (!s.ok())
+      return toC(s);
+    *module = m.release();
+    return nullptr;
+  });
 }
 
 void torsorModuleFree(TorsorModule *module) { delete module; }
@@ -527,12 +691,12 @@ const char *torsorModuleTensorGroup(const TorsorModule *module,
 
 TorsorStatus *torsorModuleBindInput(TorsorModule *module, const char *name,
                                     const TorsorTensor *tensor) {
-  return bind(module, TORSOR_INPUT, name, tensor);
+  return guarded([&] { return bind(module, TORSOR_INPUT, name, tensor); });
 }
 
 TorsorStatus *torsorModuleBindParam(TorsorModule *module, const char *name,
                                     const TorsorTensor *tensor) {
-  return bind(module, TORSOR_PARAM, name, tensor);
+  return guarded([&] { return bind(module, TORSOR_PARAM, name, tensor); });
 }
 
 void torsorModuleUnbindInputs(TorsorModule *module) {
@@ -548,24 +712,7 @@ TorsorStatus *torsorModuleLoadWeights(TorsorModule *module,
                                       const char *safetensorsPath) {
   if (!module || !safetensorsPath)
     return toC(invalidArg("module or weights path is NULL"));
-  TensorBundle bundle;
-  Status s = readSafeTensors(safetensorsPath, bundle);
-  if (!s.ok())
-    return toC(s);
-  std::string prefix = std::string(safetensorsPath) + ": ";
-  for (auto &[name, tensor] : bundle) {
-    size_t index;
-    s = findTensor(module->manifest.params, TORSOR_PARAM, name, index);
-    if (!s.ok())
-      return toC(s.withPrefix(prefix));
-    s = bindOwned(TORSOR_PARAM, module->manifest.params[index],
-                  std::move(tensor), module->params[index]);
-    if (!s.ok())
-      return toC(s.withPrefix(prefix));
-    if (module->gpu)
-      module->gpu->noteBound(TORSOR_PARAM, index, /*onDevice=*/false);
-  }
-  return nullptr;
+  return guarded([&] { return loadWeights(module, safetensorsPath); });
 }
 
 void torsorModuleSetCheckGroups(TorsorModule *module, int32_t enable,
@@ -579,7 +726,19 @@ void torsorModuleSetCheckGroups(TorsorModule *module, int32_t enable,
 TorsorStatus *torsorModuleRun(TorsorModule *module) {
   if (!module)
     return toC(invalidArg("module is NULL"));
-  return toC(run(*module));
+  return guarded([&] {
+    Claim claim(module);
+    return toC(claim ? run(*module) : busyError());
+  });
+}
+
+void torsorModuleSetMemoryLimit(TorsorModule *module, uint64_t bytes) {
+  if (module)
+    module->memoryLimit = bytes;
+}
+
+uint64_t torsorModulePeakBytes(const TorsorModule *module) {
+  return module ? module->lastPeak : 0;
 }
 
 TorsorStatus *torsorModuleGetOutput(const TorsorModule *module,
@@ -614,8 +773,7 @@ TorsorStatus *torsorSetNumThreads(int32_t n) {
   if (n > 4096)
     return toC(
         invalidArg(format("thread count %d is too large (max 4096)", n)));
-  setGlobalThreadCount(n);
-  return nullptr;
+  return guarded([&] { return toC(setGlobalThreadCount(n)); });
 }
 
 int32_t torsorGetNumThreads(void) { return globalThreadCount(); }

@@ -12,6 +12,7 @@
 #include "Json.h"
 #include "Npy.h"
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 
@@ -38,13 +39,26 @@ bool dtypeFromTag(const std::string &tag, int32_t &dtype,
   return true;
 }
 
-/// Reads one header entry `name` into `out`, checking it against the
-/// `dataSize` bytes that follow the header.
-Status parseEntry(const std::string &bytes, size_t dataStart, uint64_t dataSize,
-                  const std::string &path, const std::string &name,
-                  const json::Value &entry, HostTensor &out) {
-  std::string at = format("%s: tensor '%s' (header %s): ", path.c_str(),
-                          name.c_str(), entry.where().c_str());
+/// One header entry, checked but not yet read: the data it will copy and
+/// the tensor it becomes.
+struct Entry {
+  std::string name;
+  std::string at; ///< "path: tensor 'name' (header L:C): " for messages
+  int32_t dtype = TORSOR_DTYPE_F32;
+  std::optional<HalfFormat> half;
+  std::vector<int64_t> shape;
+  uint64_t begin = 0, end = 0; ///< data_offsets
+};
+
+/// Checks header entry `name` against the `dataSize` bytes that follow the
+/// header, without allocating anything.
+Status parseEntry(uint64_t dataSize, const std::string &path,
+                  const std::string &name, const json::Value &entry,
+                  Entry &out) {
+  out.name = name;
+  out.at = format("%s: tensor '%s' (header %s): ", path.c_str(), name.c_str(),
+                  entry.where().c_str());
+  const std::string &at = out.at;
   if (entry.kind != json::Value::Object)
     return ioError(at + "expected an object");
   const json::Value *dtypeV = entry.get("dtype");
@@ -57,18 +71,15 @@ Status parseEntry(const std::string &bytes, size_t dataStart, uint64_t dataSize,
   if (!offsV || offsV->kind != json::Value::Array ||
       offsV->elements.size() != 2)
     return ioError(at + "missing field 'data_offsets' ([begin, end])");
-  int32_t dtype;
-  std::optional<HalfFormat> half;
-  if (!dtypeFromTag(dtypeV->string, dtype, half))
+  if (!dtypeFromTag(dtypeV->string, out.dtype, out.half))
     return ioError(at + "unsupported dtype '" + dtypeV->string +
                    "'; supported: F32, F64, I64, and F16 and BF16 (widened "
                    "to the model's float type)");
-  size_t storedSize = half ? 2 : dtypeSize(dtype);
-  std::vector<int64_t> shape;
+  size_t storedSize = out.half ? 2 : dtypeSize(out.dtype);
   for (const json::Value &d : shapeV->elements) {
     if (d.kind != json::Value::Number || !d.isInteger || d.integer < 0)
       return ioError(at + "shape entries must be non-negative integers");
-    shape.push_back(d.integer);
+    out.shape.push_back(d.integer);
   }
   int64_t offs[2];
   for (int i = 0; i < 2; ++i) {
@@ -82,26 +93,73 @@ Status parseEntry(const std::string &bytes, size_t dataStart, uint64_t dataSize,
                           "bytes of the file (truncated?)",
                           at.c_str(), (long long)offs[0], (long long)offs[1],
                           (unsigned long long)dataSize));
-  int64_t n = numElements(shape);
+  out.begin = static_cast<uint64_t>(offs[0]);
+  out.end = static_cast<uint64_t>(offs[1]);
+  int64_t n = numElements(out.shape);
   uint64_t need = 0;
   if (n < 0 ||
       __builtin_mul_overflow(static_cast<uint64_t>(n), storedSize, &need))
     return ioError(at + "shape is too large");
-  if (need != static_cast<uint64_t>(offs[1] - offs[0]))
-    return ioError(format("%sshape %s %s needs %llu bytes but data_offsets "
-                          "span %lld",
-                          at.c_str(), shapeToString(shape).c_str(),
-                          half ? dtypeV->string.c_str() : dtypeName(dtype),
-                          (unsigned long long)need,
-                          (long long)(offs[1] - offs[0])));
-  Status s = HostTensor::create(dtype, shape, out);
+  if (need != out.end - out.begin)
+    return ioError(format(
+        "%sshape %s %s needs %llu bytes but data_offsets "
+        "span %llu",
+        at.c_str(), shapeToString(out.shape).c_str(),
+        out.half ? dtypeV->string.c_str() : dtypeName(out.dtype),
+        (unsigned long long)need, (unsigned long long)(out.end - out.begin)));
+  return Status();
+}
+
+/// The tensors' byte ranges must tile the data exactly, as the format
+/// requires: sorted by offset, each starts where the previous ended, and the
+/// last ends at the end of the file. Overlaps would alias two tensors (and
+/// let a small file claim huge allocations); gaps and trailing bytes are
+/// data nobody reads, usually a sign of a corrupt or hand-edited file.
+Status checkTiling(std::vector<const Entry *> entries, uint64_t dataSize,
+                   const std::string &path) {
+  std::sort(entries.begin(), entries.end(), [](const Entry *a, const Entry *b) {
+    return a->begin != b->begin ? a->begin < b->begin : a->end < b->end;
+  });
+  uint64_t cursor = 0;
+  const Entry *prev = nullptr;
+  for (const Entry *e : entries) {
+    if (e->begin < cursor)
+      return ioError(format(
+          "%s: tensors '%s' (data bytes [%llu, %llu)) and "
+          "'%s' (data bytes [%llu, %llu)) overlap",
+          path.c_str(), prev->name.c_str(), (unsigned long long)prev->begin,
+          (unsigned long long)prev->end, e->name.c_str(),
+          (unsigned long long)e->begin, (unsigned long long)e->end));
+    if (e->begin > cursor)
+      return ioError(
+          format("%s: data bytes [%llu, %llu) before tensor '%s' belong to no "
+                 "tensor (a gap in data_offsets)",
+                 path.c_str(), (unsigned long long)cursor,
+                 (unsigned long long)e->begin, e->name.c_str()));
+    cursor = e->end;
+    prev = e;
+  }
+  if (cursor != dataSize)
+    return ioError(format("%s: the last %llu data bytes belong to no tensor "
+                          "(data_offsets end at %llu, the file has %llu data "
+                          "bytes)",
+                          path.c_str(), (unsigned long long)(dataSize - cursor),
+                          (unsigned long long)cursor,
+                          (unsigned long long)dataSize));
+  return Status();
+}
+
+/// Allocates the tensor of a checked entry and copies its data.
+Status readEntry(const std::string &bytes, size_t dataStart, const Entry &e,
+                 HostTensor &out) {
+  Status s = HostTensor::create(e.dtype, e.shape, out);
   if (!s.ok())
-    return s.withPrefix(at);
-  const char *src = bytes.data() + dataStart + offs[0];
-  if (half)
-    widenHalf(reinterpret_cast<const unsigned char *>(src), *half, out);
-  else if (need)
-    std::memcpy(out.data(), src, need);
+    return s.withPrefix(e.at);
+  const char *src = bytes.data() + dataStart + e.begin;
+  if (e.half)
+    widenHalf(reinterpret_cast<const unsigned char *>(src), *e.half, out);
+  else if (e.end > e.begin)
+    std::memcpy(out.data(), src, e.end - e.begin);
   return Status();
 }
 
@@ -135,6 +193,13 @@ Status parseSafeTensors(const std::string &bytes, const std::string &path,
                           "(%zu bytes); not a .safetensors file or truncated",
                           path.c_str(), (unsigned long long)headerLen,
                           bytes.size()));
+  if (headerLen > kMaxSafeTensorsHeader)
+    return ioError(format("%s: header of %llu bytes is larger than the %llu "
+                          "bytes this reader accepts (the safetensors format "
+                          "allows 100 MB; real headers are a few KB per 100 "
+                          "tensors)",
+                          path.c_str(), (unsigned long long)headerLen,
+                          (unsigned long long)kMaxSafeTensorsHeader));
   json::Value header;
   Status s = json::parse(bytes.substr(8, headerLen), header);
   if (!s.ok())
@@ -143,13 +208,26 @@ Status parseSafeTensors(const std::string &bytes, const std::string &path,
     return ioError(path + ": header must be a JSON object");
   size_t dataStart = 8 + headerLen;
   uint64_t dataSize = bytes.size() - dataStart;
+  // Check every entry and the layout before allocating anything.
+  std::vector<Entry> entries;
+  entries.reserve(header.members.size());
   for (const auto &member : header.members) {
     if (member.first == "__metadata__")
       continue;
-    out.emplace_back(member.first, HostTensor());
-    s = parseEntry(bytes, dataStart, dataSize, path, member.first,
-                   member.second, out.back().second);
+    entries.emplace_back();
+    s = parseEntry(dataSize, path, member.first, member.second, entries.back());
     if (!s.ok())
+      return s;
+  }
+  std::vector<const Entry *> sorted;
+  for (const Entry &e : entries)
+    sorted.push_back(&e);
+  if (!(s = checkTiling(std::move(sorted), dataSize, path)).ok())
+    return s;
+  out.reserve(entries.size());
+  for (const Entry &e : entries) {
+    out.emplace_back(e.name, HostTensor());
+    if (!(s = readEntry(bytes, dataStart, e, out.back().second)).ok())
       return s;
   }
   return Status();

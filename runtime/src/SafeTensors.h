@@ -21,6 +21,11 @@ namespace torsor::rt {
 /// Named tensors in file (header) order.
 using TensorBundle = std::vector<std::pair<std::string, HostTensor>>;
 
+/// The largest JSON header accepted. The format allows 100 MB; a parsed
+/// JSON value takes up to ~60x its text, so 16 MiB bounds the parse at about
+/// 1 GB even for a hostile header, and still fits ~100k tensors.
+constexpr uint64_t kMaxSafeTensorsHeader = 16ull << 20;
+
 /// Parses .safetensors contents `bytes`; `path` labels error messages.
 Status parseSafeTensors(const std::string &bytes, const std::string &path,
                         TensorBundle &out);

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 
 namespace torsor::rt {
 
@@ -88,6 +89,21 @@ std::vector<int64_t> rowMajorStrides(const std::vector<int64_t> &shape) {
   return strides;
 }
 
+bool tryResize(std::string &s, uint64_t n) {
+  if (n > s.max_size())
+    return false;
+#if defined(__cpp_exceptions)
+  try {
+    s.resize(static_cast<size_t>(n));
+  } catch (const std::exception &) {
+    return false;
+  }
+#else
+  s.resize(static_cast<size_t>(n));
+#endif
+  return true;
+}
+
 void HostTensor::FreeDeleter::operator()(void *p) const { std::free(p); }
 
 Status HostTensor::create(int32_t dtype, std::vector<int64_t> shape,
@@ -106,7 +122,7 @@ Status HostTensor::create(int32_t dtype, std::vector<int64_t> shape,
     rounded = 64;
   void *p = std::aligned_alloc(64, rounded);
   if (!p)
-    return Status(TORSOR_IO_ERROR,
+    return Status(TORSOR_OUT_OF_MEMORY,
                   format("out of memory allocating %llu bytes",
                          static_cast<unsigned long long>(bytes)));
   std::memset(p, 0, rounded);

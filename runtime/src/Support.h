@@ -103,6 +103,10 @@ private:
   bool widened_ = false;
 };
 
+/// Resizes `s` to `n` bytes; false (instead of throwing std::bad_alloc or
+/// std::length_error) when that memory is not available.
+bool tryResize(std::string &s, uint64_t n);
+
 /// Row-major element strides of `shape`.
 std::vector<int64_t> rowMajorStrides(const std::vector<int64_t> &shape);
 

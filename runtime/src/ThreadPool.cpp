@@ -9,6 +9,7 @@
 
 #include "ThreadPool.h"
 
+#include "ModelMemory.h"
 #include "Support.h"
 
 #include <algorithm>
@@ -22,8 +23,21 @@ thread_local bool tInParallel = false;
 } // namespace
 
 ThreadPool::ThreadPool(int numThreads) {
-  for (int i = 1; i < numThreads; ++i)
+  for (int i = 1; i < numThreads; ++i) {
+#if defined(__cpp_exceptions)
+    try {
+      workers.emplace_back([this] { workerLoop(); });
+    } catch (const std::exception &e) {
+      // std::system_error (EAGAIN under `ulimit -v` or `ulimit -u`) or
+      // bad_alloc: keep what was started.
+      startFailure = format("starting thread %d of %d failed (%s)", i + 1,
+                            numThreads, e.what());
+      return;
+    }
+#else
     workers.emplace_back([this] { workerLoop(); });
+#endif
+  }
 }
 
 ThreadPool::~ThreadPool() {
@@ -56,7 +70,11 @@ void ThreadPool::runChunks(ParallelBody body, void *ctx, int64_t begin,
       return;
     int64_t lo, hi;
     chunkBounds(begin, end, numChunks, c, lo, hi);
-    body(lo, hi, ctx);
+    // A failed allocation in the body unwinds to here (ModelMemory.h); the
+    // failure stays recorded in the run, and later chunks are skipped.
+    RunMemory *run = currentRun();
+    if (!run || !run->failed())
+      (void)callChunk(body, lo, hi, ctx);
     if (remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       // Last chunk: wake the caller (under the lock, so it cannot miss it).
       std::lock_guard<std::mutex> lock(mutex);
@@ -79,9 +97,12 @@ void ThreadPool::workerLoop() {
     ++busy;
     ParallelBody body = jobBody;
     void *ctx = jobCtx;
+    RunMemory *run = jobRun;
     int64_t begin = jobBegin, end = jobEnd, chunks = jobChunks;
     lock.unlock();
+    setCurrentRun(run);
     runChunks(body, ctx, begin, end, chunks);
+    setCurrentRun(nullptr);
     lock.lock();
     --busy;
     done.notify_all();
@@ -96,7 +117,8 @@ void ThreadPool::parallelFor(int64_t begin, int64_t end, ParallelBody body,
   int64_t chunks = static_cast<int64_t>(
       std::min<uint64_t>(static_cast<uint64_t>(size()), n));
   if (chunks <= 1) {
-    body(begin, end, ctx);
+    // Still through an unwind point: the caller holds the pool lock.
+    (void)callChunk(body, begin, end, ctx);
     return;
   }
   {
@@ -104,6 +126,7 @@ void ThreadPool::parallelFor(int64_t begin, int64_t end, ParallelBody body,
     done.wait(lock, [&] { return busy == 0; });
     jobBody = body;
     jobCtx = ctx;
+    jobRun = currentRun();
     jobBegin = begin;
     jobEnd = end;
     jobChunks = chunks;
@@ -141,13 +164,26 @@ ThreadPool &poolLocked() {
 }
 } // namespace
 
-void setGlobalThreadCount(int n) {
+Status setGlobalThreadCount(int n) {
   std::lock_guard<std::mutex> lock(gPoolMutex);
   int want = n > 0 ? n : defaultThreads();
   if (gPool && gPool->size() == want)
-    return;
-  gPool.reset();
-  gPool = std::make_unique<ThreadPool>(want);
+    return Status();
+  auto pool = std::make_unique<ThreadPool>(want);
+  if (!pool->startError().empty()) {
+    // Keep the pool that works rather than silently running on fewer
+    // threads than asked for.
+    std::string error = pool->startError();
+    pool.reset();
+    return Status(TORSOR_UNAVAILABLE,
+                  format("cannot start %d threads: %s; the pool keeps its %d "
+                         "threads (an address-space limit, ulimit -v, or a "
+                         "process limit, ulimit -u, is the usual cause: ask "
+                         "for fewer threads)",
+                         want, error.c_str(), poolLocked().size()));
+  }
+  gPool = std::move(pool);
+  return Status();
 }
 
 int globalThreadCount() {
@@ -169,6 +205,12 @@ extern "C" void torsor_parallel_for(int64_t begin, int64_t end,
     body(begin, end, ctx);
     return;
   }
-  std::lock_guard<std::mutex> lock(gPoolMutex, std::adopt_lock);
-  poolLocked().parallelFor(begin, end, body, ctx);
+  {
+    std::lock_guard<std::mutex> lock(gPoolMutex, std::adopt_lock);
+    poolLocked().parallelFor(begin, end, body, ctx);
+  }
+  // A chunk's allocation failed: unwind on this thread now that the pool
+  // lock is released (ModelMemory.h).
+  if (RunMemory *run = currentRun(); run && run->failed())
+    unwindModel();
 }

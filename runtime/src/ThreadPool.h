@@ -14,14 +14,19 @@
 #ifndef TORSOR_RUNTIME_THREADPOOL_H
 #define TORSOR_RUNTIME_THREADPOOL_H
 
+#include "Support.h"
+
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
 namespace torsor::rt {
+
+class RunMemory;
 
 /// Loop body type of torsor_parallel_for.
 using ParallelBody = void (*)(int64_t lo, int64_t hi, void *ctx);
@@ -30,7 +35,9 @@ using ParallelBody = void (*)(int64_t lo, int64_t hi, void *ctx);
 class ThreadPool {
 public:
   /// Creates a pool of `numThreads` threads counting the caller
-  /// (numThreads - 1 workers); numThreads < 1 is treated as 1.
+  /// (numThreads - 1 workers); numThreads < 1 is treated as 1. When the OS
+  /// refuses a thread (address-space or process limits), the pool keeps the
+  /// workers it got and startError() says why.
   explicit ThreadPool(int numThreads);
   /// Stops and joins the workers.
   ~ThreadPool();
@@ -39,6 +46,8 @@ public:
 
   /// Threads that run chunks, including the caller.
   int size() const { return static_cast<int>(workers.size()) + 1; }
+  /// Why the pool has fewer threads than asked for ("" when it has all).
+  const std::string &startError() const { return startFailure; }
 
   /// Runs body over [begin, end) split into min(size(), end - begin)
   /// contiguous chunks; the caller runs chunks too and returns when every
@@ -57,6 +66,7 @@ private:
                  int64_t numChunks);
 
   std::vector<std::thread> workers;
+  std::string startFailure;
   std::mutex mutex;
   std::condition_variable wake; ///< workers wait for a new job
   std::condition_variable done; ///< the caller waits for completion
@@ -66,14 +76,18 @@ private:
   // The current job (written under `mutex` while busy == 0).
   ParallelBody jobBody = nullptr;
   void *jobCtx = nullptr;
+  /// The caller's run (ModelMemory.h), installed on workers for the job so
+  /// that allocations in tasks are tracked and can fail cleanly.
+  RunMemory *jobRun = nullptr;
   int64_t jobBegin = 0, jobEnd = 0, jobChunks = 0;
   std::atomic<int64_t> nextChunk{0};
   std::atomic<int64_t> remaining{0};
 };
 
 /// Sets the size of the process-wide pool (n <= 0: hardware concurrency).
-/// Waits for a running parallel_for to finish first.
-void setGlobalThreadCount(int n);
+/// Waits for a running parallel_for to finish first. If the OS cannot start
+/// that many threads, the previous pool stays and the error says why.
+Status setGlobalThreadCount(int n);
 /// Size of the process-wide pool.
 int globalThreadCount();
 

@@ -63,6 +63,13 @@ __attribute__((visibility("default"))) int32_t torsor_abi_version(void) {
   return 2;
 }
 
+/// The manifest, embedded as torsorc embeds it (fake_gpu_model.json).
+__attribute__((visibility("default"))) const char *torsor_model_manifest(void) {
+  return
+#include "FakeGpuManifest.inc"
+      ;
+}
+
 /// Entry point: descriptors of x (input), w (param), out (output).
 __attribute__((visibility("default"))) void torsor_forward(void **d) {
   auto *x = static_cast<Memref<2> *>(d[0]);

@@ -7,8 +7,13 @@
 //   rowsum[l]    = sum_j out[l, j]                          (f64, L)
 // Rows are spread with torsor_parallel_for, resolved from libtorsor_runtime
 // at dlopen time exactly as compiled code will be. Compile definitions make
-// broken variants: TORSOR_FAKE_NO_ABI (no torsor_abi_version) and
-// TORSOR_FAKE_ABI=N (reports version N).
+// broken variants: TORSOR_FAKE_NO_ABI (no torsor_abi_version),
+// TORSOR_FAKE_ABI=N (reports version N) and TORSOR_FAKE_NO_MANIFEST (no
+// embedded manifest, like a library not built by torsorc).
+// Like compiled code, every row chunk takes a scratch buffer of its rows
+// from torsor_alloc (so the runtime's out-of-memory path is tested), and a
+// test hook runs at the start of each forward call (to test concurrent
+// calls deterministically).
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,10 +41,17 @@ struct Args {
   Memref<double, 1> *rowsum;
 };
 
+/// The test hook (torsor_fake_set_hook).
+void (*gHook)(void *) = nullptr;
+void *gHookCtx = nullptr;
+
 /// Computes rows [lo, hi).
 void body(int64_t lo, int64_t hi, void *ctx) {
   Args &a = *static_cast<Args *>(ctx);
   int64_t d = a.x->sizes[1];
+  // One f32 per element of the chunk, as compiled code would allocate a
+  // tile buffer.
+  void *scratch = torsor_alloc((hi - lo) * d * 4, "FakeModel.cpp:scratch");
   for (int64_t l = lo; l < hi; ++l) {
     float p = a.pose->aligned[a.pose->offset + l * a.pose->strides[0]];
     double sum = 0;
@@ -53,6 +65,7 @@ void body(int64_t lo, int64_t hi, void *ctx) {
     }
     a.rowsum->aligned[a.rowsum->offset + l * a.rowsum->strides[0]] = sum;
   }
+  torsor_free(scratch);
 }
 
 } // namespace
@@ -69,8 +82,26 @@ __attribute__((visibility("default"))) int32_t torsor_abi_version(void) {
 }
 #endif
 
+#ifndef TORSOR_FAKE_NO_MANIFEST
+/// The manifest, embedded as torsorc embeds it (fake_model.json).
+__attribute__((visibility("default"))) const char *torsor_model_manifest(void) {
+  return
+#include "FakeManifest.inc"
+      ;
+}
+#endif
+
+/// Installs `hook(ctx)`, called at the start of every forward call.
+__attribute__((visibility("default"))) void
+torsor_fake_set_hook(void (*hook)(void *), void *ctx) {
+  gHook = hook;
+  gHookCtx = ctx;
+}
+
 /// Entry point: descriptors of pose, x (inputs), w (param), out, rowsum.
 __attribute__((visibility("default"))) void torsor_forward(void **descriptors) {
+  if (gHook)
+    gHook(gHookCtx);
   Args a{static_cast<Memref<float, 3> *>(descriptors[0]),
          static_cast<Memref<float, 2> *>(descriptors[1]),
          static_cast<Memref<float, 1> *>(descriptors[2]),

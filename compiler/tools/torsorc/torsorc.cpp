@@ -22,6 +22,7 @@
 #include "compiler/Target/CPUTarget.h"
 #include "compiler/Target/Manifest.h"
 #include "compiler/Target/Target.h"
+#include "compiler/Transforms/EmitEntry.h"
 #include "compiler/Transforms/Passes.h"
 #include "frontend/MLIRGen.h"
 
@@ -283,6 +284,9 @@ LogicalResult compile(llvm::SourceMgr &sourceMgr, MLIRContext &context,
     module->print(os);
     return success();
   }
+  // The library carries its manifest too, so the runtime can check OUT.json.
+  if (manifest)
+    torsor::emitManifestFunction(*module, *manifest);
 
   llvm::LLVMContext llvmContext;
   auto llvmModule =

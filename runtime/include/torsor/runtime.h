@@ -38,9 +38,13 @@ typedef enum TorsorDType {
 
 /// The three lists of tensors a manifest declares, in ABI order.
 typedef enum TorsorTensorKind {
-  TORSOR_INPUT = 0, ///< bound by the caller per run; fix the symbolic dims
-  TORSOR_PARAM = 1, ///< weights, bound by name (e.g. from .safetensors)
-  TORSOR_OUTPUT = 2 ///< allocated by the runtime, read after a run
+  TORSOR_INPUT = 0,  ///< bound by the caller per run; fix the symbolic dims
+  TORSOR_PARAM = 1,  ///< weights, bound by name (e.g. from .safetensors)
+  TORSOR_OUTPUT = 2, ///< allocated by the runtime, read after a run
+  /// Not kinds: they widen the enum's range to every int32_t, so an invalid
+  /// kind passed from C is a checked error, not undefined behaviour in C++.
+  TORSOR_TENSOR_KIND_MIN_ENUM = -0x7fffffff - 1,
+  TORSOR_TENSOR_KIND_MAX_ENUM = 0x7fffffff
 } TorsorTensorKind;
 
 /// Status codes; every failing call also carries a human-readable message.
@@ -51,7 +55,11 @@ typedef enum TorsorStatusCode {
   TORSOR_ABI_ERROR = 3,           ///< model .so does not match this runtime
   TORSOR_UNAVAILABLE = 4,         ///< feature or device not in this build
   TORSOR_FAILED_PRECONDITION = 5, ///< e.g. run before every input is bound
-  TORSOR_DEVICE_ERROR = 6         ///< the CUDA driver failed (API version 2)
+  TORSOR_DEVICE_ERROR = 6,        ///< the CUDA driver failed (API version 2)
+  TORSOR_OUT_OF_MEMORY = 7, ///< an allocation (file, tensor, model) failed
+  /// Not codes: keep the enum's range every int32_t (see TorsorTensorKind).
+  TORSOR_STATUS_CODE_MIN_ENUM = -0x7fffffff - 1,
+  TORSOR_STATUS_CODE_MAX_ENUM = 0x7fffffff
 } TorsorStatusCode;
 
 /// Where a model's tensors live (API version 2).
@@ -177,6 +185,21 @@ TorsorStatus *torsorModuleRun(TorsorModule *module);
 TorsorStatus *torsorModuleGetOutput(const TorsorModule *module,
                                     const char *name, TorsorTensor *tensor);
 
+/// Caps the bytes the model's compiled code may hold at once during a run
+/// (its intermediate buffers, allocated per call through torsor_alloc; the
+/// outputs and bound tensors are not counted). 0, the default, means no cap.
+/// A run that needs more stops with TORSOR_OUT_OF_MEMORY and a message
+/// saying how much was needed and where, exactly as when the system itself
+/// refuses the memory. NULL is a no-op.
+void torsorModuleSetMemoryLimit(TorsorModule *module, uint64_t bytes);
+
+/// The most bytes the model's compiled code held at once during the last
+/// run (0 before any run). Sizes are computed inside the compiled code from
+/// the dims, so this is known after a run, not before: run once at the
+/// sizes you need to learn the working set (it repeats for the same dims
+/// and thread count).
+uint64_t torsorModulePeakBytes(const TorsorModule *module);
+
 /// Sets the size of the runtime's thread pool used by torsor_parallel_for
 /// (including the calling thread); `n` <= 0 selects the hardware concurrency.
 /// Must not be called while a model runs.
@@ -243,6 +266,15 @@ TorsorStatus *torsorModuleSetHostOutputs(TorsorModule *module, int32_t enable);
 TorsorStatus *torsorModuleGetOutputDevice(const TorsorModule *module,
                                           const char *name,
                                           TorsorTensor *tensor);
+
+/// Allocation entry points of compiled models (docs/runtime.md, "Memory"):
+/// `torsor_alloc(bytes, what)` returns `bytes` of memory for the buffer
+/// described by `what` (a source location), or, when that fails inside a
+/// run, unwinds to the runtime, which returns TORSOR_OUT_OF_MEMORY from
+/// torsorModuleRun; `torsor_free` releases it. Models declare both weak
+/// and fall back to malloc/free when loaded without the runtime.
+void *torsor_alloc(int64_t bytes, const char *what);
+void torsor_free(void *ptr);
 
 #ifdef __cplusplus
 }

@@ -40,7 +40,11 @@ const char *usage() {
          "                            elements (on by default; tolerance\n"
          "                            1e-4)\n"
          "  --no-check-groups         skip that check (it reads every\n"
-         "                            group input once per run)\n"
+         "                            group input once per run); with it,\n"
+         "                            NaN and Inf inputs pass through\n"
+         "  --memory-limit SIZE       most bytes the model's own buffers may\n"
+         "                            hold during a run (e.g. 512M, 4G);\n"
+         "                            more is an out-of-memory error\n"
          "  --help                    print this help\n";
 }
 
@@ -56,6 +60,26 @@ Status parseInt(const std::string &flag, const std::string &text, long lo,
     return invalidArg(format("%s expects an integer in [%ld, %ld], got '%s'",
                              flag.c_str(), lo, hi, text.c_str()));
   out = static_cast<int>(v);
+  return Status();
+}
+
+/// Parses a byte count with an optional K, M or G suffix (powers of 1024).
+Status parseBytes(const std::string &flag, const std::string &text,
+                  uint64_t &out) {
+  errno = 0;
+  char *end = nullptr;
+  unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+  int shift = 0;
+  if (end && (*end == 'K' || *end == 'M' || *end == 'G')) {
+    shift = *end == 'K' ? 10 : *end == 'M' ? 20 : 30;
+    ++end;
+  }
+  if (text.empty() || text[0] == '-' || *end || errno || v == 0 ||
+      v > (~0ull >> shift))
+    return invalidArg(format("%s expects a positive byte count such as "
+                             "1048576, 512M or 4G, got '%s'",
+                             flag.c_str(), text.c_str()));
+  out = static_cast<uint64_t>(v) << shift;
   return Status();
 }
 
@@ -120,9 +144,9 @@ Status parseOptions(int argc, char **argv, Options &out) {
       }
       continue;
     }
-    static const char *const kValued[] = {"--input",   "--output", "--weights",
-                                          "--threads", "--device", "--time",
-                                          "--param"};
+    static const char *const kValued[] = {
+        "--input",  "--output", "--weights", "--threads",
+        "--device", "--time",   "--param",   "--memory-limit"};
     bool known = false;
     for (const char *k : kValued)
       known |= flag == k;
@@ -146,6 +170,8 @@ Status parseOptions(int argc, char **argv, Options &out) {
       out.weights = value;
     } else if (flag == "--threads")
       s = parseInt(flag, value, 1, 4096, out.threads);
+    else if (flag == "--memory-limit")
+      s = parseBytes(flag, value, out.memoryLimit);
     else if (flag == "--time")
       s = parseInt(flag, value, 1, 1000000, out.timeRuns);
     else if (flag == "--device") {

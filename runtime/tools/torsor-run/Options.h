@@ -29,6 +29,7 @@ struct Options {
   int timeRuns = 0;        ///< --time N
   bool checkGroups = true; ///< --no-check-groups turns it off
   double groupTol = 1e-4;
+  uint64_t memoryLimit = 0; ///< --memory-limit; 0: none
   bool help = false;
 };
 

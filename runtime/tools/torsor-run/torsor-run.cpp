@@ -14,6 +14,7 @@
 #include "Manifest.h"
 #include "Npy.h"
 #include "Options.h"
+#include "StagedFiles.h"
 
 #include <algorithm>
 #include <chrono>
@@ -239,6 +240,7 @@ int runTool(const run::Options &opts) {
       return fail(s.message + " (from '" + file + "')");
   }
   torsorModuleSetCheckGroups(module.get(), opts.checkGroups, opts.groupTol);
+  torsorModuleSetMemoryLimit(module.get(), opts.memoryLimit);
 
   double ms;
   s = timedRun(module.get(), ms);
@@ -277,6 +279,9 @@ int runTool(const run::Options &opts) {
     }
     return 0;
   }
+  // All outputs or none: each goes to a temporary beside its target, and
+  // they are renamed into place once every one is written.
+  rt::StagedFiles files;
   for (const auto &[name, file] : opts.outputs) {
     TorsorTensor t;
     s = take(torsorModuleGetOutput(module.get(), name.c_str(), &t));
@@ -289,10 +294,13 @@ int runTool(const run::Options &opts) {
       return fail(s.message);
     std::copy_n(static_cast<const char *>(t.data), copy.byteSize(),
                 static_cast<char *>(copy.data()));
-    s = rt::writeNpy(file, copy);
+    s = files.stage(file, rt::serializeNpy(copy));
     if (!s.ok())
-      return fail(s.message);
+      return fail(s.message + " (no output was written)");
   }
+  s = files.commit();
+  if (!s.ok())
+    return fail(s.message);
   return 0;
 }
 

@@ -1,0 +1,80 @@
+//===- ModelMemory.h - Checked allocations of compiled code ---*- C++ -*-===//
+//
+// Compiled models allocate their intermediate buffers through
+// `torsor_alloc(bytes, what)` and free them with `torsor_free` (the
+// torsor-route-allocations pass rewrites the lowered malloc/free calls; a
+// model loaded without this runtime falls back to malloc/free). The runtime
+// keeps every live allocation of a run in a RunMemory, so that:
+//   - a failed allocation records how much was needed and where (`what` is
+//     the source location the compiler attached), then unwinds with longjmp
+//     to the runtime frame that called into the model, which frees what the
+//     run still held and returns TORSOR_OUT_OF_MEMORY;
+//   - a per-module limit on the bytes compiled code may hold can be set
+//     (torsorModuleSetMemoryLimit), which is also how the failure path is
+//     tested without starving the whole process;
+//   - the peak of the last run is known (torsorModulePeakBytes).
+// Failures inside torsor_parallel_for tasks are caught per chunk on the
+// thread that ran it; the pool finishes the loop, and torsor_parallel_for
+// then unwinds on the calling thread (see ThreadPool.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TORSOR_RUNTIME_MODELMEMORY_H
+#define TORSOR_RUNTIME_MODELMEMORY_H
+
+#include "Support.h"
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+namespace torsor::rt {
+
+/// The allocations of compiled code during one call into a model.
+class RunMemory {
+public:
+  /// `limit`: the most bytes the call may hold at once (0: no limit).
+  explicit RunMemory(uint64_t limit) : limit(limit) {}
+  /// Frees whatever the call still holds (after a failure, or a model that
+  /// leaked a buffer).
+  ~RunMemory();
+
+  /// Allocates `bytes` for `what`; nullptr after recording the failure.
+  void *allocate(int64_t bytes, const char *what);
+  /// Frees `p` if this run allocated it; returns false otherwise.
+  bool release(void *p);
+
+  /// True once an allocation has failed.
+  bool failed() const;
+  /// The failure as a message (empty when none).
+  std::string failureMessage() const;
+  /// The most bytes held at once.
+  uint64_t peak() const;
+
+private:
+  mutable std::mutex mutex;
+  std::unordered_map<void *, uint64_t> live;
+  uint64_t limit, held = 0, peakBytes = 0;
+  bool hasFailed = false;
+  std::string failure;
+};
+
+/// The run whose model code this thread executes (nullptr: none).
+RunMemory *currentRun();
+/// Sets this thread's current run; returns the previous one.
+RunMemory *setCurrentRun(RunMemory *run);
+
+/// Calls `fn(args)` with an unwind point: a failed torsor_alloc below it
+/// returns here. False when the call was unwound.
+bool callModel(void (*fn)(void **), void **args);
+/// Calls `body(lo, hi, ctx)` with an unwind point (one parallel chunk).
+bool callChunk(void (*body)(int64_t, int64_t, void *), int64_t lo, int64_t hi,
+               void *ctx);
+/// Unwinds to the innermost unwind point of this thread (after a failure
+/// recorded in the current run). Never returns.
+[[noreturn]] void unwindModel();
+
+} // namespace torsor::rt
+
+#endif // TORSOR_RUNTIME_MODELMEMORY_H
