@@ -373,6 +373,7 @@ Status runOnDevice(TorsorModule &m,
     return s;
   m.outputShapes = std::move(shapes);
   m.haveOutputs = true;
+  return Status();
 }
 
 /// Checks every float input and param for NaN and Inf (NonFinite.h).
