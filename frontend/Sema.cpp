@@ -21,7 +21,6 @@ using llvm::StringRef;
 using llvm::Twine;
 
 /// Largest fixed dim (keeps products of dims far from overflow).
-static constexpr int64_t kMaxDimSize = int64_t(1) << 32;
 /// Largest rank of a written type.
 static constexpr size_t kMaxRank = 8;
 /// Largest matrix of a declared group.
@@ -179,7 +178,8 @@ Type Sema::resolveType(const TypeExpr &t) {
                                           "types");
       return Type();
     }
-    return Type::tensor(*dt, std::move(shape));
+    Type result = Type::tensor(*dt, std::move(shape));
+    return checkShapeLimits(t.loc, result) ? result : Type();
   }
   const GroupInfo *group = lookupGroup(t.base);
   if (!group) {
@@ -221,7 +221,8 @@ Type Sema::resolveType(const TypeExpr &t) {
     diags.emitError(t.loc, "group type has too many sequence dims");
     return Type();
   }
-  return Type::groupSeq(group, dt, std::move(shape));
+  Type result = Type::groupSeq(group, dt, std::move(shape));
+  return checkShapeLimits(t.loc, result) ? result : Type();
 }
 
 //===----------------------------------------------------------------------===//
@@ -549,10 +550,15 @@ void Sema::checkGroup(GroupDecl &group) {
       }
       unsigned idx = it->second;
       if (owner[idx] >= 0) {
+        // The owner may be this very block, which is not in info.blocks
+        // until its list is done.
+        StringRef ownerName = size_t(owner[idx]) < info.blocks.size()
+                                  ? StringRef(info.blocks[owner[idx]].name)
+                                  : StringRef(norm.name);
         diags.emitError(loc, "generator '" + name +
                                  "' is already in norm "
                                  "block '" +
-                                 info.blocks[owner[idx]].name + "'");
+                                 ownerName + "'");
         return;
       }
       if (idx != next) {

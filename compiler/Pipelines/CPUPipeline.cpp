@@ -83,6 +83,10 @@ void torsor::buildCPULoweringPipeline(OpPassManager &pm,
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   bufferization::BufferDeallocationPipelineOptions dealloc;
   bufferization::buildBufferDeallocationPipeline(pm, dealloc);
+  // Deallocation may leave bufferization.clone (a result that aliases an
+  // argument, such as a group input returned next to its log); nothing
+  // below lowers it, and it would reach LLVM as unrealized casts.
+  pm.addPass(createConvertBufferizationToMemRefPass());
 
   // Structured ops and loops to the CFG.
   // Above -O0, structured ops become scf.parallel where their iterators
