@@ -184,6 +184,15 @@ Type Sema::checkGeoLayer(CallExpr &call) {
                                              "reduced dim r of at least 2");
       return Type();
     }
+    // w_plucker has C(r, 2) columns, a dim like any other (≤ 2^32); the
+    // bound also keeps r(r − 1) inside int64.
+    if (r > 92682) {
+      diags.emitError(wRed->value->getLoc(),
+                      "'grassmann_mix' has r(r - 1)/2 Pluecker coordinates, "
+                      "at most 2^32, so r is at most 92682; got " +
+                          Twine(r));
+      return Type();
+    }
     DType dt = h.dtype;
     SMLoc loc = call.getLoc();
     if (!checkWeight(*this, diags, call, "b_red",
@@ -227,13 +236,12 @@ Type Sema::checkGeoLayer(CallExpr &call) {
     if (const KeywordArg *kw = call.getKeyword("causal"))
       if (!getBool(*kw, causal))
         return Type();
-    double eps = 1e-6;
-    if (const KeywordArg *kw = call.getKeyword("eps"))
-      if (!getNumber(*kw, eps))
-        return Type();
+    // eps must be positive, as geo.grassmann_mix's verifier requires
+    // (eps = -1 once passed Sema and failed in the verifier).
+    if (!getPositiveEps(call, 1e-6))
+      return Type();
     call.constants["offsets"] = offsets;
     call.constants["causal"] = {causal ? 1.0 : 0.0};
-    call.constants["eps"] = {eps};
     call.constants["r"] = {double(r)};
     return h;
   }

@@ -15,7 +15,7 @@ SECONDS_EACH=${2:?usage: fuzz.sh BUILD_DIR SECONDS}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ARTIFACTS=$BUILD/fuzz-artifacts
 mkdir -p "$ARTIFACTS"
-export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
+export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:allow_user_poisoning=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
 shopt -s nullglob

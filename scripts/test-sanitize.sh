@@ -13,7 +13,7 @@ set -euo pipefail
 BUILD=${1:?usage: test-sanitize.sh BUILD_DIR JOBS}
 JOBS=${2:-2}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1
+export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1:allow_user_poisoning=0
 export UBSAN_OPTIONS=abort_on_error=1:print_stacktrace=1
 
 # The unit tests (every ctest entry but lit and the source checks).

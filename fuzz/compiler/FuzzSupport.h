@@ -43,7 +43,8 @@ FrontendResult runFrontend(llvm::StringRef source, unsigned dtype = 0);
 /// Runs what `torsorc -o OUT.so` runs after the front end, short of the
 /// machine-code emission: the manifest, the optimization and CPU lowering
 /// pipelines, and the translation to LLVM IR. Returns an empty string on
-/// success, else what failed.
+/// success or on the manifest's located refusal of a type the runtime
+/// cannot pass, else what failed.
 std::string runBackend(mlir::ModuleOp module, unsigned optLevel);
 
 /// Prints the input and the reason, then aborts so libFuzzer saves a

@@ -391,16 +391,16 @@ private:
       std::string d = lastDim(*t);
       int64_t r = count(2 + pick(3));
       std::string rs = std::to_string(r);
-      std::string pc = std::to_string(r * (r - 1) / 2);
-      std::string g2 = "2 * " + d;
-      (void)g2;
+      // Unsigned: r may be a boundary value whose C(r, 2) wraps, which
+      // is fine for a generator (Sema must reject the result).
+      std::string pc = std::to_string(uint64_t(r) * (uint64_t(r) - 1) / 2);
       std::string wr = param({rs, d}), br = param({rs});
       std::string wp = param({d, pc}), bp = param({d});
       // [d, 2d] needs a numeric 2d; use a fixed dim when d is one.
       std::string twoD = d;
       for (size_t i = 0; i < fixed.size(); ++i)
         if (fixed[i] == d)
-          twoD = std::to_string(2 * fixedValues[i]);
+          twoD = std::to_string(2 * uint64_t(fixedValues[i]));
       std::string wg = param({d, twoD}), bg = param({d});
       unsigned noffs = pick(4) == 0 ? pick(120) : 1 + pick(4);
       std::string offs = "[";
