@@ -54,7 +54,9 @@ bool Sema::check(Module &mod) {
                       "redefinition of model '" + model->name + "'");
     unsigned modelErrors = diags.getNumErrors();
     checkModel(*model);
-    if (diags.getNumErrors() == modelErrors)
+    // Sema stays quiet about statements that failed to parse, so a clean
+    // check does not mean well-formed calls unless the parse was clean too.
+    if (diags.getNumErrors() == modelErrors && !model->hadParseError)
       analyzeLeftInvariance(*model);
   }
   return diags.getNumErrors() == before;
