@@ -32,7 +32,9 @@ for exe in "${targets[@]}"; do
   seeds=$ROOT/fuzz/corpus/$name
   work=$(mktemp -d)
   log=$BUILD/fuzz-$name.log
-  args=(-max_total_time="$SECONDS_EACH" -timeout=60 -rss_limit_mb=4096
+  # A fixed seed (FUZZ_SEED, default 1) makes CI runs repeatable; 0 asks
+  # libFuzzer for a fresh one.
+  args=(-seed="${FUZZ_SEED:-1}" -max_total_time="$SECONDS_EACH" -timeout=60 -rss_limit_mb=4096
         -print_final_stats=1 -artifact_prefix="$ARTIFACTS/$name-")
   [ -f "$ROOT/fuzz/dict/$name.dict" ] && args+=(-dict="$ROOT/fuzz/dict/$name.dict")
   [ -d "$seeds" ] || seeds=
