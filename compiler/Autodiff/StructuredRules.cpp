@@ -57,6 +57,20 @@ static FailureOr<Combine> classifyOutput(linalg::LinalgOp op, unsigned k) {
   return failure();
 }
 
+/// Whether `v` is computed from constants and integers alone (1/N from a
+/// symbolic dim, say): no cotangent can reach the model's arguments
+/// through it.
+static bool isInactive(Value v, unsigned depth = 0) {
+  if (matchPattern(v, m_Constant()))
+    return true;
+  Operation *def = v.getDefiningOp();
+  if (!def || def->getNumRegions() || depth > 8)
+    return false;
+  return llvm::all_of(def->getOperands(), [&](Value o) {
+    return !isDifferentiable(o) || isInactive(o, depth + 1);
+  });
+}
+
 /// The cotangents of tensors a linalg body gathers from (tensor.extract of
 /// a captured tensor, as the Plücker pair tables do): a serial loop nest
 /// over the iteration space that replays the body's reverse sweep at each
@@ -178,7 +192,7 @@ static LogicalResult structuredVJP(OpBuilder &b, Operation *raw, Cots cots,
   for (Operation &inner : body->without_terminator())
     for (Value v : inner.getOperands()) {
       if (v.getParentBlock() == body || !isDifferentiable(v) ||
-          matchPattern(v, m_Constant()))
+          isInactive(v))
         continue;
       if (isa<tensor::ExtractOp>(inner) && v == inner.getOperand(0)) {
         gathered.insert(v);
