@@ -35,8 +35,8 @@ def encode(text):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=400)
-    ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("--steps", type=int, default=1000)
+    ap.add_argument("--seq", type=int, default=256)
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=2)
@@ -76,9 +76,6 @@ def main():
             f.write("step,loss\n")
             for i, v in enumerate(history, 1):
                 f.write("%d,%.6f\n" % (i, v))
-    # The last loss line is the mean of the last 10 steps' losses: one
-    # window's loss is noisy.
-    print("final loss %.4f (mean of the last 10 steps)" % float(np.mean(history[-10:])))
 
 
 if __name__ == "__main__":

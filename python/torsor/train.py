@@ -96,7 +96,9 @@ def train(model, params, batches, optimizer, steps, loss="loss", log_every=10,
     loss        the name of the model's scalar loss output; the backward
                 pass seeds its cotangent with 1 (every other output 0)
     clip        if set, rescales the whole gradient to at most this norm
-    Prints `step N loss X (T tokens/s)` every `log_every` steps and writes
+    Prints `step N loss X (T tokens/s)` every `log_every` steps, X the mean
+    loss of the steps since the previous line (one batch's loss is noisy),
+    and writes
     `checkpoint` (.safetensors) every `checkpoint_every` steps and at the
     end. Gradients of inputs are computed but not used."""
     grads_of = {"grad." + s.name: s.name for s in model.params}
@@ -120,7 +122,9 @@ def train(model, params, batches, optimizer, steps, loss="loss", log_every=10,
         tokens += int(np.prod(np.shape(next(iter(batch.values())))))
         if step % log_every == 0 or step == steps:
             rate = tokens / max(time.perf_counter() - start, 1e-9)
-            out("step %d loss %.4f (%.0f tokens/s)" % (step, value, rate))
+            recent = history[-(((step - 1) % log_every) + 1):]
+            out("step %d loss %.4f (%.0f tokens/s)"
+                % (step, float(np.mean(recent)), rate))
         if checkpoint and checkpoint_every and step % checkpoint_every == 0:
             save_weights(checkpoint, params)
     if checkpoint:
