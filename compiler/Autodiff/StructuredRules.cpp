@@ -191,8 +191,7 @@ static LogicalResult structuredVJP(OpBuilder &b, Operation *raw, Cots cots,
   SetVector<Value> gathered;
   for (Operation &inner : body->without_terminator())
     for (Value v : inner.getOperands()) {
-      if (v.getParentBlock() == body || !isDifferentiable(v) ||
-          isInactive(v))
+      if (v.getParentBlock() == body || !isDifferentiable(v) || isInactive(v))
         continue;
       if (isa<tensor::ExtractOp>(inner) && v == inner.getOperand(0)) {
         gathered.insert(v);
