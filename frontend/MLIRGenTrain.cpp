@@ -57,10 +57,9 @@ struct Reducer {
                iters,
                [&](OpBuilder &nb, Location nl, ValueRange a) {
                  Value v = fn(nb, nl, a.drop_back());
-                 Value r = max ? Value(arith::MaxNumFOp::create(nb, nl, v,
-                                                                a.back()))
-                               : Value(arith::AddFOp::create(nb, nl, a.back(),
-                                                             v));
+                 Value r =
+                     max ? Value(arith::MaxNumFOp::create(nb, nl, v, a.back()))
+                         : Value(arith::AddFOp::create(nb, nl, a.back(), v));
                  linalg::YieldOp::create(nb, nl, r);
                })
         ->getResult(0);
@@ -71,25 +70,26 @@ struct Reducer {
   Value mean(Value perElement, const FType &type) {
     unsigned rank = type.rank();
     FType scalar = FType::tensor(type.dtype, {});
-    Value sum = reduce(filled(scalar, 0.0), {perElement},
-                       {gen.b.getMultiDimIdentityMap(rank)}, rank, 0,
-                       [](OpBuilder &, Location, ValueRange a) { return a[0]; });
+    Value sum = reduce(
+        filled(scalar, 0.0), {perElement}, {gen.b.getMultiDimIdentityMap(rank)},
+        rank, 0, [](OpBuilder &, Location, ValueRange a) { return a[0]; });
     Value count = arith::ConstantIndexOp::create(gen.b, l, 1);
     for (const Dim &d : type.shape)
       count = arith::MulIOp::create(
           gen.b, l, count,
-          d.symbolic ? gen.dimValue(d, l)
-                     : Value(arith::ConstantIndexOp::create(gen.b, l, d.value)));
+          d.symbolic
+              ? gen.dimValue(d, l)
+              : Value(arith::ConstantIndexOp::create(gen.b, l, d.value)));
     Value n = arith::SIToFPOp::create(
         gen.b, l, gen.elementType(type.dtype),
         arith::IndexCastOp::create(gen.b, l, gen.b.getI64Type(), count));
     Value inv =
         arith::DivFOp::create(gen.b, l, gen.floatConst(type.dtype, 1.0, l), n);
-    return gen.generic(scalar, {sum}, {AffineMap::get(0, 0, {}, &gen.ctx)}, l,
-                       [&](OpBuilder &nb, Location nl, ArrayRef<Value> v) {
-                         return arith::MulFOp::create(nb, nl, v[0], inv)
-                             .getResult();
-                       });
+    return gen.generic(
+        scalar, {sum}, {AffineMap::get(0, 0, {}, &gen.ctx)}, l,
+        [&](OpBuilder &nb, Location nl, ArrayRef<Value> v) {
+          return arith::MulFOp::create(nb, nl, v[0], inv).getResult();
+        });
   }
 };
 } // namespace
@@ -157,26 +157,26 @@ Value MLIRGenImpl::emitTraining(const CallExpr &call, const Env &env) {
               .getResult();
         });
     DType dt = logits.dtype;
-    Value picked = red.reduce(
-        red.filled(rowType, 0.0), {x, t}, {id, lead}, rank, rank - 1,
-        [&](OpBuilder &nb, Location nl, ValueRange a) {
-          Value v = arith::IndexCastOp::create(
-              nb, nl, nb.getI64Type(),
-              linalg::IndexOp::create(nb, nl, rank - 1));
-          Value hit = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::eq,
-                                            v, a[1]);
-          return arith::SelectOp::create(nb, nl, hit, a[0],
-                                         floatConst(dt, 0.0, nl))
-              .getResult();
-        });
+    Value picked =
+        red.reduce(red.filled(rowType, 0.0), {x, t}, {id, lead}, rank, rank - 1,
+                   [&](OpBuilder &nb, Location nl, ValueRange a) {
+                     Value v = arith::IndexCastOp::create(
+                         nb, nl, nb.getI64Type(),
+                         linalg::IndexOp::create(nb, nl, rank - 1));
+                     Value hit = arith::CmpIOp::create(
+                         nb, nl, arith::CmpIPredicate::eq, v, a[1]);
+                     return arith::SelectOp::create(nb, nl, hit, a[0],
+                                                    floatConst(dt, 0.0, nl))
+                         .getResult();
+                   });
     AffineMap rowId = b.getMultiDimIdentityMap(rank - 1);
-    Value perToken = generic(
-        rowType, {m, s, picked}, {rowId, rowId, rowId}, l,
-        [](OpBuilder &nb, Location nl, ArrayRef<Value> v) {
-          Value lse = arith::AddFOp::create(
-              nb, nl, math::LogOp::create(nb, nl, v[1]), v[0]);
-          return arith::SubFOp::create(nb, nl, lse, v[2]).getResult();
-        });
+    Value perToken =
+        generic(rowType, {m, s, picked}, {rowId, rowId, rowId}, l,
+                [](OpBuilder &nb, Location nl, ArrayRef<Value> v) {
+                  Value lse = arith::AddFOp::create(
+                      nb, nl, math::LogOp::create(nb, nl, v[1]), v[0]);
+                  return arith::SubFOp::create(nb, nl, lse, v[2]).getResult();
+                });
     return red.mean(perToken, rowType);
   }
   // mse

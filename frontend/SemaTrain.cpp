@@ -21,8 +21,9 @@ static bool expectTokens(DiagnosticEngine &diags, const Expr &expr,
     return false;
   if (t.kind == Type::Tensor && t.dtype == DType::I64)
     return true;
-  diags.emitError(expr.getLoc(), what + " must be an i64 tensor of token "
-                                        "ids, got " +
+  diags.emitError(expr.getLoc(), what +
+                                     " must be an i64 tensor of token "
+                                     "ids, got " +
                                      t.str());
   return false;
 }
