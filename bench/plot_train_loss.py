@@ -28,7 +28,7 @@ def main():
     window = 20
     smooth = np.convolve(loss, np.ones(window) / window, mode="valid")
     fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot(steps, loss, lw=0.6, alpha=0.4, label="loss per step (one 128-char window)")
+    ax.plot(steps, loss, lw=0.6, alpha=0.4, label="loss per step (one 256-char window)")
     ax.plot(steps[window - 1:], smooth, lw=1.8, label="mean of %d steps" % window)
     if args.entropy is not None:
         ax.axhline(args.entropy, color="k", ls="--", lw=1,
