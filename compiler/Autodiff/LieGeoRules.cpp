@@ -1,17 +1,220 @@
 //===- LieGeoRules.cpp - VJPs of lie ops and the Lie/Grassmann layers -----===//
 //
-// The rules for `lie.*`, `geo.lie_attention` and `geo.grassmann_mix`, and
-// the group-input hook that turns an ambient matrix cotangent into the
-// left-trivialised gradient in algebra coordinates (VJP.h). Written by the
-// group-model side of the autodiff work; empty until then, so models with
-// group inputs report "no gradient rule for 'lie.…'".
+// The rules for `lie.*` and `geo.lie_attention`, and the group-input hook
+// that turns an ambient matrix cotangent into the left-trivialised gradient
+// in algebra coordinates (VJP.h). Every rule is one `lie.pullback` per
+// differentiable operand: the group model builds the derivative from its
+// own formulas (dialects/Lie/IR/Groups/Derivatives.h), so the math of each
+// group is written once. geo.lie_attention's rule is the flash backward
+// (geo.flash_lie_attention_grad, O(L) memory) on the fused forward's pair
+// features; with batch dims or a pair form that builds loops it falls back
+// to the unfused lowering. geo.grassmann_mix has no rule here:
+// torsor-differentiate lowers it with its -O0 form and the core rules
+// differentiate that.
 //
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Autodiff/VJP.h"
+#include "compiler/Conversion/GeoToLinalg/GeoToLinalg.h"
+#include "dialects/Geo/IR/GeoOps.h"
+#include "dialects/Lie/IR/LieOps.h"
 
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+using namespace mlir;
+using namespace torsor;
 using namespace torsor::autodiff;
 
+namespace {
+
+using Cots = ArrayRef<Value>;
+using Grads = SmallVectorImpl<Value>;
+
+/// lie.pullback "kind"(inputs), cot for operand `wrt` (its own type).
+Value pullback(OpBuilder &b, Location loc, StringRef kind, ValueRange inputs,
+               Value cot, lie::GroupAttr group, unsigned wrt,
+               DenseF64ArrayAttr lambda = {}) {
+  return lie::PullbackOp::create(b, loc, inputs[wrt].getType(),
+                                 b.getStringAttr(kind), inputs, cot, group,
+                                 b.getI64IntegerAttr(wrt), lambda);
+}
+
+/// One pullback per operand of an element-wise lie op.
+template <typename OpT>
+LogicalResult lieVJP(OpBuilder &b, Operation *raw, Cots cots, Grads &grads,
+                     StringRef kind) {
+  auto op = cast<OpT>(raw);
+  for (unsigned i = 0; i < raw->getNumOperands(); ++i)
+    grads[i] = pullback(b, raw->getLoc(), kind, raw->getOperands(), cots[0],
+                        op.getGroup(), i);
+  return success();
+}
+
+LogicalResult composeVJP(OpBuilder &b, Operation *op, Cots cots,
+                         Grads &grads) {
+  return lieVJP<lie::ComposeOp>(b, op, cots, grads, "compose");
+}
+LogicalResult inverseVJP(OpBuilder &b, Operation *op, Cots cots,
+                         Grads &grads) {
+  return lieVJP<lie::InverseOp>(b, op, cots, grads, "inverse");
+}
+LogicalResult logVJP(OpBuilder &b, Operation *op, Cots cots, Grads &grads) {
+  return lieVJP<lie::LogOp>(b, op, cots, grads, "log");
+}
+LogicalResult expVJP(OpBuilder &b, Operation *op, Cots cots, Grads &grads) {
+  return lieVJP<lie::ExpOp>(b, op, cots, grads, "exp");
+}
+LogicalResult actVJP(OpBuilder &b, Operation *op, Cots cots, Grads &grads) {
+  return lieVJP<lie::ActOp>(b, op, cots, grads, "act");
+}
+LogicalResult pairFeaturesVJP(OpBuilder &b, Operation *raw, Cots cots,
+                              Grads &grads) {
+  auto op = cast<lie::PairFeaturesOp>(raw);
+  return lieVJP<lie::PairFeaturesOp>(
+      b, raw, cots, grads, op.getKey() ? "key_features" : "query_features");
+}
+LogicalResult dist2VJP(OpBuilder &b, Operation *raw, Cots cots, Grads &grads) {
+  auto op = cast<lie::Dist2Op>(raw);
+  DenseF64ArrayAttr lambda =
+      b.getDenseF64ArrayAttr(op.getLambdaOrDefault());
+  for (unsigned i = 0; i < 2; ++i)
+    grads[i] = pullback(b, raw->getLoc(), "dist2", raw->getOperands(),
+                        cots[0], op.getGroup(), i, lambda);
+  return success();
+}
+
+/// Rank-2 `t` transposed.
+Value transpose(OpBuilder &b, Location loc, Value t) {
+  auto type = cast<RankedTensorType>(t.getType());
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, t);
+  std::swap(sizes[0], sizes[1]);
+  Value empty =
+      tensor::EmptyOp::create(b, loc, sizes, type.getElementType());
+  return linalg::TransposeOp::create(b, loc, t, empty, ArrayRef<int64_t>{1, 0})
+      .getResult()[0];
+}
+
+/// The unfused backward of `raw`: its -O0 lowering (lie ops and linalg,
+/// with L × L intermediates) rebuilt here and swept by the other rules.
+/// For groups whose pair form builds loops (declared groups with an
+/// iterative log), which the flash backward cannot vectorise.
+LogicalResult unfusedVJP(OpBuilder &b, Operation *raw, Cots cots,
+                         Grads &grads) {
+  Block *block = b.getInsertionBlock();
+  Block::iterator point = b.getInsertionPoint();
+  Operation *before = point == block->begin() ? nullptr : &*std::prev(point);
+  Operation *clone = b.clone(*raw);
+  // The marker keeps the lowered result findable after the rewrite.
+  auto marker = UnrealizedConversionCastOp::create(
+      b, raw->getLoc(), clone->getResultTypes(), clone->getResults());
+  RewritePatternSet patterns(raw->getContext());
+  populateGeoToLinalgConversionPatterns(patterns);
+  GreedyRewriteConfig config;
+  config.setStrictness(GreedyRewriteStrictness::ExistingOps);
+  if (failed(applyOpPatternsGreedily({clone}, std::move(patterns), config)))
+    return raw->emitOpError("could not be lowered for its unfused gradient");
+  SmallVector<Operation *> ops;
+  for (Operation *op = before ? before->getNextNode() : &block->front();
+       op != marker.getOperation(); op = op->getNextNode())
+    ops.push_back(op);
+  llvm::DenseMap<Value, Value> cotangents;
+  cotangents[marker.getOperand(0)] = cots[0];
+  b.setInsertionPointAfter(marker);
+  if (failed(backpropagate(b, ops, cotangents, getVJPRegistry())))
+    return failure();
+  for (auto [i, operand] : llvm::enumerate(raw->getOperands()))
+    grads[i] = cotangents.lookup(operand);
+  marker.erase();
+  return success();
+}
+
+/// geo.lie_attention: pair features as the fused forward has them, the
+/// flash backward on them, and the features' pullbacks to the poses.
+LogicalResult lieAttentionVJP(OpBuilder &b, Operation *raw, Cots cots,
+                              Grads &grads) {
+  auto op = cast<geo::LieAttentionOp>(raw);
+  Location loc = op.getLoc();
+  auto gType = cast<RankedTensorType>(op.getElements().getType());
+  lie::GroupAttr group = op.getGroup();
+  const lie::GroupModel &model = group.getModel();
+  if (gType.getRank() != 3 || !model.hasStraightLinePairForm())
+    return unfusedVJP(b, raw, cots, grads);
+  Type elt = gType.getElementType();
+  Value g = op.getElements();
+  auto features = [&](bool key) -> Value {
+    SmallVector<int64_t> shape = {
+        gType.getDimSize(0),
+        key ? model.getKeyFeatureCount() : model.getQueryFeatureCount()};
+    return lie::PairFeaturesOp::create(b, loc, RankedTensorType::get(shape, elt),
+                                       g, group, key);
+  };
+  Value q = features(false), k = features(true);
+  Value kT = transpose(b, loc, k);
+  auto flash = geo::FlashLieAttentionGradOp::create(
+      b, loc, TypeRange{q.getType(), kT.getType(), op.getValues().getType()},
+      q, kT, op.getValues(), op.getResult(), cots[0], group, op.getHeadsAttr(),
+      op.getTauAttr(), op.getLambdaAttr(), op.getCausalAttr());
+  Value dk = transpose(b, loc, flash.getKeysGrad());
+  Value dq = flash.getQueriesGrad();
+  Value fromQ = pullback(b, loc, "query_features", ValueRange{g}, dq, group, 0);
+  Value fromK = pullback(b, loc, "key_features", ValueRange{g}, dk, group, 0);
+  grads[0] = addValues(b, loc, fromQ, fromK);
+  grads[1] = flash.getValuesGrad();
+  return success();
+}
+
+/// The group of input `g` named `name` (its torsor.group): the
+/// #lie.group attribute of an op that uses it (declared groups carry their
+/// generators only there), else the built-in group of that name.
+lie::GroupAttr findGroup(Value g, Attribute name) {
+  if (auto group = dyn_cast_or_null<lie::GroupAttr>(name))
+    return group;
+  auto text = dyn_cast_or_null<StringAttr>(name);
+  for (Operation *user : g.getUsers())
+    if (auto group = user->getAttrOfType<lie::GroupAttr>("group"))
+      if (!text || group.getName() == text ||
+          group.getModel().getDisplayName() == text.getValue())
+        return group;
+  if (!text)
+    return {};
+  std::string lower = text.getValue().lower();
+  if (!lie::lookupBuiltinGroupModel(lower))
+    return {};
+  return lie::GroupAttr::get(StringAttr::get(g.getContext(), lower));
+}
+
+/// Ambient cotangent of a group input → left-trivialised gradient.
+FailureOr<Value> groupInputGradient(OpBuilder &b, Location loc, Value g,
+                                    Value cot, Attribute groupAttr) {
+  lie::GroupAttr group = findGroup(g, groupAttr);
+  if (!group) {
+    emitError(loc, "no group model for the gradient of a group input of "
+                   "group ")
+        << groupAttr;
+    return failure();
+  }
+  auto gType = cast<RankedTensorType>(g.getType());
+  SmallVector<int64_t> shape(gType.getShape().drop_back(2));
+  shape.push_back(group.getModel().getAlgebraDim());
+  return lie::PullbackOp::create(
+             b, loc, RankedTensorType::get(shape, gType.getElementType()),
+             b.getStringAttr("left_trivialize"), ValueRange{g}, cot, group,
+             b.getI64IntegerAttr(0), DenseF64ArrayAttr())
+      .getResult();
+}
+
+} // namespace
+
 void torsor::autodiff::registerLieGeoVJPRules(VJPRegistry &registry) {
-  (void)registry;
+  registry.add("lie.compose", {composeVJP});
+  registry.add("lie.inverse", {inverseVJP});
+  registry.add("lie.log", {logVJP});
+  registry.add("lie.exp", {expVJP});
+  registry.add("lie.act", {actVJP});
+  registry.add("lie.dist2", {dist2VJP});
+  registry.add("lie.pair_features", {pairFeaturesVJP});
+  registry.add("geo.lie_attention", {lieAttentionVJP});
+  registry.groupInputGradient = groupInputGradient;
 }

@@ -61,6 +61,10 @@ void torsor::buildCPULoweringPipeline(OpPassManager &pm,
     pm.addPass(geo::createGeoDecomposeAttention());
   }
 
+  // The flash backward of Lie attention (gradients, docs/lie-gradients.md) has
+  // one lowering at every level: it is O(L) memory by construction.
+  pm.addPass(geo::createGeoDecomposeAttentionGrad());
+
   // Sequence-level and group ops to loops of scalar arith/math on tensors.
   // Above -O0, Grassmann mixing takes its fused form first.
   if (options.optLevel > 0)

@@ -319,4 +319,5 @@ void torsor::populateLieToArithConversionPatterns(RewritePatternSet &patterns) {
   patterns.add<LowerIdentity, LowerCompose, LowerInverse, LowerLog,
                LowerPairFeatures, LowerExp, LowerAct, LowerDist2,
                LowerMembershipResidual>(patterns.getContext());
+  populateLiePullbackPatterns(patterns);
 }

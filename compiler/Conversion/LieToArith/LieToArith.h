@@ -43,6 +43,10 @@ mlir::Value buildElementwiseLoops(mlir::OpBuilder &builder, mlir::Location loc,
 /// batch dims running the group model's scalar builder.
 void populateLieToArithConversionPatterns(mlir::RewritePatternSet &patterns);
 
+/// Adds the lowering of lie.pullback (LowerPullback.cpp): the group model's
+/// derivative builders per element.
+void populateLiePullbackPatterns(mlir::RewritePatternSet &patterns);
+
 } // namespace torsor
 
 #endif // TORSOR_COMPILER_CONVERSION_LIETOARITH_LIETOARITH_H

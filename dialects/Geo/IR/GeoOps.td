@@ -109,6 +109,59 @@ def Geo_FlashLieAttentionOp : Geo_Op<"flash_lie_attention", [Pure]> {
 }
 
 //===----------------------------------------------------------------------===//
+// FlashLieAttentionGradOp
+//===----------------------------------------------------------------------===//
+
+def Geo_FlashLieAttentionGradOp : Geo_Op<"flash_lie_attention_grad", [Pure]> {
+  let summary = "backward of Lie attention from pair features, O(L) memory";
+  let description = [{
+    The reverse-mode derivative of `geo.flash_lie_attention` over a whole
+    sequence (query offset 0), with the same `queries` (`L x Fq`), `keys`
+    (`Fk x L`, feature-major), `values` (`L x D`) and attributes; `out` is
+    the forward result and `out_grad` its cotangent. With
+    s_ij = Σ_b c_hb N_b(q_i, k_j), c_hb = −λ_hb / τ_h, and per head h:
+
+        P_ij  = exp(s_ij − lse_i),        lse_i = log Σ_j exp(s_ij)
+        dP_ij = ⟨dO_i, v_j⟩_h,            D_i  = ⟨dO_i, O_i⟩_h
+        dS_ij = P_ij (dP_ij − D_i)
+        dv_j  = Σ_i P_ij dO_i
+        dq_i  = Σ_j Σ_h Σ_b dS_ij c_hb ∂N_b/∂q (q_i, k_j)
+        dk_j  = Σ_i Σ_h Σ_b dS_ij c_hb ∂N_b/∂k (q_i, k_j)
+
+    Results: the gradients of `queries` (`L x Fq`), `keys` (feature-major,
+    `Fk x L`) and `values` (`L x D`). `geo-decompose-attention-grad` lowers
+    it flash-style: scores are recomputed per tile from the pair features;
+    only per-row statistics (lse_i and D_i per head) are stored, never an
+    L × L tensor. ∂N/∂q and ∂N/∂k are the adjoints of the group model's
+    pair form (Groups/Derivatives.h). Batch dims are not supported: the
+    caller loops over them.
+
+    ```mlir
+    %dq, %dk, %dv = geo.flash_lie_attention_grad %q, %k, %v, %o, %do {
+           group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>,
+           lambda = array<f64: 1.0>}
+        : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x64xf32>,
+           tensor<?x64xf32>, tensor<?x64xf32>)
+          -> (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x64xf32>)
+    ```
+  }];
+  let arguments = (ins Geo_FloatTensor:$queries, Geo_FloatTensor:$keys,
+                       Geo_FloatTensor:$values, Geo_FloatTensor:$out,
+                       Geo_FloatTensor:$out_grad,
+                       Lie_GroupAttr:$group, I64Attr:$heads,
+                       DenseF64ArrayAttr:$tau, DenseF64ArrayAttr:$lambda,
+                       UnitAttr:$causal);
+  let results = (outs Geo_FloatTensor:$queries_grad,
+                      Geo_FloatTensor:$keys_grad,
+                      Geo_FloatTensor:$values_grad);
+  let assemblyFormat = [{
+    $queries `,` $keys `,` $values `,` $out `,` $out_grad attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // PluckerOp
 //===----------------------------------------------------------------------===//
 

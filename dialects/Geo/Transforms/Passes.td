@@ -96,4 +96,41 @@ def GeoDecomposeAttention : Pass<"geo-decompose-attention"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def GeoDecomposeAttentionGrad : Pass<"geo-decompose-attention-grad"> {
+  let summary = "Lower geo.flash_lie_attention_grad to parallel vector loops";
+  let description = [{
+    The flash-style backward of Lie attention (FlashAttention-2's, without
+    atomics). Pass A runs over query tiles (`torsor.parallel`): it
+    recomputes each row's log-sum-exp per head from the pair features,
+    then, per key vector, P = exp(s − lse), dP = dO·v, dS = P(dP − D) and
+    the adjoint of the group model's pair form for dq. Pass B runs over
+    key vectors (`torsor.parallel`) and accumulates dk and dv per lane
+    from the stored lse and D = ⟨dO, O⟩. Only O(L·heads) statistics are
+    stored; no L × L tensor exists.
+
+    Before:
+    ```mlir
+    %dq, %dk, %dv = geo.flash_lie_attention_grad %q, %k, %v, %o, %do {...}
+    ```
+    After (sketch):
+    ```mlir
+    %a:3 = scf.for %t = %c0 to %tiles step %c1 iter_args(%dq0 = %e0, %lse0 = %e1, %d0 = %e2) {
+      %st:8 = scf.for %j = %c0 to %end step %c8 ... // running max and sums
+      %g:36 = scf.for %j = %c0 to %end step %c8 ... // dq per lane
+      ...
+    } {torsor.parallel}
+    %b:2 = scf.for %t = %c0 to %kvecs step %c1 iter_args(%dk0 = %z0, %dv0 = %z1) {
+      %acc:73 = scf.for %i = %start to %len step %c1 ... // dk, dv per lane
+      ...
+    } {torsor.parallel}
+    ```
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::vector::VectorDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 #endif // TORSOR_GEO_TRANSFORMS_PASSES

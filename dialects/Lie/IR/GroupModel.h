@@ -112,6 +112,20 @@ public:
   virtual mlir::Value buildMembershipResidual(ScalarBuilder &m,
                                               mlir::ValueRange g) const;
 
+  //===--------------------------------------------------------------------===//
+  // Tangent spaces (derivatives; Groups/Derivatives.h)
+  //===--------------------------------------------------------------------===//
+
+  /// ⟨Ē, hat(e_k)⟩ for every algebra coordinate k: the left-trivialised
+  /// gradient at the identity of an n×n entry cotangent Ē. Default: the
+  /// adjoint of buildExp at 0 (Derivatives.cpp).
+  virtual Scalars buildTangentPullback(ScalarBuilder &m,
+                                       mlir::ValueRange entries) const;
+  /// An n×n entry cotangent at the identity pairing with hat(ξ) as c·ξ.
+  /// Default: the adjoint of buildLog at the identity (Derivatives.cpp).
+  virtual Scalars buildAlgebraCotangent(ScalarBuilder &m,
+                                        mlir::ValueRange c) const;
+
   /// Σ_{k∈b} w_k² for every block b of algebra coordinates `w`.
   Scalars buildBlockNorms(ScalarBuilder &m, mlir::ValueRange w) const;
   /// Weighted squared norm Σ_b λ_b Σ_{k∈b} w_k² of algebra coordinates.

@@ -226,4 +226,42 @@ def Lie_MembershipResidualOp : Lie_Op<"membership_residual", [Pure]> {
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// PullbackOp
+//===----------------------------------------------------------------------===//
+
+def Lie_PullbackOp : Lie_Op<"pullback", [Pure]> {
+  let summary = "vector-Jacobian product of a lie op for one operand";
+  let description = [{
+    The reverse-mode derivative of one element-wise lie op (`of`: "compose",
+    "inverse", "log", "exp", "act", "dist2", "query_features",
+    "key_features" — the last two are `lie.pair_features` without and with
+    `key`) with respect to its operand `wrt`. `inputs` are the forward
+    op's operands; `cotangent` is the cotangent of its result.
+    Group-valued quantities carry ambient n×n cotangents (Frobenius
+    pairing); the result for a group operand is the canonical one,
+    g⁻ᵀ·Σ_k η_k D_k, with η the left-trivialised gradient
+    (d/dε f(g·exp(ε ξ^)) = ⟨η, ξ⟩) and D_k the dual basis of the
+    generators. "left_trivialize" (one input g, an ambient cotangent)
+    returns η itself (`[batch...] x k`). Everything else has ordinary
+    gradients of its own shape. The group model builds the derivative from
+    its own formulas (docs/lie-gradients.md: values at θ = 0 and θ = π).
+    ```mlir
+    %gbar = lie.pullback "log"(%g), %wbar {group = #lie.group<so3>, wrt = 0 : i64}
+        : (tensor<?x3x3xf64>, tensor<?x3xf64>) -> tensor<?x3x3xf64>
+    %eta = lie.pullback "left_trivialize"(%g), %gbar {group = #lie.group<so3>, wrt = 0 : i64}
+        : (tensor<?x3x3xf64>, tensor<?x3x3xf64>) -> tensor<?x3xf64>
+    ```
+  }];
+  let arguments = (ins StrAttr:$of, Variadic<Lie_FloatTensor>:$inputs,
+                       Lie_FloatTensor:$cotangent, Lie_GroupAttr:$group,
+                       I64Attr:$wrt, OptionalAttr<DenseF64ArrayAttr>:$lambda);
+  let results = (outs Lie_FloatTensor:$result);
+  let assemblyFormat = [{
+    $of `(` $inputs `)` `,` $cotangent attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // TORSOR_LIE_OPS

@@ -76,6 +76,12 @@ public:
     return special && special->hasStraightLinePairForm();
   }
 
+  // Tangent spaces from the generators and the dual basis (GenericGrad.cpp).
+  Scalars buildTangentPullback(ScalarBuilder &m,
+                               mlir::ValueRange entries) const override;
+  Scalars buildAlgebraCotangent(ScalarBuilder &m,
+                                mlir::ValueRange c) const override;
+
   /// The keyword of the built-in model the builders delegate to ("se3"),
   /// or empty when the generic builders are used.
   llvm::StringRef getSpecialization() const {

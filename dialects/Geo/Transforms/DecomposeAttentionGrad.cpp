@@ -1,0 +1,487 @@
+//===- DecomposeAttentionGrad.cpp - Flash backward to vector loops --------===//
+//
+// geo-decompose-attention-grad: lowers geo.flash_lie_attention_grad to two
+// parallel loops over vectors (FlashAttention-2's backward, atomics-free):
+//
+//   pass A, over query tiles of R rows (torsor.parallel):
+//     D_i = ⟨dO_i, O_i⟩ per head;
+//     stats: lse_i per head from a recompute of the scores (running max
+//       and per-lane sums, as the forward's online softmax);
+//     grads: per key vector, P = exp(s − lse), dP = dO_i·v_j (lanes over
+//       keys, values read feature-major), dS = P (dP − D), n̄_b = Σ_h dS c_hb,
+//       and the adjoint of the group model's pair form gives dq_i;
+//     lse_i and D_i are stored: 2·heads scalars per row.
+//   pass B, over key vectors (torsor.parallel):
+//     for every query i that may see them: the same P and dS from the
+//     stored lse_i and D_i, dv_j += P dO_i and the pair form's adjoint
+//     gives dk_j, both accumulated per lane in registers.
+//
+// Each pass recomputes the pair block norms from the per-token features,
+// so no L × L tensor (scores, probabilities or log coordinates) exists;
+// memory beyond the inputs and gradients is O(L·heads) plus the
+// feature-major copies of V and dV. The derivative of the pair form is
+// buildPairBlockNormsVJP: the adjoint of the same formula the forward
+// kernel runs, on vectors (one pair per lane).
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Strategy/TargetStrategy.h"
+#include "compiler/Transforms/LoopAttributes.h"
+#include "dialects/Geo/IR/GeoOps.h"
+#include "dialects/Geo/Transforms/KernelMath.h"
+#include "dialects/Geo/Transforms/Passes.h"
+#include "dialects/Lie/IR/GroupModel.h"
+#include "dialects/Lie/IR/Groups/Derivatives.h"
+
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <limits>
+
+namespace torsor::geo {
+#define GEN_PASS_DEF_GEODECOMPOSEATTENTIONGRAD
+#include "dialects/Geo/Transforms/Passes.h.inc"
+} // namespace torsor::geo
+
+using namespace mlir;
+using namespace torsor;
+using namespace torsor::geo;
+using torsor::lie::GroupModel;
+using torsor::lie::ScalarBuilder;
+using torsor::lie::Scalars;
+
+namespace {
+
+/// Builds the backward kernel of one flash_lie_attention_grad.
+class GradKernel {
+public:
+  GradKernel(FlashLieAttentionGradOp op, const TargetStrategy &strategy)
+      : op(op), model(op.getGroup().getModel()) {
+    auto vType = cast<RankedTensorType>(op.getValues().getType());
+    elt = cast<FloatType>(vType.getElementType());
+    dim = vType.getDimSize(1);
+    heads = op.getHeads();
+    headDim = dim / heads;
+    lanes = strategy.lanes(elt.getWidth());
+    rows = strategy.attentionMaxQueryRows;
+    blocks = model.getBlocks().size();
+    for (int64_t h = 0; h < heads; ++h)
+      for (unsigned b = 0; b < blocks; ++b)
+        coef.push_back(-op.getLambda()[h * blocks + b] / op.getTau()[h]);
+    numQ = model.getQueryFeatureCount();
+    numK = model.getKeyFeatureCount();
+  }
+
+  /// Builds the kernel before `op`; returns (dq, dkᵀ, dv).
+  FailureOr<SmallVector<Value>> build(ImplicitLocOpBuilder &b);
+
+private:
+  VectorType vec() const { return VectorType::get({lanes}, elt); }
+  Value idx(ImplicitLocOpBuilder &b, int64_t i) {
+    return arith::ConstantIndexOp::create(b, i);
+  }
+  /// Masked vector load of row `r` of a feature-major [F x L] tensor at
+  /// keys [j0, j0 + lanes), zero past the end.
+  Value loadKeys(ImplicitLocOpBuilder &b, Value t, int64_t r, Value j0) {
+    ScalarBuilder sm(b, elt);
+    return vector::TransferReadOp::create(b, vec(), t,
+                                          ValueRange{idx(b, r), j0}, sm.c(0.0),
+                                          ArrayRef<bool>{false});
+  }
+  /// Lanes j0 + l < end (and ≤ last when given) as a vector<lanes x i1>.
+  Value laneMask(ImplicitLocOpBuilder &b, Value j0, Value end,
+                 Value last = Value()) {
+    VectorType iv = VectorType::get({lanes}, b.getIndexType());
+    Value lane = arith::AddIOp::create(b, vector::StepOp::create(b, iv),
+                                       vector::BroadcastOp::create(b, iv, j0));
+    Value ok = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, lane,
+                                     vector::BroadcastOp::create(b, iv, end));
+    if (last)
+      ok = arith::AndIOp::create(
+          b, ok,
+          arith::CmpIOp::create(b, arith::CmpIPredicate::ule, lane,
+                                vector::BroadcastOp::create(b, iv, last)));
+    return ok;
+  }
+  /// Scores of every head from block norms: s_h = Σ_b c_hb N_b.
+  SmallVector<Value> scores(ScalarBuilder &vm, ArrayRef<Value> norms) {
+    SmallVector<Value> s;
+    for (int64_t h = 0; h < heads; ++h) {
+      Value acc = vm.mul(vm.c(coef[h * blocks]), norms[0]);
+      for (unsigned bl = 1; bl < blocks; ++bl)
+        acc = vm.fma(vm.c(coef[h * blocks + bl]), norms[bl], acc);
+      s.push_back(acc);
+    }
+    return s;
+  }
+  /// n̄_b = Σ_h dS_h c_hb.
+  SmallVector<Value> normBars(ScalarBuilder &vm, ArrayRef<Value> ds) {
+    SmallVector<Value> nbar;
+    for (unsigned bl = 0; bl < blocks; ++bl) {
+      Value acc = vm.mul(vm.c(coef[bl]), ds[0]);
+      for (int64_t h = 1; h < heads; ++h)
+        acc = vm.fma(vm.c(coef[h * blocks + bl]), ds[h], acc);
+      nbar.push_back(acc);
+    }
+    return nbar;
+  }
+  /// Pass A over query rows [first, first + count·tileRows) in tiles of
+  /// `tileRows`; carries (dq, lse, dsum).
+  SmallVector<Value> buildPassA(ImplicitLocOpBuilder &b, ValueRange state,
+                                Value first, Value count, int64_t tileRows);
+  /// One pass-A tile at row `row0`.
+  SmallVector<Value> passATile(ImplicitLocOpBuilder &b, ValueRange state,
+                               Value row0, int64_t tileRows);
+  /// Pass B over key vectors; carries (dkT, dvT).
+  SmallVector<Value> buildPassB(ImplicitLocOpBuilder &b, ValueRange state,
+                                Value lse, Value dsum);
+
+  FlashLieAttentionGradOp op;
+  const GroupModel &model;
+  FloatType elt;
+  int64_t dim, heads, headDim, lanes, rows;
+  unsigned blocks, numQ, numK;
+  SmallVector<double> coef; // [h][block]
+  Value len, valuesT;
+  bool failedVJP = false;
+};
+
+SmallVector<Value> GradKernel::passATile(ImplicitLocOpBuilder &b,
+                                         ValueRange state, Value row0,
+                                         int64_t tileRows) {
+  ScalarBuilder sm(b, elt), vm(b, elt, lanes);
+  Value dq = state[0], lse = state[1], dsum = state[2];
+  Value negInf = sm.c(-std::numeric_limits<double>::infinity());
+  Value zeroIdx = idx(b, 0);
+  Value step = idx(b, lanes);
+
+  // Per row: query features (splats), dO (scalars), D per head.
+  SmallVector<Value> rowIdx(tileRows);
+  SmallVector<Scalars> qSplat(tileRows), dOut(tileRows);
+  SmallVector<SmallVector<Value>> dvec(tileRows);
+  for (int64_t r = 0; r < tileRows; ++r) {
+    rowIdx[r] = arith::AddIOp::create(b, row0, idx(b, r));
+    for (unsigned f = 0; f < numQ; ++f)
+      qSplat[r].push_back(vm.splat(tensor::ExtractOp::create(
+          b, op.getQueries(), ValueRange{rowIdx[r], idx(b, f)})));
+    for (int64_t h = 0; h < heads; ++h) {
+      Value acc = sm.c(0.0);
+      for (int64_t d = h * headDim; d < (h + 1) * headDim; ++d) {
+        Value g = tensor::ExtractOp::create(b, op.getOutGrad(),
+                                            ValueRange{rowIdx[r], idx(b, d)});
+        Value o = tensor::ExtractOp::create(b, op.getOut(),
+                                            ValueRange{rowIdx[r], idx(b, d)});
+        dOut[r].push_back(g);
+        acc = sm.fma(g, o, acc);
+      }
+      dvec[r].push_back(acc);
+    }
+  }
+  // Keys the tile's rows may see: [0, end), row r up to `last[r]`.
+  Value end = len;
+  SmallVector<Value> last(tileRows);
+  if (op.getCausal()) {
+    end = arith::MinUIOp::create(
+        b, len, arith::AddIOp::create(b, row0, idx(b, tileRows)));
+    for (int64_t r = 0; r < tileRows; ++r)
+      last[r] = rowIdx[r];
+  }
+
+  // Norms of every row against the key vector at j0.
+  auto rowNorms = [&](ScalarBuilder &lm, int64_t r, ValueRange keys) {
+    return model.buildPairBlockNorms(lm, qSplat[r], keys);
+  };
+
+  // Stats: running max (scalar) and per-lane sums per row and head.
+  SmallVector<Value> init;
+  for (int64_t i = 0; i < tileRows * heads; ++i)
+    init.push_back(negInf);
+  for (int64_t i = 0; i < tileRows * heads; ++i)
+    init.push_back(vm.c(0.0));
+  auto stats = scf::ForOp::create(
+      b, zeroIdx, end, step, init,
+      [&](OpBuilder &nested, Location loc, Value j0, ValueRange args) {
+        ImplicitLocOpBuilder lb(loc, nested);
+        ScalarBuilder lsm(lb, elt), lvm(lb, elt, lanes);
+        Scalars keys;
+        for (unsigned f = 0; f < numK; ++f)
+          keys.push_back(loadKeys(lb, op.getKeys(), f, j0));
+        SmallVector<Value> next(args);
+        Value ninf = lvm.c(-std::numeric_limits<double>::infinity());
+        for (int64_t r = 0; r < tileRows; ++r) {
+          Value mask = laneMask(lb, j0, len, last[r]);
+          SmallVector<Value> s = scores(lvm, rowNorms(lvm, r, keys));
+          for (int64_t h = 0; h < heads; ++h) {
+            size_t rh = r * heads + h;
+            Value sh = lvm.select(mask, s[h], ninf);
+            Value m = args[rh];
+            Value newMax = lsm.max(
+                m, vector::ReductionOp::create(
+                       lb, vector::CombiningKind::MAXIMUMF, sh));
+            Value alpha = lsm.exp(lsm.sub(m, newMax));
+            Value p = lvm.exp(lvm.sub(sh, lvm.splat(newMax)));
+            p = lvm.select(mask, p, lvm.c(0.0));
+            next[rh] = newMax;
+            next[tileRows * heads + rh] =
+                lvm.fma(args[tileRows * heads + rh], lvm.splat(alpha), p);
+          }
+        }
+        scf::YieldOp::create(lb, next);
+      });
+  SmallVector<Value> lseRow(tileRows * heads);
+  for (int64_t rh = 0; rh < tileRows * heads; ++rh) {
+    Value total = vector::ReductionOp::create(
+        b, vector::CombiningKind::ADD, stats.getResult(tileRows * heads + rh));
+    lseRow[rh] = sm.add(stats.getResult(rh), sm.log(total));
+  }
+
+  // Grads: dq accumulated per lane, reduced once.
+  SmallVector<Value> accInit;
+  for (int64_t i = 0; i < tileRows * numQ; ++i)
+    accInit.push_back(vm.c(0.0));
+  auto grads = scf::ForOp::create(
+      b, zeroIdx, end, step, accInit,
+      [&](OpBuilder &nested, Location loc, Value j0, ValueRange args) {
+        ImplicitLocOpBuilder lb(loc, nested);
+        ScalarBuilder lvm(lb, elt, lanes);
+        Scalars keys;
+        for (unsigned f = 0; f < numK; ++f)
+          keys.push_back(loadKeys(lb, op.getKeys(), f, j0));
+        SmallVector<Value> vcol;
+        for (int64_t d = 0; d < dim; ++d)
+          vcol.push_back(loadKeys(lb, valuesT, d, j0));
+        SmallVector<Value> next(args);
+        for (int64_t r = 0; r < tileRows; ++r) {
+          Value mask = laneMask(lb, j0, len, last[r]);
+          SmallVector<Value> s = scores(lvm, rowNorms(lvm, r, keys));
+          SmallVector<Value> ds;
+          for (int64_t h = 0; h < heads; ++h) {
+            Value p = lvm.exp(
+                lvm.sub(s[h], lvm.splat(lseRow[r * heads + h])));
+            p = lvm.select(mask, p, lvm.c(0.0));
+            Value dp = lvm.c(0.0);
+            for (int64_t d = 0; d < headDim; ++d)
+              dp = lvm.fma(lvm.splat(dOut[r][h * headDim + d]),
+                           vcol[h * headDim + d], dp);
+            ds.push_back(lvm.mul(p, lvm.sub(dp, lvm.splat(dvec[r][h]))));
+          }
+          auto vjp = lie::buildPairBlockNormsVJP(model, lvm, qSplat[r], keys,
+                                                 normBars(lvm, ds));
+          if (failed(vjp)) {
+            failedVJP = true;
+            break;
+          }
+          for (unsigned f = 0; f < numQ; ++f)
+            next[r * numQ + f] = lvm.add(next[r * numQ + f], vjp->first[f]);
+        }
+        scf::YieldOp::create(lb, next);
+      });
+
+  for (int64_t r = 0; r < tileRows; ++r) {
+    for (unsigned f = 0; f < numQ; ++f) {
+      Value total = vector::ReductionOp::create(
+          b, vector::CombiningKind::ADD, grads.getResult(r * numQ + f));
+      dq = tensor::InsertOp::create(b, total, dq,
+                                    ValueRange{rowIdx[r], idx(b, f)});
+    }
+    for (int64_t h = 0; h < heads; ++h) {
+      lse = tensor::InsertOp::create(b, lseRow[r * heads + h], lse,
+                                     ValueRange{rowIdx[r], idx(b, h)});
+      dsum = tensor::InsertOp::create(b, dvec[r][h], dsum,
+                                      ValueRange{rowIdx[r], idx(b, h)});
+    }
+  }
+  return {dq, lse, dsum};
+}
+
+SmallVector<Value> GradKernel::buildPassA(ImplicitLocOpBuilder &b,
+                                          ValueRange state, Value first,
+                                          Value count, int64_t tileRows) {
+  auto loop = scf::ForOp::create(
+      b, idx(b, 0), count, idx(b, 1), state,
+      [&](OpBuilder &nested, Location loc, Value t, ValueRange args) {
+        ImplicitLocOpBuilder lb(loc, nested);
+        Value row0 = arith::AddIOp::create(
+            lb, first, arith::MulIOp::create(lb, t, idx(lb, tileRows)));
+        scf::YieldOp::create(lb, passATile(lb, args, row0, tileRows));
+      });
+  // Tiles write their own rows of dq, lse and dsum only.
+  loop->setAttr(kParallelLoopAttr, b.getUnitAttr());
+  return SmallVector<Value>(loop.getResults());
+}
+
+SmallVector<Value> GradKernel::buildPassB(ImplicitLocOpBuilder &b,
+                                          ValueRange state, Value lse,
+                                          Value dsum) {
+  Value vectors = arith::DivUIOp::create(
+      b, arith::AddIOp::create(b, len, idx(b, lanes - 1)), idx(b, lanes));
+  auto loop = scf::ForOp::create(
+      b, idx(b, 0), vectors, idx(b, 1), state,
+      [&](OpBuilder &nested, Location loc, Value t, ValueRange args) {
+        ImplicitLocOpBuilder lb(loc, nested);
+        ScalarBuilder lvm(lb, elt, lanes);
+        Value j0 = arith::MulIOp::create(lb, t, idx(lb, lanes));
+        Scalars keys;
+        for (unsigned f = 0; f < numK; ++f)
+          keys.push_back(loadKeys(lb, op.getKeys(), f, j0));
+        SmallVector<Value> vcol;
+        for (int64_t d = 0; d < dim; ++d)
+          vcol.push_back(loadKeys(lb, valuesT, d, j0));
+        // Queries that may see these keys: all, or (causal) i ≥ j0.
+        Value start = op.getCausal() ? j0 : idx(lb, 0);
+        SmallVector<Value> init;
+        for (int64_t i = 0; i < numK + dim; ++i)
+          init.push_back(lvm.c(0.0));
+        auto queries = scf::ForOp::create(
+            lb, start, len, idx(lb, 1), init,
+            [&](OpBuilder &nested2, Location loc2, Value i, ValueRange acc) {
+              ImplicitLocOpBuilder ib(loc2, nested2);
+              ScalarBuilder ism(ib, elt), ivm(ib, elt, lanes);
+              Scalars q;
+              for (unsigned f = 0; f < numQ; ++f)
+                q.push_back(ivm.splat(tensor::ExtractOp::create(
+                    ib, op.getQueries(), ValueRange{i, idx(ib, f)})));
+              Value mask = laneMask(ib, j0, len, op.getCausal() ? i : Value());
+              SmallVector<Value> s =
+                  scores(ivm, model.buildPairBlockNorms(ivm, q, keys));
+              SmallVector<Value> next(acc), ds, probs;
+              for (int64_t h = 0; h < heads; ++h) {
+                Value lseI = tensor::ExtractOp::create(
+                    ib, lse, ValueRange{i, idx(ib, h)});
+                Value dI = tensor::ExtractOp::create(
+                    ib, dsum, ValueRange{i, idx(ib, h)});
+                Value p = ivm.exp(ivm.sub(s[h], ivm.splat(lseI)));
+                p = ivm.select(mask, p, ivm.c(0.0));
+                Value dp = ivm.c(0.0);
+                for (int64_t d = h * headDim; d < (h + 1) * headDim; ++d) {
+                  Value g = ivm.splat(tensor::ExtractOp::create(
+                      ib, op.getOutGrad(), ValueRange{i, idx(ib, d)}));
+                  dp = ivm.fma(g, vcol[d], dp);
+                  next[numK + d] = ivm.fma(p, g, next[numK + d]);
+                }
+                ds.push_back(ivm.mul(p, ivm.sub(dp, ivm.splat(dI))));
+              }
+              auto vjp = lie::buildPairBlockNormsVJP(model, ivm, q, keys,
+                                                     normBars(ivm, ds));
+              if (failed(vjp))
+                failedVJP = true;
+              else
+                for (unsigned f = 0; f < numK; ++f)
+                  next[f] = ivm.add(next[f], vjp->second[f]);
+              scf::YieldOp::create(ib, next);
+            });
+        Value dkT = args[0], dvT = args[1];
+        for (unsigned f = 0; f < numK; ++f)
+          dkT = vector::TransferWriteOp::create(lb, queries.getResult(f), dkT,
+                                                ValueRange{idx(lb, f), j0},
+                                                ArrayRef<bool>{false})
+                    .getResult();
+        for (int64_t d = 0; d < dim; ++d)
+          dvT = vector::TransferWriteOp::create(
+                    lb, queries.getResult(numK + d), dvT,
+                    ValueRange{idx(lb, d), j0}, ArrayRef<bool>{false})
+                    .getResult();
+        scf::YieldOp::create(lb, ValueRange{dkT, dvT});
+      });
+  // Key vectors write their own columns of dkᵀ and dvᵀ only.
+  loop->setAttr(kParallelLoopAttr, b.getUnitAttr());
+  return SmallVector<Value>(loop.getResults());
+}
+
+FailureOr<SmallVector<Value>> GradKernel::build(ImplicitLocOpBuilder &b) {
+  len = tensor::DimOp::create(b, op.getKeys(), 1);
+  auto transposed = [&](Value t) {
+    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, b.getLoc(), t);
+    std::swap(sizes[0], sizes[1]);
+    Value empty = tensor::EmptyOp::create(b, sizes, elt);
+    return linalg::TransposeOp::create(b, t, empty, ArrayRef<int64_t>{1, 0})
+        .getResult()[0];
+  };
+  // Values feature-major: lanes read consecutive keys.
+  valuesT = transposed(op.getValues());
+
+  auto empty = [&](Value like, int64_t cols) {
+    SmallVector<OpFoldResult> sizes = {tensor::getMixedSizes(b, b.getLoc(),
+                                                             like)[0],
+                                       b.getIndexAttr(cols)};
+    return tensor::EmptyOp::create(b, sizes, elt).getResult();
+  };
+  SmallVector<Value> state = {empty(op.getQueries(), numQ),
+                              empty(op.getQueries(), heads),
+                              empty(op.getQueries(), heads)};
+  Value rowsV = idx(b, rows);
+  Value full = arith::DivUIOp::create(b, len, rowsV);
+  state = buildPassA(b, state, idx(b, 0), full, rows);
+  if (rows > 1) {
+    Value first = arith::MulIOp::create(b, full, rowsV);
+    state = buildPassA(b, state, first, arith::SubIOp::create(b, len, first),
+                       1);
+  }
+  Value dq = state[0], lse = state[1], dsum = state[2];
+
+  // dkᵀ and dvᵀ start at zero: pass B writes whole key vectors, masked at
+  // the end of the sequence.
+  ScalarBuilder sm(b, elt);
+  auto zeros = [&](Value like) {
+    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, b.getLoc(),
+                                                            like);
+    Value e = tensor::EmptyOp::create(b, sizes, elt);
+    return linalg::FillOp::create(b, ValueRange{sm.c(0.0)}, ValueRange{e})
+        .getResult(0);
+  };
+  SmallVector<Value> kv = {zeros(op.getKeys()), zeros(valuesT)};
+  kv = buildPassB(b, kv, lse, dsum);
+  if (failedVJP)
+    return failure();
+  return SmallVector<Value>{dq, kv[0], transposed(kv[1])};
+}
+
+struct GeoDecomposeAttentionGrad
+    : torsor::geo::impl::GeoDecomposeAttentionGradBase<
+          GeoDecomposeAttentionGrad> {
+  void runOnOperation() override {
+    SmallVector<FlashLieAttentionGradOp> ops;
+    getOperation()->walk(
+        [&](FlashLieAttentionGradOp op) { ops.push_back(op); });
+    SmallVector<Operation *> approximate;
+    for (FlashLieAttentionGradOp op : ops) {
+      const GroupModel &model = op.getGroup().getModel();
+      if (!model.hasStraightLinePairForm()) {
+        op.emitOpError("needs a straight-line pair form; group ")
+            << model.getDisplayName()
+            << " builds loops in it (declared groups with an iterative log "
+               "have no fused backward yet)";
+        return signalPassFailure();
+      }
+      OpBuilder builder(op);
+      Operation *before = op->getPrevNode();
+      ImplicitLocOpBuilder b(op.getLoc(), builder);
+      GradKernel kernel(op, TargetStrategy::get(op));
+      FailureOr<SmallVector<Value>> results = kernel.build(b);
+      if (failed(results))
+        return signalPassFailure();
+      if (cast<RankedTensorType>(op.getValues().getType())
+              .getElementType()
+              .isF32())
+        for (Operation *it = before ? before->getNextNode()
+                                    : &op->getBlock()->front();
+             it != op.getOperation(); it = it->getNextNode())
+          it->walk([&](Operation *inner) {
+            if (isa<math::MathDialect>(inner->getDialect()))
+              approximate.push_back(inner);
+          });
+      op->replaceAllUsesWith(*results);
+      op.erase();
+    }
+    if (approximate.empty())
+      return;
+    // f32: the same polynomial atan2/exp as the forward kernel, so the
+    // backward differentiates what the forward computed.
+    RewritePatternSet patterns(&getContext());
+    populateKernelMathPatterns(patterns);
+    if (failed(applyOpPatternsGreedily(approximate, std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace

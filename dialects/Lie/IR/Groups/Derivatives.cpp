@@ -1,0 +1,440 @@
+//===- Derivatives.cpp - Reverse-mode derivatives of group models ---------===//
+//
+// See Derivatives.h. buildFormulaVJP is a small reverse-mode differentiator
+// for the straight-line arith/math IR that ScalarBuilder emits: it builds
+// the formula, walks the ops it created backwards and emits each op's
+// adjoint with the same ScalarBuilder, so it works on scalars and on
+// vectors (one element per lane) alike. Only ops that depend on an input
+// are differentiated (activity analysis), so constants and branch
+// conditions cost nothing.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Lie/IR/Groups/Derivatives.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringSwitch.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace torsor::lie;
+
+namespace {
+
+/// The adjoint state of one formula.
+class Adjoint {
+public:
+  explicit Adjoint(ScalarBuilder &m) : m(m) {}
+
+  /// Marks `v` active (depends on an input) and finite-safe.
+  void addInput(Value v) {
+    active.insert(v);
+    safe.insert(v);
+  }
+  /// Forward sweep over one op: activity and finite-safety of its results.
+  LogicalResult visitForward(Operation *op);
+  /// Adds `contribution` to the adjoint of `v` when `v` is active.
+  void accumulate(Value v, Value contribution) {
+    if (!active.contains(v))
+      return;
+    auto it = adj.find(v);
+    if (it == adj.end())
+      adj[v] = contribution;
+    else
+      it->second = m.add(it->second, contribution);
+  }
+  /// Emits the adjoint of `op` (reverse sweep).
+  LogicalResult visitReverse(Operation *op);
+  /// The adjoint of `v` (0 when nothing reached it).
+  Value get(Value v) {
+    auto it = adj.find(v);
+    return it == adj.end() ? m.c(0.0) : it->second;
+  }
+
+private:
+  /// ȳ·d, with d replaced by 0 where it is not finite when `guard`.
+  Value scale(Value ybar, Value d, bool guard) {
+    if (guard) {
+      Value inf = m.c(std::numeric_limits<double>::infinity());
+      d = m.select(m.lt(m.abs(d), inf), d, m.c(0.0));
+    }
+    return m.mul(ybar, d);
+  }
+  /// Whether a partial built from `vs` may be non-finite.
+  bool unsafe(std::initializer_list<Value> vs) {
+    for (Value v : vs)
+      if (!safe.contains(v))
+        return true;
+    return false;
+  }
+
+  ScalarBuilder &m;
+  llvm::DenseSet<Value> active, safe;
+  llvm::DenseMap<Value, Value> adj;
+};
+
+/// Whether `op` produces finite results from finite operands.
+bool keepsFinite(Operation *op) {
+  return isa<arith::ConstantOp, arith::AddFOp, arith::SubFOp, arith::MulFOp,
+             arith::NegFOp, math::FmaOp, math::AbsFOp, math::SinOp,
+             math::CosOp, math::Atan2Op, math::CopySignOp, arith::MaximumFOp,
+             arith::MinimumFOp, arith::SelectOp>(op);
+}
+
+LogicalResult Adjoint::visitForward(Operation *op) {
+  if (op->getNumRegions() != 0)
+    return op->emitOpError("has regions; its derivative is not built");
+  bool anyActive = false, allSafe = keepsFinite(op);
+  for (Value operand : op->getOperands()) {
+    if (!isa<FloatType, VectorType>(operand.getType()))
+      continue; // conditions, indices
+    if (auto vt = dyn_cast<VectorType>(operand.getType()))
+      if (!isa<FloatType>(vt.getElementType()))
+        continue;
+    anyActive |= active.contains(operand);
+    allSafe &= safe.contains(operand) || isa<arith::SelectOp>(op);
+  }
+  // A select is as safe as both its sides.
+  if (auto sel = dyn_cast<arith::SelectOp>(op))
+    allSafe = safe.contains(sel.getTrueValue()) &&
+              safe.contains(sel.getFalseValue());
+  for (Value result : op->getResults()) {
+    if (anyActive)
+      active.insert(result);
+    if (allSafe)
+      safe.insert(result);
+  }
+  return success();
+}
+
+LogicalResult Adjoint::visitReverse(Operation *op) {
+  if (op->getNumResults() != 1 || !active.contains(op->getResult(0)))
+    return success();
+  Value y = op->getResult(0);
+  auto it = adj.find(y);
+  if (it == adj.end())
+    return success();
+  Value ybar = it->second;
+  auto operand = [&](unsigned i) { return op->getOperand(i); };
+  Value one = m.c(1.0);
+
+  if (isa<arith::AddFOp>(op)) {
+    accumulate(operand(0), ybar);
+    accumulate(operand(1), ybar);
+  } else if (isa<arith::SubFOp>(op)) {
+    accumulate(operand(0), ybar);
+    accumulate(operand(1), m.neg(ybar));
+  } else if (isa<arith::NegFOp>(op)) {
+    accumulate(operand(0), m.neg(ybar));
+  } else if (isa<arith::MulFOp>(op)) {
+    Value a = operand(0), b = operand(1);
+    accumulate(a, scale(ybar, b, unsafe({b})));
+    accumulate(b, scale(ybar, a, unsafe({a})));
+  } else if (isa<math::FmaOp>(op)) {
+    Value a = operand(0), b = operand(1);
+    accumulate(a, scale(ybar, b, unsafe({b})));
+    accumulate(b, scale(ybar, a, unsafe({a})));
+    accumulate(operand(2), ybar);
+  } else if (isa<arith::DivFOp>(op)) {
+    // y = a / b: ∂a = 1/b, ∂b = −y/b.
+    Value a = operand(0), b = operand(1);
+    Value inv = m.div(one, b);
+    accumulate(a, scale(ybar, inv, true));
+    accumulate(b, scale(ybar, m.neg(m.mul(y, inv)), true));
+  } else if (isa<math::SqrtOp>(op)) {
+    accumulate(operand(0), scale(ybar, m.div(m.c(0.5), y), true));
+  } else if (isa<math::AbsFOp>(op)) {
+    Value x = operand(0);
+    accumulate(x, m.mul(ybar, m.copysign(one, x)));
+  } else if (isa<math::SinOp>(op)) {
+    Value x = operand(0);
+    accumulate(x, scale(ybar, m.cos(x), unsafe({x})));
+  } else if (isa<math::CosOp>(op)) {
+    Value x = operand(0);
+    accumulate(x, scale(ybar, m.neg(m.sin(x)), unsafe({x})));
+  } else if (isa<math::ExpOp>(op)) {
+    accumulate(operand(0), scale(ybar, y, unsafe({y})));
+  } else if (isa<math::ExpM1Op>(op)) {
+    accumulate(operand(0), scale(ybar, m.add(y, one), unsafe({y})));
+  } else if (isa<math::LogOp>(op)) {
+    accumulate(operand(0), scale(ybar, m.div(one, operand(0)), true));
+  } else if (isa<math::Log1pOp>(op)) {
+    accumulate(operand(0),
+               scale(ybar, m.div(one, m.add(one, operand(0))), true));
+  } else if (isa<math::AtanhOp>(op)) {
+    Value x = operand(0);
+    accumulate(x, scale(ybar, m.div(one, m.sub(one, m.sqr(x))), true));
+  } else if (isa<math::Atan2Op>(op)) {
+    // y = atan2(s, c): ∂s = c/(s² + c²), ∂c = −s/(s² + c²).
+    Value s = operand(0), c = operand(1);
+    Value r2 = m.fma(s, s, m.sqr(c));
+    accumulate(s, scale(ybar, m.div(c, r2), true));
+    accumulate(c, scale(ybar, m.neg(m.div(s, r2)), true));
+  } else if (isa<math::CopySignOp>(op)) {
+    // |x| with the sign of s: ∂x = sign(x)·sign(s).
+    Value x = operand(0), s = operand(1);
+    accumulate(x, m.mul(ybar, m.mul(m.copysign(one, x), m.copysign(one, s))));
+  } else if (isa<arith::MaximumFOp, arith::MinimumFOp>(op)) {
+    // The operand the result came from (the first on ties).
+    Value a = operand(0), b = operand(1);
+    Value zero = m.c(0.0);
+    Value fromA = arith::CmpFOp::create(m.builder(), arith::CmpFPredicate::OEQ,
+                                        y, a);
+    accumulate(a, m.select(fromA, ybar, zero));
+    accumulate(b, m.select(fromA, zero, ybar));
+  } else if (auto sel = dyn_cast<arith::SelectOp>(op)) {
+    Value zero = m.c(0.0);
+    accumulate(sel.getTrueValue(), m.select(sel.getCondition(), ybar, zero));
+    accumulate(sel.getFalseValue(), m.select(sel.getCondition(), zero, ybar));
+  } else if (isa<arith::ConstantOp>(op)) {
+    // Nothing flows into a constant.
+  } else {
+    return op->emitOpError("has no adjoint rule for group-model derivatives");
+  }
+  return success();
+}
+
+} // namespace
+
+FailureOr<Scalars> torsor::lie::buildFormulaVJP(ScalarBuilder &m,
+                                                ValueRange inputs,
+                                                ValueRange cotangents,
+                                                Formula f, Scalars *results) {
+  ImplicitLocOpBuilder &b = m.builder();
+  Block *block = b.getInsertionBlock();
+  Block::iterator point = b.getInsertionPoint();
+  Operation *before = point == block->begin() ? nullptr : &*std::prev(point);
+  Scalars outputs = f(m, inputs);
+  assert(outputs.size() == cotangents.size() && "one cotangent per result");
+  if (results)
+    *results = outputs;
+  Operation *end =
+      b.getInsertionPoint() == block->end() ? nullptr : &*b.getInsertionPoint();
+
+  // The ops f created, in order.
+  SmallVector<Operation *> ops;
+  for (Operation *op = before ? before->getNextNode() : &block->front();
+       op && op != end; op = op->getNextNode())
+    ops.push_back(op);
+
+  Adjoint adjoint(m);
+  for (Value x : inputs)
+    adjoint.addInput(x);
+  for (Operation *op : ops)
+    if (failed(adjoint.visitForward(op)))
+      return failure();
+  for (auto [y, ybar] : llvm::zip_equal(outputs, cotangents))
+    adjoint.accumulate(y, ybar);
+  for (Operation *op : llvm::reverse(ops))
+    if (failed(adjoint.visitReverse(op)))
+      return failure();
+  Scalars grads;
+  for (Value x : inputs)
+    grads.push_back(adjoint.get(x));
+  return grads;
+}
+
+//===----------------------------------------------------------------------===//
+// Tangent spaces
+//===----------------------------------------------------------------------===//
+
+Scalars GroupModel::buildTangentPullback(ScalarBuilder &m,
+                                         ValueRange entries) const {
+  // ⟨Ē, d/dδ exp(δ)|₀ e_k⟩: the adjoint of the model's own exp at 0, whose
+  // series branch has the exact derivative there.
+  Scalars zero; // distinct values: each is an input of its own
+  for (unsigned i = 0; i < getAlgebraDim(); ++i)
+    zero.push_back(m.c(0.0));
+  FailureOr<Scalars> grads = buildFormulaVJP(
+      m, zero, entries,
+      [&](ScalarBuilder &sm, ValueRange v) { return buildExp(sm, v); });
+  assert(succeeded(grads) && "straight-line exp expected; override this");
+  return *grads;
+}
+
+Scalars GroupModel::buildAlgebraCotangent(ScalarBuilder &m,
+                                          ValueRange c) const {
+  // The adjoint of log at the identity: log(I + H) = vee(H) + O(‖H‖²).
+  Scalars identity;
+  for (double x : getIdentity())
+    identity.push_back(m.c(x));
+  FailureOr<Scalars> entries = buildFormulaVJP(
+      m, identity, c,
+      [&](ScalarBuilder &sm, ValueRange g) { return buildLog(sm, g); });
+  assert(succeeded(entries) && "straight-line log expected; override this");
+  return *entries;
+}
+
+Scalars torsor::lie::buildTangentPullback(const GroupModel &model,
+                                          ScalarBuilder &m,
+                                          ValueRange entries) {
+  return model.buildTangentPullback(m, entries);
+}
+
+Scalars torsor::lie::buildAlgebraCotangent(const GroupModel &model,
+                                           ScalarBuilder &m, ValueRange c) {
+  return model.buildAlgebraCotangent(m, c);
+}
+
+/// Row-major aᵀ·b of n×n matrices.
+static Scalars transposeTimes(ScalarBuilder &m, unsigned n, ValueRange a,
+                              ValueRange b) {
+  Scalars c(n * n);
+  for (unsigned i = 0; i < n; ++i)
+    for (unsigned j = 0; j < n; ++j) {
+      Value acc = m.mul(a[i], b[j]);
+      for (unsigned k = 1; k < n; ++k)
+        acc = m.fma(a[k * n + i], b[k * n + j], acc);
+      c[i * n + j] = acc;
+    }
+  return c;
+}
+
+Scalars torsor::lie::buildLeftTrivialGradient(const GroupModel &model,
+                                              ScalarBuilder &m, ValueRange g,
+                                              ValueRange gbar) {
+  return model.buildTangentPullback(
+      m, transposeTimes(m, model.getMatrixSize(), g, gbar));
+}
+
+Scalars torsor::lie::buildGroupCotangent(const GroupModel &model,
+                                         ScalarBuilder &m, ValueRange y,
+                                         ValueRange ybar) {
+  // (y⁻¹)ᵀ·C: the transpose of y⁻¹ times C.
+  unsigned n = model.getMatrixSize();
+  Scalars inv = model.buildInverse(m, y);
+  Scalars c = model.buildAlgebraCotangent(m, ybar);
+  Scalars out(n * n);
+  for (unsigned i = 0; i < n; ++i)
+    for (unsigned j = 0; j < n; ++j) {
+      Value acc = m.mul(inv[i], c[j]);
+      for (unsigned k = 1; k < n; ++k)
+        acc = m.fma(inv[k * n + i], c[k * n + j], acc);
+      out[i * n + j] = acc;
+    }
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// Pullbacks of the lie ops
+//===----------------------------------------------------------------------===//
+
+std::optional<PullbackKind> torsor::lie::parsePullbackKind(StringRef name) {
+  return llvm::StringSwitch<std::optional<PullbackKind>>(name)
+      .Case("compose", PullbackKind::Compose)
+      .Case("inverse", PullbackKind::Inverse)
+      .Case("log", PullbackKind::Log)
+      .Case("exp", PullbackKind::Exp)
+      .Case("act", PullbackKind::Act)
+      .Case("dist2", PullbackKind::Dist2)
+      .Case("query_features", PullbackKind::QueryFeatures)
+      .Case("key_features", PullbackKind::KeyFeatures)
+      .Case("left_trivialize", PullbackKind::LeftTrivialize)
+      .Default(std::nullopt);
+}
+
+unsigned torsor::lie::getPullbackArity(PullbackKind kind) {
+  switch (kind) {
+  case PullbackKind::Compose:
+  case PullbackKind::Act:
+  case PullbackKind::Dist2:
+    return 2;
+  default:
+    return 1;
+  }
+}
+
+bool torsor::lie::isGroupOperand(PullbackKind kind, unsigned index) {
+  switch (kind) {
+  case PullbackKind::Exp:
+    return false;
+  case PullbackKind::Act:
+    return index == 0;
+  default:
+    return true;
+  }
+}
+
+bool torsor::lie::hasGroupResult(PullbackKind kind) {
+  return kind == PullbackKind::Compose || kind == PullbackKind::Inverse ||
+         kind == PullbackKind::Exp;
+}
+
+FailureOr<Scalars>
+torsor::lie::buildPullback(const GroupModel &model, ScalarBuilder &m,
+                           PullbackKind kind, ArrayRef<Scalars> operands,
+                           ValueRange cotangent, unsigned wrt,
+                           ValueRange lambda) {
+  // The forward op on entries/coordinates.
+  auto forward = [&](ScalarBuilder &sm, ArrayRef<Scalars> in) -> Scalars {
+    switch (kind) {
+    case PullbackKind::Compose:
+      return model.buildCompose(sm, in[0], in[1]);
+    case PullbackKind::Inverse:
+      return model.buildInverse(sm, in[0]);
+    case PullbackKind::Log:
+      return model.buildLog(sm, in[0]);
+    case PullbackKind::Exp:
+      return model.buildExp(sm, in[0]);
+    case PullbackKind::Act:
+      return model.buildAct(sm, in[0], in[1]);
+    case PullbackKind::Dist2:
+      return {model.buildDist2(sm, in[0], in[1], lambda)};
+    case PullbackKind::QueryFeatures:
+      return model.buildQueryFeatures(sm, in[0]);
+    case PullbackKind::KeyFeatures:
+      return model.buildKeyFeatures(sm, in[0]);
+    case PullbackKind::LeftTrivialize:
+      return Scalars(in[0].begin(), in[0].end());
+    }
+    llvm_unreachable("unknown pullback kind");
+  };
+
+  if (kind == PullbackKind::LeftTrivialize)
+    return buildLeftTrivialGradient(model, m, operands[0], cotangent);
+
+  // A group result's ambient cotangent, projected: Ȳ ↦ η ↦ y⁻ᵀC(η).
+  Scalars seed(cotangent.begin(), cotangent.end());
+  if (hasGroupResult(kind)) {
+    Scalars y = forward(m, operands);
+    seed = buildGroupCotangent(
+        model, m, y, buildLeftTrivialGradient(model, m, y, cotangent));
+  }
+
+  // Differentiate with respect to operand `wrt` only; the others are
+  // constants of the formula.
+  Scalars x = operands[wrt];
+  FailureOr<Scalars> grad = buildFormulaVJP(
+      m, x, seed, [&](ScalarBuilder &sm, ValueRange xs) {
+        SmallVector<Scalars> in(operands.begin(), operands.end());
+        in[wrt] = Scalars(xs.begin(), xs.end());
+        return forward(sm, in);
+      });
+  if (failed(grad))
+    return failure();
+  if (isGroupOperand(kind, wrt))
+    return buildGroupCotangent(model, m, x,
+                               buildLeftTrivialGradient(model, m, x, *grad));
+  return *grad;
+}
+
+FailureOr<std::pair<Scalars, Scalars>> torsor::lie::buildPairBlockNormsVJP(
+    const GroupModel &model, ScalarBuilder &m, ValueRange q, ValueRange k,
+    ValueRange normBars, Scalars *norms) {
+  Scalars both(q.begin(), q.end());
+  both.append(k.begin(), k.end());
+  unsigned nq = q.size();
+  FailureOr<Scalars> grads = buildFormulaVJP(
+      m, both, normBars,
+      [&](ScalarBuilder &sm, ValueRange xs) {
+        return model.buildPairBlockNorms(sm, xs.take_front(nq),
+                                         xs.drop_front(nq));
+      },
+      norms);
+  if (failed(grads))
+    return failure();
+  return std::make_pair(Scalars(grads->begin(), grads->begin() + nq),
+                        Scalars(grads->begin() + nq, grads->end()));
+}
