@@ -7,7 +7,7 @@ export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_DIR ?= $(HOME)/.cache/torsor-ccache
 export CCACHE_NOHASHDIR := 1
 
-.PHONY: all deps configure build test demo format check-format clean \
+.PHONY: all deps configure build test demo train-demo format check-format clean \
 	test-sanitize build-sanitize fuzz
 
 all: build
@@ -33,6 +33,14 @@ test: build
 
 demo: build
 	@$(PYTHON) scripts/demo.py --build $(BUILD)
+
+# Trains the causal Grassmann LM on a public-domain text (docs/training.md);
+# the loss curve goes to bench/results/train_grassmann_lm.csv
+# (bench/plot_train_loss.py draws it).
+train-demo: build
+	@TORSOR_BUILD_DIR=$(abspath $(BUILD)) $(PYTHON) examples/train_grassmann_lm.py \
+	  --log bench/results/train_grassmann_lm.csv \
+	  --checkpoint $(BUILD)/train_grassmann_lm.safetensors
 
 format:
 	@scripts/check-format.sh --fix

@@ -298,6 +298,8 @@ Value MLIRGenImpl::emitDense(const CallExpr &call, const Env &env) {
   StringRef name = call.callee;
   if (name == "layer_norm" || name == "rms_norm")
     return emitNorm(call, env);
+  if (name == "embedding" || name == "cross_entropy" || name == "mse")
+    return emitTraining(call, env);
   SmallVector<Value> args;
   for (const ExprPtr &arg : call.args) {
     args.push_back(emitExpr(*arg, env));

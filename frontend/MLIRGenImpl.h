@@ -75,6 +75,8 @@ public:
   mlir::Value emitMatmul(const BinaryExpr &expr, mlir::Value lhs,
                          mlir::Value rhs);
   mlir::Value emitDense(const CallExpr &call, const Env &env);
+  /// embedding, cross_entropy, mse (MLIRGenTrain.cpp).
+  mlir::Value emitTraining(const CallExpr &call, const Env &env);
   /// Sum over the last dim of `x` of fn(x) → a tensor without that dim.
   mlir::Value reduceLast(mlir::Value x, const Type &type, mlir::Location l,
                          ScalarFn fn);

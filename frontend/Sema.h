@@ -71,6 +71,9 @@ private:
   Type checkBuiltin(CallExpr &call);
   Type checkGroupOp(CallExpr &call);
   Type checkGeoLayer(CallExpr &call);
+  /// embedding, cross_entropy, mse (SemaTrain.cpp); null Type::Kind when
+  /// `call` is none of them.
+  bool checkTraining(CallExpr &call, Type &result);
   /// Broadcasts two shapes numpy-style; reports at `loc` on mismatch.
   bool broadcast(llvm::ArrayRef<Dim> a, llvm::ArrayRef<Dim> b,
                  std::vector<Dim> &result, llvm::SMLoc loc,

@@ -87,6 +87,8 @@ Type Sema::checkBuiltin(CallExpr &call) {
   if (kind == BuiltinKind::LAYER)
     return checkGeoLayer(call);
 
+  if (Type training; checkTraining(call, training))
+    return training;
   static const char *const unary[] = {"relu", "gelu", "sigmoid", "tanh", "exp"};
   if (llvm::is_contained(unary, name)) {
     if (!checkKeywords(call, {}) || !checkArgCount(call, 1, 1) ||

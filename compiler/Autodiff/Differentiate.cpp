@@ -13,6 +13,7 @@
 #include "compiler/Autodiff/VJP.h"
 #include "compiler/Conversion/GeoToLinalg/GeoToLinalg.h"
 #include "compiler/Transforms/Passes.h"
+#include "dialects/Geo/IR/GeoOps.h"
 
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -33,6 +34,10 @@ static LogicalResult decomposeOpsWithoutRules(func::FuncOp func,
                                               const VJPRegistry &registry) {
   SmallVector<Operation *> ops;
   func.walk([&](Operation *op) {
+    // Lie attention lowers to loops over lie ops: its gradient needs its
+    // own rule (the group models'), not this fallback.
+    if (isa<geo::LieAttentionOp, geo::FlashLieAttentionOp>(op))
+      return;
     if (op->getDialect() && op->getDialect()->getNamespace() == "geo" &&
         !registry.lookup(op))
       ops.push_back(op);

@@ -20,6 +20,7 @@
 #include "dialects/Lie/IR/LieOps.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -92,10 +93,36 @@ Value transpose(OpBuilder &b, Location loc, Value t) {
       .getResult()[0];
 }
 
+/// log(g_i⁻¹·g_j) of every pair at once, [batch..., L, L, m]: what the
+/// -O0 lowering's row loop computes one query row per iteration, here as
+/// one lie.compose and one lie.log on broadcasts (L²·n² memory, an oracle)
+/// so that the reverse sweep sees no loop.
+Value allPairsLog(OpBuilder &b, Location loc, Value g, lie::GroupAttr group,
+                  Type wType) {
+  auto gType = cast<RankedTensorType>(g.getType());
+  unsigned nb = gType.getRank() - 3;
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, g);
+  SmallVector<int64_t> shape(gType.getShape());
+  sizes.insert(sizes.begin() + nb + 1, sizes[nb]);
+  shape.insert(shape.begin() + nb + 1, shape[nb]);
+  auto pairType = RankedTensorType::get(shape, gType.getElementType());
+  auto broadcast = [&](Value t, int64_t dim) {
+    Value empty =
+        tensor::EmptyOp::create(b, loc, sizes, gType.getElementType());
+    return linalg::BroadcastOp::create(b, loc, t, empty, ArrayRef<int64_t>{dim})
+        .getResult()[0];
+  };
+  Value inv = lie::InverseOp::create(b, loc, gType, g, group);
+  Value rel = lie::ComposeOp::create(b, loc, pairType, broadcast(inv, nb + 1),
+                                     broadcast(g, nb), group);
+  return lie::LogOp::create(b, loc, wType, rel, group);
+}
+
 /// The unfused backward of `raw`: its -O0 lowering (lie ops and linalg,
 /// with L × L intermediates) rebuilt here and swept by the other rules.
 /// For groups whose pair form builds loops (declared groups with an
-/// iterative log), which the flash backward cannot vectorise.
+/// iterative log), which the flash backward cannot vectorise, and for
+/// batch dims. The lowering's row loop becomes allPairsLog.
 LogicalResult unfusedVJP(OpBuilder &b, Operation *raw, Cots cots,
                          Grads &grads) {
   Block *block = b.getInsertionBlock();
@@ -115,6 +142,23 @@ LogicalResult unfusedVJP(OpBuilder &b, Operation *raw, Cots cots,
   for (Operation *op = before ? before->getNextNode() : &block->front();
        op != marker.getOperation(); op = op->getNextNode())
     ops.push_back(op);
+  if (auto attention = dyn_cast<geo::LieAttentionOp>(raw)) {
+    for (Operation *op : ops) {
+      auto loop = dyn_cast<scf::ForOp>(op);
+      if (!loop || loop.getNumResults() != 1)
+        continue;
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(loop);
+      Value w = allPairsLog(b, loop.getLoc(), attention.getElements(),
+                            attention.getGroup(), loop.getResult(0).getType());
+      loop.getResult(0).replaceAllUsesWith(w);
+      loop.erase();
+    }
+    ops.clear();
+    for (Operation *op = before ? before->getNextNode() : &block->front();
+         op != marker.getOperation(); op = op->getNextNode())
+      ops.push_back(op);
+  }
   llvm::DenseMap<Value, Value> cotangents;
   cotangents[marker.getOperand(0)] = cots[0];
   b.setInsertionPointAfter(marker);

@@ -47,7 +47,8 @@ def TorsorDifferentiate : Pass<"torsor-differentiate", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect",
                            "::mlir::arith::ArithDialect",
-                           "::mlir::math::MathDialect"];
+                           "::mlir::math::MathDialect",
+                           "::mlir::scf::SCFDialect"];
 }
 
 #endif // TORSOR_AUTODIFF_PASSES

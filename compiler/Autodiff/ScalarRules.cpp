@@ -108,7 +108,11 @@ void torsor::autodiff::registerScalarVJPRules(VJPRegistry &r) {
   UNARY("math.expm1", m.mul(dy, m.add(y, m.cst(y, 1.0))));
   UNARY("math.log", m.div(dy, a));
   UNARY("math.log1p", m.div(dy, m.add(a, m.cst(a, 1.0))));
-  UNARY("math.sqrt", m.div(m.mul(dy, m.cst(y, 0.5)), y));
+  // sqrt at 0 (a zero Plücker vector, say): the one-sided derivative is
+  // +inf; the rule returns 0 there, as for a norm clamped from below, so a
+  // zero cotangent never turns into 0·inf = NaN.
+  UNARY("math.sqrt", m.where(m.cmp(arith::CmpFPredicate::OGT, y, m.cst(y, 0.0)),
+                             m.div(m.mul(dy, m.cst(y, 0.5)), y)));
   // rsqrt: d a^{-1/2} = −½ a^{-3/2} = −½ y³
   UNARY("math.rsqrt", m.mul(dy, m.mul(m.cst(y, -0.5), m.mul(y, m.mul(y, y)))));
   UNARY("math.tanh", m.mul(dy, m.sub(m.cst(y, 1.0), m.mul(y, y))));

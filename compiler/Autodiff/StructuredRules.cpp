@@ -20,7 +20,10 @@
 #include "compiler/Autodiff/VJP.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
@@ -54,6 +57,108 @@ static FailureOr<Combine> classifyOutput(linalg::LinalgOp op, unsigned k) {
   return failure();
 }
 
+/// Whether `v` is computed from constants and integers alone (1/N from a
+/// symbolic dim, say): no cotangent can reach the model's arguments
+/// through it.
+static bool isInactive(Value v, unsigned depth = 0) {
+  if (matchPattern(v, m_Constant()))
+    return true;
+  Operation *def = v.getDefiningOp();
+  if (!def || def->getNumRegions() || depth > 8)
+    return false;
+  return llvm::all_of(def->getOperands(), [&](Value o) {
+    return !isDifferentiable(o) || isInactive(o, depth + 1);
+  });
+}
+
+/// The cotangents of tensors a linalg body gathers from (tensor.extract of
+/// a captured tensor, as the Plücker pair tables do): a serial loop nest
+/// over the iteration space that replays the body's reverse sweep at each
+/// point and adds the extracted elements' cotangents into place.
+static LogicalResult scatterGathered(OpBuilder &b, linalg::LinalgOp op,
+                                     Cots cots, ArrayRef<Value> accValues,
+                                     ArrayRef<Value> gathered) {
+  Operation *raw = op;
+  Location loc = raw->getLoc();
+  Block *body = op.getBlock();
+  unsigned numInputs = op.getNumDpsInputs();
+  unsigned numInits = op.getNumDpsInits();
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  SmallVector<Value> lbs, ubs, steps;
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  for (Range range : op.createLoopRanges(b, loc)) {
+    lbs.push_back(zero);
+    ubs.push_back(getValueOrCreateConstantIndexOp(b, loc, range.size));
+    steps.push_back(one);
+  }
+  SmallVector<Value> inits;
+  for (Value t : gathered)
+    inits.push_back(zerosLike(b, loc, t));
+  LogicalResult status = success();
+  scf::LoopNest nest = scf::buildLoopNest(
+      b, loc, lbs, ubs, steps, inits,
+      [&](OpBuilder &nb, Location nloc, ValueRange ivs,
+          ValueRange acc) -> scf::ValueVector {
+        auto at = [&](Value tensor, AffineMap map) -> Value {
+          if (!isa<RankedTensorType>(tensor.getType()))
+            return tensor;
+          SmallVector<Value> idx;
+          for (AffineExpr e : map.getResults())
+            idx.push_back(ivs[cast<AffineDimExpr>(e).getPosition()]);
+          return tensor::ExtractOp::create(nb, nloc, tensor, idx);
+        };
+        IRMapping mapping;
+        for (unsigned j = 0; j < numInputs; ++j)
+          mapping.map(body->getArgument(j), at(raw->getOperand(j), maps[j]));
+        for (unsigned k = 0; k < numInits; ++k)
+          mapping.map(body->getArgument(numInputs + k),
+                      at(accValues[k], maps[numInputs + k]));
+        SmallVector<Operation *> cloned;
+        SmallVector<tensor::ExtractOp> leaves;
+        for (Operation &inner : body->without_terminator()) {
+          if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
+            mapping.map(index.getResult(), ivs[index.getDim()]);
+            continue;
+          }
+          Operation *copy = nb.clone(inner, mapping);
+          auto extract = dyn_cast<tensor::ExtractOp>(copy);
+          if (extract && llvm::is_contained(gathered, extract.getTensor()))
+            leaves.push_back(extract); // a leaf of the sweep
+          else
+            cloned.push_back(copy);
+        }
+        DenseMap<Value, Value> inner;
+        Operation *yield = body->getTerminator();
+        for (unsigned k = 0; k < numInits; ++k) {
+          Value v = mapping.lookupOrDefault(yield->getOperand(k));
+          inner[v] = addValues(nb, nloc, inner.lookup(v),
+                               at(cots[k], maps[numInputs + k]));
+        }
+        if (failed(backpropagate(nb, cloned, inner, getVJPRegistry())))
+          status = failure();
+        SmallVector<Value> next(acc.begin(), acc.end());
+        for (tensor::ExtractOp leaf : leaves) {
+          Value c = inner.lookup(leaf.getResult());
+          if (!c)
+            continue;
+          unsigned t =
+              llvm::find(gathered, leaf.getTensor()) - gathered.begin();
+          Value old =
+              tensor::ExtractOp::create(nb, nloc, next[t], leaf.getIndices());
+          Value sum = arith::AddFOp::create(nb, nloc, old, c);
+          next[t] = tensor::InsertOp::create(nb, nloc, sum, next[t],
+                                             leaf.getIndices());
+        }
+        return next;
+      });
+  if (failed(status))
+    return failure();
+  for (auto [t, result] : llvm::zip(gathered, nest.results))
+    addCapturedCotangent(t, result);
+  return success();
+}
+
 /// The structured-op rule (see the file comment).
 static LogicalResult structuredVJP(OpBuilder &b, Operation *raw, Cots cots,
                                    Grads &grads) {
@@ -80,14 +185,21 @@ static LogicalResult structuredVJP(OpBuilder &b, Operation *raw, Cots cots,
                             "and max/min reductions are differentiable");
     combine.push_back(*c);
   }
-  // Values the body reads from outside must be constants: their cotangent
-  // would need a scatter the rule does not build.
+  // Values the body reads from outside must be constants, or tensors it
+  // gathers from with tensor.extract (their cotangent is a scatter-add,
+  // built below).
+  SetVector<Value> gathered;
   for (Operation &inner : body->without_terminator())
-    for (Value v : inner.getOperands())
-      if (v.getParentBlock() != body && isDifferentiable(v) &&
-          !matchPattern(v, m_Constant()))
-        return inner.emitError("no gradient for a linalg body that reads a "
-                               "float value defined outside it");
+    for (Value v : inner.getOperands()) {
+      if (v.getParentBlock() == body || !isDifferentiable(v) || isInactive(v))
+        continue;
+      if (isa<tensor::ExtractOp>(inner) && v == inner.getOperand(0)) {
+        gathered.insert(v);
+        continue;
+      }
+      return inner.emitError("no gradient for a linalg body that reads a "
+                             "float value defined outside it");
+    }
 
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
   unsigned numLoops = op.getNumLoops();
@@ -180,6 +292,9 @@ static LogicalResult structuredVJP(OpBuilder &b, Operation *raw, Cots cots,
       grad = tensor::ExtractOp::create(b, loc, grad, ValueRange{});
     grads[i] = grad;
   }
+  if (!gathered.empty() &&
+      failed(scatterGathered(b, op, cots, accValues, gathered.getArrayRef())))
+    return failure();
   return success();
 }
 

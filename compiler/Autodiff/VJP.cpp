@@ -109,6 +109,15 @@ Value torsor::autodiff::addValues(OpBuilder &b, Location loc, Value a,
       });
 }
 
+/// Captured cotangents of the rule being applied (addCapturedCotangent).
+static thread_local SmallVector<std::pair<Value, Value>> *capturedSink =
+    nullptr;
+
+void torsor::autodiff::addCapturedCotangent(Value primal, Value cot) {
+  assert(capturedSink && "addCapturedCotangent outside a rule");
+  capturedSink->push_back({primal, cot});
+}
+
 LogicalResult
 torsor::autodiff::backpropagate(OpBuilder &b, ArrayRef<Operation *> ops,
                                 DenseMap<Value, Value> &cotangents,
@@ -137,8 +146,15 @@ torsor::autodiff::backpropagate(OpBuilder &b, ArrayRef<Operation *> ops,
       resultCots.push_back(cot);
     }
     SmallVector<Value> operandCots(op->getNumOperands(), Value());
-    if (failed(rule->build(b, op, resultCots, operandCots)))
+    SmallVector<std::pair<Value, Value>> captured;
+    auto *outerSink = capturedSink;
+    capturedSink = &captured;
+    LogicalResult built = rule->build(b, op, resultCots, operandCots);
+    capturedSink = outerSink;
+    if (failed(built))
       return failure();
+    for (auto [primal, cot] : captured)
+      cotangents[primal] = addValues(b, loc, cotangents.lookup(primal), cot);
     for (auto [operand, cot] : llvm::zip(op->getOperands(), operandCots)) {
       if (!cot || !isDifferentiable(operand))
         continue;

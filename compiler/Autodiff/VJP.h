@@ -114,6 +114,11 @@ mapElementwise(mlir::OpBuilder &b, mlir::Location loc,
                                               mlir::ValueRange)>
                    body);
 
+/// For rules of ops with regions: records the cotangent `cot` of a value
+/// `primal` defined outside `op` and read inside it (a captured tensor).
+/// The sweep adds it to that value's cotangent after the rule returns.
+void addCapturedCotangent(mlir::Value primal, mlir::Value cot);
+
 /// Reverse sweep over `ops` (in forward order, all in one block): for each
 /// op whose results have a cotangent in `cotangents`, applies its rule and
 /// accumulates the operand cotangents back into `cotangents`. Fails, with

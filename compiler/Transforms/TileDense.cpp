@@ -366,12 +366,16 @@ struct TileDense : torsor::impl::TorsorTileDenseBase<TileDense> {
     // Elementwise chains (bias + activation, ...) into one generic each.
     // Only all-parallel consumers: fused into a contraction's generic, a
     // producer would turn it into something the kernels no longer match.
+    // Only operands the consumer reads through a permutation: a broadcast
+    // producer (a rank-0 scale, say) kept as an extra result would be
+    // written by every iteration (the backward functions have these).
     RewritePatternSet elementwise(&getContext());
     linalg::populateElementwiseOpsFusionPatterns(
         elementwise, [](OpOperand *operand) {
           auto consumer = dyn_cast<linalg::GenericOp>(operand->getOwner());
           auto producer = operand->get().getDefiningOp<linalg::GenericOp>();
           return consumer && producer && producer->hasOneUse() &&
+                 consumer.getMatchingIndexingMap(operand).isPermutation() &&
                  consumer.getNumParallelLoops() == consumer.getNumLoops() &&
                  producer.getNumParallelLoops() == producer.getNumLoops();
         });

@@ -63,6 +63,11 @@ _SIGNATURES = {
     "torsorModuleSetCheckGroups": (None, [_P, _I32, ctypes.c_double]),
     "torsorModuleRun": (_P, [_P]),
     "torsorModuleGetOutput": (_P, [_P, _STR, ctypes.POINTER(Tensor)]),
+    "torsorModuleHasBackward": (_I32, [_P]),
+    "torsorModuleNumGradients": (_I32, [_P]),
+    "torsorModuleGradientName": (_STR, [_P, _I32]),
+    "torsorModuleRunBackward": (_P, [_P, ctypes.POINTER(Tensor), _I32]),
+    "torsorModuleGetGradient": (_P, [_P, _STR, ctypes.POINTER(Tensor)]),
     "torsorSetNumThreads": (_P, [_I32]),
     "torsorGetNumThreads": (_I32, []),
 }

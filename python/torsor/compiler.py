@@ -49,7 +49,7 @@ def _read_source(source):
 
 
 def compile(source, dtype="f32", opt=None, target="cpu", flags=(), output=None,
-            cache=True):
+            cache=True, grad=False):
     """Compiles a .tsr model with torsorc and loads it.
 
     source  a path to a .tsr file, or the model's source text
@@ -60,6 +60,8 @@ def compile(source, dtype="f32", opt=None, target="cpu", flags=(), output=None,
     flags   more torsorc flags, e.g. ["--mcpu=generic"]
     output  write OUT.so (and OUT.json) here instead of the cache
     cache   reuse an earlier compile of the same source and options
+    grad    also emit the backward entry (torsorc --grad): Model.backward
+            returns the gradients of every param and float input
 
     Returns a torsor.Model. Raises CompileError with torsorc's located
     diagnostics (`file.tsr:12:9: error: ...`, caret line); for source text
@@ -73,6 +75,8 @@ def compile(source, dtype="f32", opt=None, target="cpu", flags=(), output=None,
         if opt not in (0, 1, 2, 3):
             raise ValueError("opt must be 0, 1, 2 or 3, got %r" % (opt,))
         args.append("-O%d" % opt)
+    if grad:
+        args.append("--grad")
     args += list(flags)
 
     if output is not None:

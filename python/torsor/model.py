@@ -20,7 +20,7 @@ import numpy as np
 
 from . import _capi
 from ._capi import INPUT, KINDS, OUTPUT, PARAM
-from .errors import InvalidArgumentError
+from .errors import FailedPreconditionError, InvalidArgumentError
 
 
 @dataclass(frozen=True)
@@ -256,6 +256,81 @@ class Model:
             out = {k: torch.from_numpy(v) for k, v in out.items()}
         return out
 
+    @property
+    def has_backward(self):
+        """Whether the model was compiled with grad=True (torsorc --grad)."""
+        return bool(self._lib.torsorModuleHasBackward(self._handle))
+
+    def backward(self, inputs, cotangents):
+        """Gradients of <cotangents, outputs> (a vector-Jacobian product).
+
+        inputs      {input name: array}, as for run()
+        cotangents  {output name: array of the output's shape and dtype}
+                    (a missing output counts as zeros)
+        Returns {"grad.<name>": array} for every param and float input, in
+        manifest order. Group inputs get the left-trivialised gradient in
+        algebra coordinates, [..., k] (docs/training.md). The compiled
+        backward recomputes the forward pass: no run() is needed first."""
+        if not self.has_backward:
+            raise FailedPreconditionError(
+                "model '%s' has no backward entry; compile it with grad=True"
+                % self.name)
+        with self._lock:
+            keep = []
+            try:
+                for name, value in inputs.items():
+                    spec = self._by_name.get(name)
+                    want = spec.dtype if spec is not None else None
+                    t, k = _tensor_struct("input '%s'" % name, value, want)
+                    keep.append(k)
+                    _capi.check(self._lib.torsorModuleBindInput(
+                        self._handle, _capi.encode(name), ctypes.byref(t)))
+                unknown = set(cotangents) - {s.name for s in self.outputs}
+                if unknown:
+                    raise InvalidArgumentError(
+                        "cotangent for unknown output '%s'; outputs are: %s"
+                        % (sorted(unknown)[0],
+                           ", ".join(s.name for s in self.outputs)))
+                entries = self.manifest["backward"]["cotangents"]
+                structs = (_capi.Tensor * len(entries))()
+                dims = self._dims_from(inputs)
+                for i, (spec, entry) in enumerate(zip(self.outputs, entries)):
+                    value = cotangents.get(spec.name)
+                    if value is None:
+                        value = np.zeros(spec.concrete_shape(dims),
+                                         spec.numpy_dtype)
+                    t, k = _tensor_struct("cotangent '%s'" % spec.name,
+                                          value, spec.dtype)
+                    structs[i] = t
+                    keep.append(k)
+                _capi.check(self._lib.torsorModuleRunBackward(
+                    self._handle, structs, len(entries)))
+                names = [self._lib.torsorModuleGradientName(self._handle, i)
+                         .decode() for i in range(
+                             self._lib.torsorModuleNumGradients(self._handle))]
+                return {n: self._gradient(n) for n in names}
+            finally:
+                self._lib.torsorModuleUnbindInputs(self._handle)
+
+    def _dims_from(self, inputs):
+        """Symbolic dims read off the input arrays' shapes."""
+        dims = {}
+        for spec in self.inputs:
+            value = inputs.get(spec.name)
+            if value is None:
+                continue
+            for d, n in zip(spec.shape, np.shape(_to_numpy(value))):
+                if isinstance(d, str):
+                    dims.setdefault(d, int(n))
+        return dims
+
+    def _gradient(self, name):
+        """A NumPy copy of gradient `name` of the last backward run."""
+        t = _capi.Tensor()
+        _capi.check(self._lib.torsorModuleGetGradient(
+            self._handle, _capi.encode(name), ctypes.byref(t)))
+        return self._copy_out(t)
+
     def __call__(self, *args, **kwargs):
         """m(pose, x) or m(pose=..., x=...): positional arguments follow the
         manifest's input order. One output: the array; several: a dict."""
@@ -278,6 +353,11 @@ class Model:
         t = _capi.Tensor()
         _capi.check(self._lib.torsorModuleGetOutput(
             self._handle, _capi.encode(name), ctypes.byref(t)))
+        return self._copy_out(t)
+
+    @staticmethod
+    def _copy_out(t):
+        """A NumPy copy of the runtime-owned row-major tensor `t`."""
         shape = tuple(t.shape[i] for i in range(t.rank))
         dtype = np.dtype(_capi.NUMPY_NAMES[_capi.DTYPE_NAMES[t.dtype]])
         count = int(np.prod(shape)) if shape else 1

@@ -242,6 +242,21 @@ Status parseManifest(const std::string &text, const std::string &path,
     s = r.tensorList(root, "outputs", dimSet, out.outputs);
   if (!s.ok())
     return s;
+  if (const json::Value *bw = root.get("backward")) {
+    const json::Value *entry;
+    if (bw->kind != json::Value::Object)
+      return r.error(*bw, "backward", "expected an object");
+    s = r.require(*bw, "backward.", "entry", json::Value::String, entry);
+    if (s.ok())
+      s = r.tensorList(*bw, "cotangents", dimSet, out.cotangents);
+    if (s.ok())
+      s = r.tensorList(*bw, "gradients", dimSet, out.gradients);
+    if (!s.ok())
+      return s;
+    if (out.cotangents.size() != out.outputs.size())
+      return r.error(*bw, "backward.cotangents", "expected one per output");
+    out.backwardEntry = entry->string;
+  }
   std::set<std::string> names;
   for (int kind : {TORSOR_INPUT, TORSOR_PARAM, TORSOR_OUTPUT})
     for (const TensorSpec &t : out.list(kind))

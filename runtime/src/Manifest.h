@@ -50,6 +50,10 @@ struct Manifest {
   std::string gpuArch;
   std::vector<std::string> dims;
   std::vector<TensorSpec> inputs, params, outputs;
+  /// torsorc --grad: the backward entry ("" when none), its cotangents (one
+  /// per output) and its gradients (`grad.<name>`).
+  std::string backwardEntry;
+  std::vector<TensorSpec> cotangents, gradients;
 
   /// The list of `kind` (TorsorTensorKind).
   const std::vector<TensorSpec> &list(int kind) const {

@@ -47,6 +47,11 @@ struct TorsorModule {
   void (*entry)(void **) = nullptr;
   /// Measures declared-group inputs (null when the model has none).
   void (*residualEntry)(void **) = nullptr;
+  /// torsorc --grad's torsor_backward, and the gradients of its last run.
+  void (*backwardEntry)(void **) = nullptr;
+  std::vector<HostTensor> gradients;
+  std::vector<std::vector<int64_t>> gradientStrides;
+  bool haveGradients = false;
   std::vector<BoundTensor> inputs, params;
   std::vector<HostTensor> outputs;
   std::vector<std::vector<int64_t>> outputStrides;
@@ -243,6 +248,14 @@ Status load(const std::string &soPath, TorsorModule &m) {
       return Status(TORSOR_ABI_ERROR,
                     "model '" + soPath + "' does not export '" +
                         m.manifest.groupResidual + "' named in " + jsonPath);
+  }
+  if (!m.manifest.backwardEntry.empty()) {
+    m.backwardEntry = reinterpret_cast<void (*)(void **)>(
+        dlsym(m.handle, m.manifest.backwardEntry.c_str()));
+    if (!m.backwardEntry)
+      return Status(TORSOR_ABI_ERROR,
+                    "model '" + soPath + "' does not export '" +
+                        m.manifest.backwardEntry + "' named in " + jsonPath);
   }
   m.inputs.resize(m.manifest.inputs.size());
   m.params.resize(m.manifest.params.size());
@@ -605,6 +618,69 @@ TorsorStatus *loadWeights(TorsorModule *module, const char *safetensorsPath) {
   return nullptr;
 }
 
+/// Calls torsor_backward: inputs, params, cotangents, then gradients.
+Status runBackward(TorsorModule &m, const TorsorTensor *cots, int32_t n) {
+  m.haveGradients = false;
+  if (!m.backwardEntry)
+    return Status(TORSOR_UNAVAILABLE,
+                  "model '" + m.soPath +
+                      "' has no backward entry; compile it with torsorc "
+                      "--grad");
+  if (n != static_cast<int32_t>(m.manifest.cotangents.size()) ||
+      (n > 0 && !cots))
+    return invalidArg(format("backward needs %zu cotangents (one per "
+                             "output), got %d",
+                             m.manifest.cotangents.size(), n));
+  std::map<std::string, int64_t> dims;
+  Status s = resolveDims(m.manifest, m.inputs, m.params, dims);
+  if (!s.ok())
+    return s;
+  std::vector<BoundTensor> bound(n);
+  for (int32_t i = 0; i < n; ++i) {
+    const TensorSpec &spec = m.manifest.cotangents[i];
+    s = bindTensor(TORSOR_OUTPUT, spec, &cots[i], bound[i]);
+    std::vector<int64_t> want;
+    if (s.ok())
+      s = outputShape(spec, dims, want);
+    if (s.ok() && want != bound[i].shape)
+      s = invalidArg(format("cotangent '%s' does not have the shape of its "
+                            "output (%s with this run's dims)",
+                            spec.name.c_str(), spec.shapeString().c_str()));
+    if (!s.ok())
+      return s;
+  }
+  size_t numGrads = m.manifest.gradients.size();
+  m.gradients.resize(numGrads);
+  m.gradientStrides.resize(numGrads);
+  for (size_t i = 0; i < numGrads; ++i) {
+    std::vector<int64_t> shape;
+    s = outputShape(m.manifest.gradients[i], dims, shape);
+    if (s.ok() && !(m.gradients[i].data() && m.gradients[i].shape() == shape))
+      s = HostTensor::create(m.manifest.gradients[i].dtype, shape,
+                             m.gradients[i]);
+    if (!s.ok())
+      return s.withPrefix("gradient '" + m.manifest.gradients[i].name + "': ");
+    m.gradientStrides[i] = m.gradients[i].strides();
+  }
+  std::vector<int64_t> storage;
+  std::vector<size_t> starts;
+  for (const std::vector<BoundTensor> *list : {&m.inputs, &m.params, &bound})
+    for (const BoundTensor &b : *list) {
+      starts.push_back(storage.size());
+      appendDescriptor(storage, b.data, b.shape, b.strides);
+    }
+  for (HostTensor &g : m.gradients) {
+    starts.push_back(storage.size());
+    appendDescriptor(storage, g.data(), g.shape(), g.strides());
+  }
+  std::vector<void *> args;
+  for (size_t start : starts)
+    args.push_back(storage.data() + start);
+  m.backwardEntry(args.data());
+  m.haveGradients = true;
+  return Status();
+}
+
 } // namespace
 
 extern "C" {
@@ -857,6 +933,54 @@ TorsorStatus *torsorModuleGetOutputDevice(const TorsorModule *module,
   tensor->rank = static_cast<int32_t>(shape.size());
   tensor->dtype = module->manifest.outputs[index].dtype;
   return nullptr;
+}
+
+int32_t torsorModuleHasBackward(const TorsorModule *module) {
+  return module && module->backwardEntry ? 1 : 0;
+}
+
+int32_t torsorModuleNumGradients(const TorsorModule *module) {
+  return module ? static_cast<int32_t>(module->manifest.gradients.size()) : 0;
+}
+
+const char *torsorModuleGradientName(const TorsorModule *module,
+                                     int32_t index) {
+  if (!module || index < 0 ||
+      static_cast<size_t>(index) >= module->manifest.gradients.size())
+    return nullptr;
+  return module->manifest.gradients[index].name.c_str();
+}
+
+TorsorStatus *torsorModuleRunBackward(TorsorModule *module,
+                                      const TorsorTensor *cotangents,
+                                      int32_t numCotangents) {
+  if (!module)
+    return toC(invalidArg("module is NULL"));
+  return toC(runBackward(*module, cotangents, numCotangents));
+}
+
+TorsorStatus *torsorModuleGetGradient(const TorsorModule *module,
+                                      const char *name, TorsorTensor *tensor) {
+  if (!module || !name || !tensor)
+    return toC(invalidArg("module, name or tensor is NULL"));
+  const std::vector<TensorSpec> &list = module->manifest.gradients;
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (list[i].name != name)
+      continue;
+    if (!module->haveGradients)
+      return toC(Status(TORSOR_FAILED_PRECONDITION,
+                        format("gradient '%s' is not available: backward has "
+                               "not run successfully",
+                               name)));
+    const HostTensor &g = module->gradients[i];
+    tensor->data = const_cast<void *>(g.data());
+    tensor->shape = g.shape().data();
+    tensor->strides = module->gradientStrides[i].data();
+    tensor->rank = static_cast<int32_t>(g.shape().size());
+    tensor->dtype = g.dtype();
+    return nullptr;
+  }
+  return toC(invalidArg(format("unknown gradient '%s'", name)));
 }
 
 } // extern "C"

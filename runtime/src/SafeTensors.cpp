@@ -172,7 +172,12 @@ Status parseSafeTensors(const std::string &bytes, const std::string &path,
   const char *other = nullptr;
   if (bytes.compare(0, 4, "PK\x03\x04") == 0)
     other = "a zip archive (a NumPy .npz or a PyTorch .pt/.pth file)";
-  else if (!bytes.empty() && static_cast<unsigned char>(bytes[0]) == 0x80)
+  else if (!bytes.empty() && static_cast<unsigned char>(bytes[0]) == 0x80 &&
+           !(bytes.size() >= 8 &&
+             bytes.compare(2, 6, std::string(6, '\0')) == 0))
+    // A pickle starts with 0x80 and its protocol; a .safetensors header of
+    // 128 + 256·k bytes starts with 0x80 too, but then its length's upper
+    // bytes are zero.
     other = "a Python pickle (a legacy PyTorch .pt/.pth file)";
   else if (bytes.compare(0, 6, "\x93NUMPY") == 0)
     other = "a single NumPy .npy array";

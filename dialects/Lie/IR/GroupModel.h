@@ -23,6 +23,8 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 
+#include <optional>
+
 namespace torsor::lie {
 
 /// A run of algebra coordinates sharing one λ weight in dist2.
@@ -125,6 +127,15 @@ public:
   /// Default: the adjoint of buildLog at the identity (Derivatives.cpp).
   virtual Scalars buildAlgebraCotangent(ScalarBuilder &m,
                                         mlir::ValueRange c) const;
+  /// The left-trivialised gradient of log at exp(w): J_r(w)⁻ᵀ·c, for the
+  /// models whose log builds loops (so that it cannot be differentiated
+  /// formula by formula). Default: nullopt, and buildPullback differentiates
+  /// buildLog itself.
+  virtual std::optional<Scalars>
+  buildLogLeftGradient(ScalarBuilder &m, mlir::ValueRange w,
+                       mlir::ValueRange c) const {
+    return std::nullopt;
+  }
 
   /// Σ_{k∈b} w_k² for every block b of algebra coordinates `w`.
   Scalars buildBlockNorms(ScalarBuilder &m, mlir::ValueRange w) const;

@@ -200,6 +200,33 @@ void torsorModuleSetMemoryLimit(TorsorModule *module, uint64_t bytes);
 /// and thread count).
 uint64_t torsorModulePeakBytes(const TorsorModule *module);
 
+/// Returns 1 if the model was compiled with `torsorc --grad` and exports the
+/// backward entry `torsor_backward`, else 0 (docs/runtime.md, "Gradients").
+int32_t torsorModuleHasBackward(const TorsorModule *module);
+
+/// Returns how many gradients the backward entry computes (one per float
+/// input and param), 0 without one.
+int32_t torsorModuleNumGradients(const TorsorModule *module);
+
+/// Returns the name of gradient `index` ("grad.<tensor>"), or NULL if out of
+/// range.
+const char *torsorModuleGradientName(const TorsorModule *module, int32_t index);
+
+/// Runs the backward entry on the bound inputs and params with
+/// `cotangents[i]`, the cotangent of output i (manifest order, the output's
+/// dtype and shape), and keeps the gradients for torsorModuleGetGradient().
+/// The backward entry recomputes the forward pass: no torsorModuleRun() is
+/// needed first. Group inputs get left-trivialised gradients in algebra
+/// coordinates (shape [..., k]).
+TorsorStatus *torsorModuleRunBackward(TorsorModule *module,
+                                      const TorsorTensor *cotangents,
+                                      int32_t numCotangents);
+
+/// Describes gradient `name` ("grad.W") of the last successful backward run,
+/// as torsorModuleGetOutput() does for outputs.
+TorsorStatus *torsorModuleGetGradient(const TorsorModule *module,
+                                      const char *name, TorsorTensor *tensor);
+
 /// Sets the size of the runtime's thread pool used by torsor_parallel_for
 /// (including the calling thread); `n` <= 0 selects the hardware concurrency.
 /// Must not be called while a model runs.

@@ -398,6 +398,47 @@ FailureOr<Scalars> torsor::lie::buildPullback(const GroupModel &model,
   if (kind == PullbackKind::LeftTrivialize)
     return buildLeftTrivialGradient(model, m, operands[0], cotangent);
 
+  // A model whose log builds loops gives the log's derivative itself
+  // (J_r⁻ᵀ, buildLogLeftGradient); the straight-line rest is differentiated
+  // formula by formula as below.
+  if (kind == PullbackKind::Log || kind == PullbackKind::Dist2) {
+    bool isLog = kind == PullbackKind::Log;
+    // dist2(a, b) = ‖log(a⁻¹·b)‖²_λ (GroupModel::buildDist2).
+    auto relative = [&](ScalarBuilder &sm, ArrayRef<Scalars> in) -> Scalars {
+      if (isLog)
+        return in[0];
+      return model.buildCompose(sm, model.buildInverse(sm, in[0]), in[1]);
+    };
+    Scalars rel = relative(m, operands);
+    Scalars w = model.buildLog(m, rel);
+    Scalars wbar(cotangent.begin(), cotangent.end());
+    if (!isLog) {
+      FailureOr<Scalars> norm = buildFormulaVJP(
+          m, w, cotangent, [&](ScalarBuilder &sm, ValueRange ws) {
+            return Scalars{model.buildWeightedNorm2(sm, ws, lambda)};
+          });
+      if (failed(norm))
+        return failure();
+      wbar = *norm;
+    }
+    if (std::optional<Scalars> eta = model.buildLogLeftGradient(m, w, wbar)) {
+      Scalars relBar = buildGroupCotangent(model, m, rel, *eta);
+      Scalars x = operands[wrt];
+      if (isLog)
+        return relBar;
+      FailureOr<Scalars> grad =
+          buildFormulaVJP(m, x, relBar, [&](ScalarBuilder &sm, ValueRange xs) {
+            SmallVector<Scalars> in(operands.begin(), operands.end());
+            in[wrt] = Scalars(xs.begin(), xs.end());
+            return relative(sm, in);
+          });
+      if (failed(grad))
+        return failure();
+      return buildGroupCotangent(model, m, x,
+                                 buildLeftTrivialGradient(model, m, x, *grad));
+    }
+  }
+
   // A group result's ambient cotangent, projected: Ȳ ↦ η ↦ y⁻ᵀC(η).
   Scalars seed(cotangent.begin(), cotangent.end());
   if (hasGroupResult(kind)) {

@@ -81,6 +81,12 @@ public:
                                mlir::ValueRange entries) const override;
   Scalars buildAlgebraCotangent(ScalarBuilder &m,
                                 mlir::ValueRange c) const override;
+  /// J_r(w)⁻ᵀ·c with J_r(w) = Σ_k (−ad_w)^k/(k+1)! from the structure
+  /// constants of the generators: the exact finite sum when the algebra is
+  /// nilpotent, else the top-right block of exp([[−ad_w, I], [0, 0]]).
+  std::optional<Scalars>
+  buildLogLeftGradient(ScalarBuilder &m, mlir::ValueRange w,
+                       mlir::ValueRange c) const override;
 
   /// The keyword of the built-in model the builders delegate to ("se3"),
   /// or empty when the generic builders are used.

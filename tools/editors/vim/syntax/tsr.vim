@@ -14,6 +14,7 @@ syn keyword tsrType f16 bf16 f32 f64 i32 i64
 syn keyword tsrGroup SO2 SE2 SO3 SE3 Aff2 Sim3
 syn keyword tsrBuiltin relu gelu sigmoid tanh exp softmax layer_norm rms_norm
 syn keyword tsrBuiltin concat heads merge_heads transpose
+syn keyword tsrBuiltin embedding cross_entropy mse
 syn keyword tsrBuiltin compose inverse log act dist2 membership_residual
 syn keyword tsrBuiltin lie_attention grassmann_mix relational_attention
 syn keyword tsrBuiltin relational_norm
