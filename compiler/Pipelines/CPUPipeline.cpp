@@ -71,8 +71,10 @@ void torsor::buildCPULoweringPipeline(OpPassManager &pm,
   pm.addPass(createCSEPass());
 
   // Dense contractions to tiled FMA micro-kernels (tasks are scf.forall).
-  if (options.optLevel > 0)
+  if (options.optLevel > 0) {
     pm.addNestedPass<func::FuncOp>(createTorsorTileDense());
+    pm.addNestedPass<func::FuncOp>(createTorsorFuseRows());
+  }
 
   // Tensors to buffers. Function boundaries use plain (identity-layout)
   // memrefs: that is the descriptor ABI the runtime passes.
