@@ -213,6 +213,32 @@ def main():
             f.write("| %d | %.1f | " % (r["L"], r["torsor_ms"]) +
                     " | ".join("%.1f" % r[n + "_ms"] for n in names) +
                     " | %.2f | %.1e |\n" % (best / r["torsor_ms"], diff))
+    try:
+        plot(rows, names, os.path.join(results, "grassmann.png"), args.threads)
+    except ImportError:
+        print("matplotlib missing: no plot", file=sys.stderr)
+
+
+def plot(rows, names, path, threads):
+    """Grouped bars: ms per call of Torsor and every PyTorch form, per L."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    forms = ["torsor"] + names
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    width = 0.8 / len(forms)
+    for i, form in enumerate(forms):
+        xs = [j + i * width for j in range(len(rows))]
+        ax.bar(xs, [r[form + "_ms"] for r in rows], width, label=form)
+    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(rows))])
+    ax.set_xticklabels(["L = %d" % r["L"] for r in rows])
+    ax.set_yscale("log")
+    ax.set_ylabel("ms per call (median)")
+    ax.set_title("grassmann_mix d=256 r=32 6 offsets causal, f32, %d threads"
+                 % threads)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 if __name__ == "__main__":
