@@ -144,9 +144,13 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--sizes", type=int, nargs="+", default=[4096, 16384])
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--name", default="grassmann",
+                    help="results file stem under bench/results/")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--compile", action="store_true")
     args = ap.parse_args()
+    # Timings on a loaded machine are noise: the report says how loaded.
+    load_start = os.getloadavg()
     import numpy as np
     import torch
     torch.set_num_threads(args.threads)
@@ -199,11 +203,17 @@ def main():
             print(json.dumps(row), flush=True)
     results = os.path.join(ROOT, "bench", "results")
     os.makedirs(results, exist_ok=True)
-    with open(os.path.join(results, "grassmann.json"), "w") as f:
-        json.dump({"threads": args.threads, "runs": args.runs, "d": D, "r": R,
+    with open(os.path.join(results, args.name + ".json"), "w") as f:
+        json.dump({"threads": args.threads, "runs": args.runs,
+                   "load_start": load_start, "load_end": os.getloadavg(),
+                   "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                   "d": D, "r": R,
                    "offsets": OFFSETS, "rows": rows}, f, indent=1)
     names = list(forms)
-    with open(os.path.join(results, "grassmann.md"), "w") as f:
+    with open(os.path.join(results, args.name + ".md"), "w") as f:
+        f.write("%s, %d threads, load average %.1f at the start, %.1f at "
+                "the end.\n\n" % (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                                   args.threads, load_start[0], os.getloadavg()[0]))
         f.write("| L | Torsor ms | " + " | ".join("%s ms" % n for n in names) +
                 " | best PyTorch / Torsor | max abs diff (all forms) |\n")
         f.write("|---" * (len(names) + 4) + "|\n")
@@ -214,7 +224,7 @@ def main():
                     " | ".join("%.1f" % r[n + "_ms"] for n in names) +
                     " | %.2f | %.1e |\n" % (best / r["torsor_ms"], diff))
     try:
-        plot(rows, names, os.path.join(results, "grassmann.png"), args.threads)
+        plot(rows, names, os.path.join(results, args.name + ".png"), args.threads)
     except ImportError:
         print("matplotlib missing: no plot", file=sys.stderr)
 
