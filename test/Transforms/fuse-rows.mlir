@@ -73,6 +73,56 @@ module attributes {torsor.strategy = {vector_bits = 512 : i64, row_task_rows = 1
 
 // -----
 
+// RMS norm as the frontend emits it (torsorc --emit=mlir): one row sum of
+// squares and the scaling generic that reads it; one task loop, the sum
+// reassociated so that it vectorizes.
+
+// CHECK-LABEL: func.func @rms_norm
+// CHECK-NOT:   linalg.generic
+// CHECK:       scf.forall (%{{.*}}) = (0) to (%{{.*}}) step (16)
+// CHECK:         linalg.fill
+// CHECK:         linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
+// CHECK:           arith.mulf
+// CHECK:           arith.addf {{.*}} fastmath<reassoc>
+// CHECK:         linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]
+// CHECK:           math.rsqrt
+// CHECK:         scf.forall.in_parallel
+// CHECK-NOT:   linalg.generic
+// CHECK:       return
+#map = affine_map<(d0, d1) -> (d0, d1)>
+#map1 = affine_map<(d0, d1) -> (d0)>
+#map2 = affine_map<(d0, d1) -> (d1)>
+module {
+  func.func @rms_norm(%arg0: tensor<?x64xf32>, %arg1: tensor<64xf32>) -> tensor<?x64xf32> {
+    %c0 = arith.constant 0 : index
+    %dim = tensor.dim %arg0, %c0 : tensor<?x64xf32>
+    %cst = arith.constant 1.562500e-02 : f32
+    %cst_0 = arith.constant 9.99999997E-7 : f32
+    %0 = tensor.empty(%dim) : tensor<?xf32>
+    %cst_1 = arith.constant 0.000000e+00 : f32
+    %1 = linalg.fill ins(%cst_1 : f32) outs(%0 : tensor<?xf32>) -> tensor<?xf32>
+    %2 = linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "reduction"]} ins(%arg0 : tensor<?x64xf32>) outs(%1 : tensor<?xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %5 = arith.mulf %in, %in : f32
+      %6 = arith.addf %out, %5 : f32
+      linalg.yield %6 : f32
+    } -> tensor<?xf32>
+    %3 = tensor.empty(%dim) : tensor<?x64xf32>
+    %4 = linalg.generic {indexing_maps = [#map, #map1, #map2, #map], iterator_types = ["parallel", "parallel"]} ins(%arg0, %2, %arg1 : tensor<?x64xf32>, tensor<?xf32>, tensor<64xf32>) outs(%3 : tensor<?x64xf32>) {
+    ^bb0(%in: f32, %in_2: f32, %in_3: f32, %out: f32):
+      %5 = arith.mulf %in_2, %cst : f32
+      %6 = arith.addf %5, %cst_0 : f32
+      %7 = math.rsqrt %6 : f32
+      %8 = arith.mulf %in, %7 : f32
+      %9 = arith.mulf %8, %in_3 : f32
+      linalg.yield %9 : f32
+    } -> tensor<?x64xf32>
+    return %4 : tensor<?x64xf32>
+  }
+}
+
+// -----
+
 // Softmax (upstream's decomposition): row max, exp of the shifted rows,
 // row sum, division; one task loop.
 
