@@ -46,8 +46,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--name", default="dense",
+                    help="results file stem under bench/results/")
     ap.add_argument("--runs", type=int, default=10)
     args = ap.parse_args()
+    # Timings on a loaded machine are noise: the report says how loaded.
+    load_start = os.getloadavg()
     os.environ["OPENBLAS_NUM_THREADS"] = str(args.threads)
     import numpy as np
     sys.path.insert(0, os.path.join(ROOT, "test", "lib"))
@@ -108,10 +112,16 @@ def main():
                       row["torsor_vs_numpy"], diff), flush=True)
     results = os.path.join(ROOT, "bench", "results")
     os.makedirs(results, exist_ok=True)
-    with open(os.path.join(results, "dense.json"), "w") as f:
-        json.dump({"threads": args.threads, "runs": args.runs, "rows": rows}, f,
+    with open(os.path.join(results, args.name + ".json"), "w") as f:
+        json.dump({"threads": args.threads, "runs": args.runs,
+                   "load_start": load_start, "load_end": os.getloadavg(),
+                   "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                   "rows": rows}, f,
                   indent=1)
-    with open(os.path.join(results, "dense.md"), "w") as f:
+    with open(os.path.join(results, args.name + ".md"), "w") as f:
+        f.write("%s, %d threads, load average %.1f at the start, %.1f at "
+                "the end.\n\n" % (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                                   args.threads, load_start[0], os.getloadavg()[0]))
         f.write("| L | d | n | Torsor ms | GFLOP/s | NumPy ms | GFLOP/s | "
                 "torch.mm ms | Torsor / OpenBLAS throughput | max abs diff |\n"
                 "|---|---|---|---|---|---|---|---|---|---|\n")

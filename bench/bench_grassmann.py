@@ -144,9 +144,13 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--sizes", type=int, nargs="+", default=[4096, 16384])
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--name", default="grassmann",
+                    help="results file stem under bench/results/")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--compile", action="store_true")
     args = ap.parse_args()
+    # Timings on a loaded machine are noise: the report says how loaded.
+    load_start = os.getloadavg()
     import numpy as np
     import torch
     torch.set_num_threads(args.threads)
@@ -199,11 +203,17 @@ def main():
             print(json.dumps(row), flush=True)
     results = os.path.join(ROOT, "bench", "results")
     os.makedirs(results, exist_ok=True)
-    with open(os.path.join(results, "grassmann.json"), "w") as f:
-        json.dump({"threads": args.threads, "runs": args.runs, "d": D, "r": R,
+    with open(os.path.join(results, args.name + ".json"), "w") as f:
+        json.dump({"threads": args.threads, "runs": args.runs,
+                   "load_start": load_start, "load_end": os.getloadavg(),
+                   "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                   "d": D, "r": R,
                    "offsets": OFFSETS, "rows": rows}, f, indent=1)
     names = list(forms)
-    with open(os.path.join(results, "grassmann.md"), "w") as f:
+    with open(os.path.join(results, args.name + ".md"), "w") as f:
+        f.write("%s, %d threads, load average %.1f at the start, %.1f at "
+                "the end.\n\n" % (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                                   args.threads, load_start[0], os.getloadavg()[0]))
         f.write("| L | Torsor ms | " + " | ".join("%s ms" % n for n in names) +
                 " | best PyTorch / Torsor | max abs diff (all forms) |\n")
         f.write("|---" * (len(names) + 4) + "|\n")
@@ -213,6 +223,32 @@ def main():
             f.write("| %d | %.1f | " % (r["L"], r["torsor_ms"]) +
                     " | ".join("%.1f" % r[n + "_ms"] for n in names) +
                     " | %.2f | %.1e |\n" % (best / r["torsor_ms"], diff))
+    try:
+        plot(rows, names, os.path.join(results, args.name + ".png"), args.threads)
+    except ImportError:
+        print("matplotlib missing: no plot", file=sys.stderr)
+
+
+def plot(rows, names, path, threads):
+    """Grouped bars: ms per call of Torsor and every PyTorch form, per L."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    forms = ["torsor"] + names
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    width = 0.8 / len(forms)
+    for i, form in enumerate(forms):
+        xs = [j + i * width for j in range(len(rows))]
+        ax.bar(xs, [r[form + "_ms"] for r in rows], width, label=form)
+    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(rows))])
+    ax.set_xticklabels(["L = %d" % r["L"] for r in rows])
+    ax.set_yscale("log")
+    ax.set_ylabel("ms per call (median)")
+    ax.set_title("grassmann_mix d=256 r=32 6 offsets causal, f32, %d threads"
+                 % threads)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 if __name__ == "__main__":

@@ -57,8 +57,10 @@ void torsor::buildCPULoweringPipeline(OpPassManager &pm,
   buildGeoLieLoweringPipeline(pm, options);
 
   // Dense contractions to tiled FMA micro-kernels (tasks are scf.forall).
-  if (options.optLevel > 0)
+  if (options.optLevel > 0) {
     pm.addNestedPass<func::FuncOp>(createTorsorTileDense());
+    pm.addNestedPass<func::FuncOp>(createTorsorFuseRows());
+  }
 
   // Tensors to buffers.
   buildBufferizationPipeline(pm);

@@ -54,6 +54,10 @@ struct TargetStrategy {
   unsigned matmulCacheCols = 256;
   /// Depth (reduction) per cache block, kc.
   unsigned matmulCacheDepth = 256;
+  /// Rows one task of a row kernel (LayerNorm, RMS norm, softmax: row
+  /// reductions and their elementwise consumers, torsor-fuse-rows) keeps in
+  /// cache while every pass over them runs.
+  unsigned rowTaskRows = 16;
   /// Rows of the register tile, mr: each one broadcasts a left-operand
   /// element into matmulRegisterVectors FMAs.
   unsigned matmulRegisterRows = 4;

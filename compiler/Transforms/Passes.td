@@ -459,4 +459,45 @@ def TorsorTileDense : Pass<"torsor-tile-dense", "::mlir::func::FuncOp"> {
                            "::mlir::vector::VectorDialect"];
 }
 
+def TorsorFuseRows : Pass<"torsor-fuse-rows", "::mlir::func::FuncOp"> {
+  let summary = "Fuse row reductions and their elementwise consumers into row-block tasks";
+  let description = [{
+    LayerNorm, RMS norm and softmax reach linalg as a chain of generics:
+    row reductions over the last dim (sum, sum of squares, max) and
+    elementwise generics that read the rows and their statistics. Each
+    generic is a pass over the whole tensor. This pass makes every such
+    chain one row kernel: the last elementwise generic of the chain is
+    tiled by blocks of `row_task_rows` rows (the module's
+    `torsor.strategy`) into an `scf.forall`, and its producers (the
+    reductions, the elementwise generics between them, their fills) are
+    fused into the same task with upstream tile-and-fuse. A task reads its
+    rows from memory once; the other passes over them hit L1.
+    Contractions are never fused (torsor-tile-dense owns them). The
+    reductions' combiners get `fastmath<reassoc>` so that LLVM vectorizes
+    them (a lane-wise sum, not the serial left-to-right one of -O0).
+
+    Before (LayerNorm, as the frontend emits it):
+    ```mlir
+    %sum = linalg.generic {iterator_types = ["parallel", "reduction"]} ...
+    %xc  = linalg.generic {iterator_types = ["parallel", "parallel"]} ...
+    %ss  = linalg.generic {iterator_types = ["parallel", "reduction"]} ...
+    %y   = linalg.generic {iterator_types = ["parallel", "parallel"]} ...
+    ```
+    After:
+    ```mlir
+    %y = scf.forall (%i) = (0) to (%L) step (16) shared_outs(%o = %init) {
+      %sum = linalg.generic ... -> tensor<?xf32>     // the block's rows
+      %xc  = linalg.generic ...
+      %ss  = linalg.generic ...
+      %yb  = linalg.generic ...
+      scf.forall.in_parallel { tensor.parallel_insert_slice %yb ... }
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 #endif // TORSOR_TRANSFORMS_PASSES

@@ -258,7 +258,10 @@ struct FuseGrassmannMix : OpRewritePattern<GrassmannMixOp> {
         });
 
     // α = σ(W_gate [h; g] + b_gate), out = α h + (1 − α) g, as in the
-    // oracle (the two halves of W_gate are two linear layers).
+    // oracle. The two halves of W_gate are two linear layers, each with a
+    // fill or bias init, summed in the gate's generic: torsor-tile-dense
+    // then fuses that generic into one of their tasks as its epilogue (a
+    // layer accumulating onto the other's result would not be fusable).
     OpFoldResult zero = rewriter.getIndexAttr(0),
                  one = rewriter.getIndexAttr(1);
     auto half = [&](int64_t col) {
@@ -269,15 +272,16 @@ struct FuseGrassmannMix : OpRewritePattern<GrassmannMixOp> {
                  {one, one})
           .getResult();
     };
-    Value pre = e.linear(h, half(0), e.broadcastBias(op.getBGate(), hShape));
-    pre = e.linear(g, half(d), pre);
+    Value preH = e.linear(h, half(0), e.broadcastBias(op.getBGate(), hShape));
+    Value preG = e.linear(g, half(d), e.full(hShape, 0.0));
     Value out = e.generic(
-        {h, g, pre}, e.empty(hShape), {all, all, all, all}, rank, {},
-        [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+        {h, g, preH, preG}, e.empty(hShape), {all, all, all, all, all}, rank,
+        {}, [&](OpBuilder &b, Location l, ValueRange a) -> Value {
           LinalgEmitter s(b, l, e.elt);
           Value oneF = s.cst(1.0);
+          Value pre = arith::AddFOp::create(b, l, a[2], a[3]);
           Value en =
-              math::ExpOp::create(b, l, arith::NegFOp::create(b, l, a[2]));
+              math::ExpOp::create(b, l, arith::NegFOp::create(b, l, pre));
           Value alpha = arith::DivFOp::create(
               b, l, oneF, arith::AddFOp::create(b, l, oneF, en));
           Value beta = arith::SubFOp::create(b, l, oneF, alpha);

@@ -23,6 +23,15 @@
 // CHECK:         tensor.extract %[[WF]]
 // CHECK:       linalg.generic {{.*}} ins(%[[Q]], %arg3 : tensor<?x6xf32>, tensor<8x6xf32>)
 // CHECK-NOT:   x6xf32>
+// The gate: two linear layers with a bias and a zero init, summed in the
+// gate's own generic (so torsor-tile-dense can make it an epilogue).
+// CHECK:       %[[BIAS:.*]] = linalg.broadcast ins(%arg6
+// CHECK:       %[[PH:.*]] = linalg.generic {{.*}} ins(%arg0, %{{.*}} : tensor<?x8xf32>, tensor<8x8xf32>) outs(%[[BIAS]]
+// CHECK:       %[[ZERO:.*]] = linalg.fill
+// CHECK:       %[[PG:.*]] = linalg.generic {{.*}} : tensor<?x8xf32>, tensor<8x8xf32>) outs(%[[ZERO]]
+// CHECK:       linalg.generic {{.*}} ins(%arg0, %{{.*}}, %[[PH]], %[[PG]] :
+// CHECK:         arith.addf
+// CHECK:         math.exp
 // CHECK-NOT:   geo.
 // CHECK:       return
 func.func @mix(%h: tensor<?x8xf32>, %wr: tensor<4x8xf32>, %br: tensor<4xf32>,
