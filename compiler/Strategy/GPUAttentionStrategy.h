@@ -1,4 +1,5 @@
-//===- GPUAttentionStrategy.h - GPU tiles of the fused attention -*- C++ -*-===//
+//===- GPUAttentionStrategy.h - GPU tiles of the fused attention -*- C++
+//-*-===//
 //
 // The GPU half of the target strategy for the fused Lie attention
 // (geo-map-attention-to-gpu): how many query rows a block and a thread own,

@@ -89,8 +89,8 @@ public:
     heads = op.getHeads();
     dim = vType.getDimSize(rank - 1);
     headDim = dim / heads;
-    queryFeatures = cast<RankedTensorType>(op.getQueries().getType())
-                        .getDimSize(rank - 1);
+    queryFeatures =
+        cast<RankedTensorType>(op.getQueries().getType()).getDimSize(rank - 1);
     keyFeatures =
         cast<RankedTensorType>(op.getKeys().getType()).getDimSize(rank - 2);
     threads = strategy.threadsPerBlock;
@@ -111,6 +111,10 @@ public:
   LogicalResult verifyStrategy();
   /// Builds the kernel before `op`; returns the output tensor.
   Value build(ImplicitLocOpBuilder &b, bool emulate);
+  /// The kernel as one gpu.launch of the grid (gridX, gridY).
+  void buildLaunch(ImplicitLocOpBuilder &b, Value gridX, Value gridY);
+  /// The same per-thread code with blocks and threads as host loops.
+  void buildEmulated(ImplicitLocOpBuilder &b, Value gridX, Value gridY);
 
 private:
   /// Elements of the shared tile: values [BK][D], then features [Fk][BK].
@@ -158,12 +162,11 @@ LogicalResult KernelBuilder::verifyStrategy() {
                             << ", BK = " << keyTile << ", S = " << chunk;
   int64_t bytes = tileElements() * (elt.getWidth() / 8);
   if (bytes > sharedBytes)
-    return op.emitOpError()
-           << "GPU attention key tile needs " << bytes
-           << " bytes of shared memory (BK = " << keyTile << " keys of "
-           << keyFeatures << " features and " << dim
-           << " values), over the budget of " << sharedBytes
-           << "; use a smaller key tile";
+    return op.emitOpError() << "GPU attention key tile needs " << bytes
+                            << " bytes of shared memory (BK = " << keyTile
+                            << " keys of " << keyFeatures << " features and "
+                            << dim << " values), over the budget of "
+                            << sharedBytes << "; use a smaller key tile";
   return success();
 }
 
@@ -257,7 +260,8 @@ void KernelBuilder::stage(ImplicitLocOpBuilder &b, const BlockContext &bc,
           Value outer = arith::DivUIOp::create(lb, i, idx(lb, inner));
           Value in = arith::RemUIOp::create(lb, i, idx(lb, inner));
           // feature-major: (feature, key); else (key, column).
-          Value key = arith::AddIOp::create(lb, first, featureMajor ? in : outer);
+          Value key =
+              arith::AddIOp::create(lb, first, featureMajor ? in : outer);
           if (masked)
             key = arith::MinUIOp::create(lb, key, lastKey);
           SmallVector<Value> indices(bc.batch);
@@ -265,8 +269,8 @@ void KernelBuilder::stage(ImplicitLocOpBuilder &b, const BlockContext &bc,
             indices.append({outer, key});
           else
             indices.append({key, in});
-          Value x = memref::LoadOp::create(lb, featureMajor ? keys : values,
-                                           indices);
+          Value x =
+              memref::LoadOp::create(lb, featureMajor ? keys : values, indices);
           Value at = featureMajor
                          ? arith::AddIOp::create(lb, i, idx(lb, keyTile * dim))
                          : i;
@@ -291,15 +295,15 @@ State KernelBuilder::step(ImplicitLocOpBuilder &b, const ThreadContext &tc,
     Value local = arith::AddIOp::create(b, offsetInTile, idx(b, j));
     Scalars key;
     for (int64_t f = 0; f < keyFeatures; ++f) {
-      Value at = arith::AddIOp::create(
-          b, local, idx(b, keyTile * dim + f * keyTile));
+      Value at =
+          arith::AddIOp::create(b, local, idx(b, keyTile * dim + f * keyTile));
       key.push_back(memref::LoadOp::create(b, tile, ValueRange{at}));
     }
     Value keyIdx = arith::AddIOp::create(b, first, local);
     for (int64_t r = 0; r < rowsPerThread; ++r) {
       if (masked) {
-        Value ok = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, keyIdx,
-                                         keyLen);
+        Value ok =
+            arith::CmpIOp::create(b, arith::CmpIPredicate::ult, keyIdx, keyLen);
         if (op.getCausal())
           ok = arith::AndIOp::create(
               b, ok,
@@ -408,6 +412,128 @@ void KernelBuilder::finish(ImplicitLocOpBuilder &b, const BlockContext &bc,
   }
 }
 
+void KernelBuilder::buildLaunch(ImplicitLocOpBuilder &gb, Value gridX,
+                                Value gridY) {
+  MLIRContext *ctx = gb.getContext();
+  // The shared tile is a module-level workgroup global rather than a
+  // launch attribution: only a global carries an alignment, and the
+  // 16-byte value loads need one (kernel outlining clones it into the
+  // kernel's module).
+  auto shared = MemRefType::get(
+      {tileElements()}, elt, MemRefLayoutAttrInterface(),
+      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
+  auto module = op->getParentOfType<ModuleOp>();
+  OpBuilder mb(ctx); // detached: the symbol table inserts (and renames)
+  auto global = memref::GlobalOp::create(
+      mb, gb.getLoc(), "__torsor_attention_tile", mb.getStringAttr("private"),
+      shared, /*initial_value=*/Attribute(),
+      /*constant=*/false, mb.getI64IntegerAttr(16));
+  SymbolTable(module).insert(global, module.getBody()->begin());
+  Value one = idx(gb, 1);
+  auto launch =
+      gpu::LaunchOp::create(gb, gridX, gridY, one, idx(gb, threads), one, one);
+  ImplicitLocOpBuilder kb = ImplicitLocOpBuilder::atBlockBegin(
+      gb.getLoc(), &launch.getBody().front());
+  Value tile = memref::GetGlobalOp::create(kb, shared, global.getSymName());
+  Value tid = launch.getThreadIds().x;
+  BlockContext bc =
+      blockContext(kb, launch.getBlockIds().x, launch.getBlockIds().y);
+  ThreadContext tc = threadContext(kb, bc, tid);
+  auto keyLoop = [&](Value lb, Value ub, const State &state, bool masked) {
+    auto loop = scf::ForOp::create(
+        kb, lb, ub, idx(kb, keyTile), state.flat(),
+        [&](OpBuilder &nested, Location loc, Value first, ValueRange args) {
+          ImplicitLocOpBuilder ib(loc, nested);
+          // The previous tile is consumed before it is overwritten.
+          gpu::BarrierOp::create(ib);
+          stage(ib, bc, tid, first, tile, masked);
+          gpu::BarrierOp::create(ib);
+          State next = compute(ib, tc, first, tile, unflatten(args), masked);
+          scf::YieldOp::create(ib, next.flat());
+        });
+    return unflatten(loop.getResults());
+  };
+  State state = keyLoop(idx(kb, 0), bc.unmaskedEnd, initialState(kb),
+                        /*masked=*/false);
+  state = keyLoop(bc.unmaskedEnd, bc.end, state, /*masked=*/true);
+  finish(kb, bc, tc, state);
+  gpu::TerminatorOp::create(kb);
+}
+
+void KernelBuilder::buildEmulated(ImplicitLocOpBuilder &gb, Value gridX,
+                                  Value gridY) {
+  Value zero = idx(gb, 0);
+  // Host loops: blocks in parallel, threads one phase at a time.
+  scf::ParallelOp::create(
+      gb, ValueRange{zero, zero}, ValueRange{gridX, gridY},
+      ValueRange{idx(gb, 1), idx(gb, 1)},
+      [&](OpBuilder &nested, Location loc, ValueRange ivs) {
+        ImplicitLocOpBuilder pb(loc, nested);
+        Value tile =
+            memref::AllocaOp::create(pb, MemRefType::get({tileElements()}, elt),
+                                     pb.getI64IntegerAttr(16));
+        int64_t size = stateSize();
+        Value spill = memref::AllocaOp::create(
+            pb, MemRefType::get({threads * size}, elt));
+        BlockContext bc = blockContext(pb, ivs[0], ivs[1]);
+        // One loop over the threads at `ob`'s insertion point.
+        auto forThreads =
+            [&](ImplicitLocOpBuilder &ob,
+                function_ref<void(ImplicitLocOpBuilder &, Value)> body) {
+              scf::ForOp::create(
+                  ob, idx(ob, 0), idx(ob, threads), idx(ob, 1), ValueRange{},
+                  [&](OpBuilder &tb, Location tloc, Value tid, ValueRange) {
+                    ImplicitLocOpBuilder ib(tloc, tb);
+                    body(ib, tid);
+                    scf::YieldOp::create(ib);
+                  });
+            };
+        auto at = [&](ImplicitLocOpBuilder &ib, Value tid, int64_t i) {
+          return arith::AddIOp::create(
+              ib, arith::MulIOp::create(ib, tid, idx(ib, size)), idx(ib, i));
+        };
+        auto save = [&](ImplicitLocOpBuilder &ib, Value tid, const State &s) {
+          for (auto [i, v] : llvm::enumerate(s.flat()))
+            memref::StoreOp::create(ib, v, spill, ValueRange{at(ib, tid, i)});
+        };
+        auto restore = [&](ImplicitLocOpBuilder &ib, Value tid) {
+          SmallVector<Value> all;
+          for (int64_t i = 0; i < size; ++i)
+            all.push_back(
+                memref::LoadOp::create(ib, spill, ValueRange{at(ib, tid, i)}));
+          return unflatten(all);
+        };
+        forThreads(pb, [&](ImplicitLocOpBuilder &ib, Value tid) {
+          save(ib, tid, initialState(ib));
+        });
+        auto keyLoop = [&](Value lb, Value ub, bool masked) {
+          scf::ForOp::create(
+              pb, lb, ub, idx(pb, keyTile), ValueRange{},
+              [&](OpBuilder &kb, Location kloc, Value first, ValueRange) {
+                ImplicitLocOpBuilder ib(kloc, kb);
+                // Barrier, stage, barrier, compute: one loop per phase.
+                forThreads(ib, [&](ImplicitLocOpBuilder &tb, Value tid) {
+                  stage(tb, bc, tid, first, tile, masked);
+                });
+                forThreads(ib, [&](ImplicitLocOpBuilder &tb, Value tid) {
+                  ThreadContext tc = threadContext(tb, bc, tid);
+                  State s =
+                      compute(tb, tc, first, tile, restore(tb, tid), masked);
+                  save(tb, tid, s);
+                });
+                scf::YieldOp::create(ib);
+              });
+        };
+        keyLoop(idx(pb, 0), bc.unmaskedEnd, /*masked=*/false);
+        keyLoop(bc.unmaskedEnd, bc.end, /*masked=*/true);
+        forThreads(pb, [&](ImplicitLocOpBuilder &tb, Value tid) {
+          ThreadContext tc = threadContext(tb, bc, tid);
+          finish(tb, bc, tc, restore(tb, tid));
+        });
+        scf::ReduceOp::create(pb);
+      });
+}
+
 Value KernelBuilder::build(ImplicitLocOpBuilder &b, bool emulate) {
   MLIRContext *ctx = b.getContext();
   // Buffers of the operands, any layout (no copies for strided slices).
@@ -428,7 +554,6 @@ Value KernelBuilder::build(ImplicitLocOpBuilder &b, bool emulate) {
   int64_t nb = rank - 2;
   batchExtents.clear();
   SmallVector<Value> outSizes;
-  auto vType = cast<RankedTensorType>(op.getValues().getType());
   Value gridY = idx(b, 1);
   for (int64_t d = 0; d < nb; ++d) {
     Value extent = memref::DimOp::create(b, queries, d);
@@ -447,7 +572,6 @@ Value KernelBuilder::build(ImplicitLocOpBuilder &b, bool emulate) {
                              ? queryLen
                              : memref::DimOp::create(b, values, d).getResult());
   out = memref::AllocOp::create(b, outType, outSizes);
-  (void)vType;
 
   int64_t blockRows = threads * rowsPerThread;
   Value gridX =
@@ -461,123 +585,10 @@ Value KernelBuilder::build(ImplicitLocOpBuilder &b, bool emulate) {
   auto guard = scf::IfOp::create(b, any, /*withElse=*/false);
   ImplicitLocOpBuilder gb(b.getLoc(), guard.getThenBodyBuilder());
 
-  if (!emulate) {
-    // The shared tile is a module-level workgroup global rather than a
-    // launch attribution: only a global carries an alignment, and the
-    // 16-byte value loads need one (kernel outlining clones it into the
-    // kernel's module).
-    auto shared = MemRefType::get(
-        {tileElements()}, elt, MemRefLayoutAttrInterface(),
-        gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
-    auto module = op->getParentOfType<ModuleOp>();
-    OpBuilder mb(ctx); // detached: the symbol table inserts (and renames)
-    auto global = memref::GlobalOp::create(
-        mb, b.getLoc(), "__torsor_attention_tile",
-        mb.getStringAttr("private"), shared, /*initial_value=*/Attribute(),
-        /*constant=*/false, mb.getI64IntegerAttr(16));
-    SymbolTable(module).insert(global, module.getBody()->begin());
-    Value one = idx(gb, 1);
-    auto launch = gpu::LaunchOp::create(gb, gridX, gridY, one,
-                                        idx(gb, threads), one, one);
-    ImplicitLocOpBuilder kb = ImplicitLocOpBuilder::atBlockBegin(
-        b.getLoc(), &launch.getBody().front());
-    Value tile = memref::GetGlobalOp::create(kb, shared, global.getSymName());
-    Value tid = launch.getThreadIds().x;
-    BlockContext bc =
-        blockContext(kb, launch.getBlockIds().x, launch.getBlockIds().y);
-    ThreadContext tc = threadContext(kb, bc, tid);
-    auto keyLoop = [&](Value lb, Value ub, const State &state, bool masked) {
-      auto loop = scf::ForOp::create(
-          kb, lb, ub, idx(kb, keyTile), state.flat(),
-          [&](OpBuilder &nested, Location loc, Value first, ValueRange args) {
-            ImplicitLocOpBuilder ib(loc, nested);
-            // The previous tile is consumed before it is overwritten.
-            gpu::BarrierOp::create(ib);
-            stage(ib, bc, tid, first, tile, masked);
-            gpu::BarrierOp::create(ib);
-            State next = compute(ib, tc, first, tile, unflatten(args), masked);
-            scf::YieldOp::create(ib, next.flat());
-          });
-      return unflatten(loop.getResults());
-    };
-    State state = keyLoop(idx(kb, 0), bc.unmaskedEnd, initialState(kb),
-                          /*masked=*/false);
-    state = keyLoop(bc.unmaskedEnd, bc.end, state, /*masked=*/true);
-    finish(kb, bc, tc, state);
-    gpu::TerminatorOp::create(kb);
-  } else {
-    // Host loops: blocks in parallel, threads one phase at a time.
-    auto parallel = scf::ParallelOp::create(
-        gb, ValueRange{zero, zero}, ValueRange{gridX, gridY},
-        ValueRange{idx(gb, 1), idx(gb, 1)},
-        [&](OpBuilder &nested, Location loc, ValueRange ivs) {
-          ImplicitLocOpBuilder pb(loc, nested);
-          Value tile = memref::AllocaOp::create(
-              pb, MemRefType::get({tileElements()}, elt),
-              pb.getI64IntegerAttr(16));
-          int64_t size = stateSize();
-          Value spill = memref::AllocaOp::create(
-              pb, MemRefType::get({threads * size}, elt));
-          BlockContext bc = blockContext(pb, ivs[0], ivs[1]);
-          auto forThreads = [&](function_ref<void(ImplicitLocOpBuilder &,
-                                                  Value)>
-                                    body) {
-            scf::ForOp::create(
-                pb, idx(pb, 0), idx(pb, threads), idx(pb, 1), ValueRange{},
-                [&](OpBuilder &tb, Location tloc, Value tid, ValueRange) {
-                  ImplicitLocOpBuilder ib(tloc, tb);
-                  body(ib, tid);
-                  scf::YieldOp::create(ib);
-                });
-          };
-          auto at = [&](ImplicitLocOpBuilder &ib, Value tid, int64_t i) {
-            return arith::AddIOp::create(
-                ib, arith::MulIOp::create(ib, tid, idx(ib, size)),
-                idx(ib, i));
-          };
-          auto save = [&](ImplicitLocOpBuilder &ib, Value tid,
-                          const State &s) {
-            for (auto [i, v] : llvm::enumerate(s.flat()))
-              memref::StoreOp::create(ib, v, spill, ValueRange{at(ib, tid, i)});
-          };
-          auto restore = [&](ImplicitLocOpBuilder &ib, Value tid) {
-            SmallVector<Value> all;
-            for (int64_t i = 0; i < size; ++i)
-              all.push_back(memref::LoadOp::create(
-                  ib, spill, ValueRange{at(ib, tid, i)}));
-            return unflatten(all);
-          };
-          forThreads([&](ImplicitLocOpBuilder &ib, Value tid) {
-            save(ib, tid, initialState(ib));
-          });
-          auto keyLoop = [&](Value lb, Value ub, bool masked) {
-            scf::ForOp::create(
-                pb, lb, ub, idx(pb, keyTile), ValueRange{},
-                [&](OpBuilder &kb, Location kloc, Value first, ValueRange) {
-                  ImplicitLocOpBuilder ib(kloc, kb);
-                  // Barrier, stage, barrier, compute: one loop per phase.
-                  forThreads([&](ImplicitLocOpBuilder &tb, Value tid) {
-                    stage(tb, bc, tid, first, tile, masked);
-                  });
-                  forThreads([&](ImplicitLocOpBuilder &tb, Value tid) {
-                    ThreadContext tc = threadContext(tb, bc, tid);
-                    State s =
-                        compute(tb, tc, first, tile, restore(tb, tid), masked);
-                    save(tb, tid, s);
-                  });
-                  scf::YieldOp::create(ib);
-                });
-          };
-          keyLoop(idx(pb, 0), bc.unmaskedEnd, /*masked=*/false);
-          keyLoop(bc.unmaskedEnd, bc.end, /*masked=*/true);
-          forThreads([&](ImplicitLocOpBuilder &tb, Value tid) {
-            ThreadContext tc = threadContext(tb, bc, tid);
-            finish(tb, bc, tc, restore(tb, tid));
-          });
-          scf::ReduceOp::create(pb);
-        });
-    (void)parallel;
-  }
+  if (emulate)
+    buildEmulated(gb, gridX, gridY);
+  else
+    buildLaunch(gb, gridX, gridY);
 
   return bufferization::ToTensorOp::create(
       b, op.getInit().getType(), out, /*restrict=*/true, /*writable=*/true);
