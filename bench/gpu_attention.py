@@ -315,10 +315,20 @@ def make_flex(torch, group, g32):
 
     compiled = torch.compile(flex_attention, dynamic=False)
     L = g32.shape[0]
-    qk = torch.zeros(1, 1, L, 16, device=g32.device, dtype=torch.float32)
+    # q·k is computed and ignored: the narrowest width flex accepts keeps
+    # that waste small (16; dv where a different q/k width is refused).
+    widths = [16, DV]
 
     def run(v):
-        return compiled(qk, qk, v.view(1, 1, L, -1), score_mod=score_mod, scale=1.0)[0, 0]
+        while True:
+            qk = torch.zeros(1, 1, L, widths[0], device=g32.device, dtype=torch.float32)
+            try:
+                return compiled(qk, qk, v.view(1, 1, L, -1), score_mod=score_mod,
+                                scale=1.0)[0, 0]
+            except Exception:
+                if len(widths) == 1:
+                    raise
+                widths.pop(0)
 
     return run
 
