@@ -7,7 +7,8 @@ export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_DIR ?= $(HOME)/.cache/torsor-ccache
 export CCACHE_NOHASHDIR := 1
 
-.PHONY: all deps configure build test demo format check-format clean
+.PHONY: all deps configure build test demo format check-format clean \
+	test-sanitize build-sanitize fuzz
 
 all: build
 
@@ -40,4 +41,29 @@ check-format:
 	@scripts/check-format.sh
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(SAN_BUILD)
+
+# Reliability (docs/reliability.md): one ASan+UBSan build with libFuzzer
+# instrumentation, shared by the sanitizer suites and the fuzz targets.
+SAN_BUILD ?= build-san
+FUZZ_SECONDS ?= 60
+
+$(SAN_BUILD)/build.ninja: CMakeLists.txt | deps
+	cmake -S . -B $(SAN_BUILD) -G Ninja \
+	  -DCMAKE_BUILD_TYPE=Release \
+	  -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
+	  -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
+	  -DLLVM_USE_LINKER=lld \
+	  -DTORSOR_SANITIZE=ON -DTORSOR_FUZZ=ON \
+	  -DPython3_EXECUTABLE=$(PYTHON)
+
+build-sanitize: deps $(SAN_BUILD)/build.ninja
+	ninja -C $(SAN_BUILD) -j $(JOBS)
+
+# The unit and lit suites with our code under ASan and UBSan.
+test-sanitize: build-sanitize
+	@scripts/test-sanitize.sh $(SAN_BUILD) $(JOBS)
+
+# Every torsor-fuzz-* target for FUZZ_SECONDS on its seed corpus.
+fuzz: build-sanitize
+	@scripts/fuzz.sh $(SAN_BUILD) $(FUZZ_SECONDS)

@@ -124,6 +124,13 @@ private:
     // built-ins (Builtins.def); `exp` and dense layers take none.
     const BuiltinInfo *info = lookupBuiltin(call.callee);
     PoseUse use = info ? info->poses : PoseUse::ABSOLUTE;
+    // Only checked calls reach here, but stay in bounds regardless: a call
+    // short of the operands its rule reads counts as an absolute use.
+    size_t needed = use == PoseUse::COMPOSE || use == PoseUse::DISTANCE   ? 2
+                    : use == PoseUse::INVERSE || use == PoseUse::RELATIVE ? 1
+                                                                          : 0;
+    if (args.size() < needed)
+      use = PoseUse::ABSOLUTE;
     if (use == PoseUse::COMPOSE)
       return compose(args[0], args[1]);
     if (use == PoseUse::INVERSE) {
@@ -162,7 +169,7 @@ private:
     for (int64_t i = 0; i < iterations; ++i) {
       Env env;
       for (size_t a = 0; a < block.args.size(); ++a)
-        env[block.args[a].name] = args[a];
+        env[block.args[a].name] = a < args.size() ? args[a] : Frame();
       for (const StmtPtr &stmt : block.body) {
         auto *bind = llvm::dyn_cast<BindStmt>(stmt.get());
         if (!bind)

@@ -23,6 +23,11 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/APFloat.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
 
 using namespace torsor::frontend;
 using namespace mlir;
@@ -138,7 +143,62 @@ Value MLIRGenImpl::emptyTensor(const FType &type, Location l) {
 
 Value MLIRGenImpl::floatConst(DType dtype, double v, Location l) {
   auto ft = cast<FloatType>(elementType(dtype));
-  return arith::ConstantOp::create(b, l, b.getFloatAttr(ft, v));
+  return arith::ConstantOp::create(b, l,
+                                   checkedFloatAttr(ft, v, l, "the constant"));
+}
+
+FloatAttr MLIRGenImpl::checkedFloatAttr(FloatType ft, double value, Location l,
+                                        StringRef what) {
+  llvm::APFloat converted(value);
+  bool losesInfo = false;
+  llvm::APFloat::opStatus status = converted.convert(
+      ft.getFloatSemantics(), llvm::APFloat::rmNearestTiesToEven, &losesInfo);
+  if (std::isfinite(value) && (status & llvm::APFloat::opOverflow)) {
+    std::string text;
+    llvm::raw_string_ostream(text) << llvm::format("%g", value);
+    mlir::emitError(l) << what << " " << text << " does not fit in " << ft
+                       << ", the dtype it is computed in; use a smaller value "
+                          "or compile with --dtype=f64";
+    hadError = true;
+  }
+  return b.getFloatAttr(ft, value);
+}
+
+bool MLIRGenImpl::checkAttentionConstants(const CallExpr &call,
+                                          mlir::Type elt) {
+  auto ft = dyn_cast<FloatType>(elt);
+  if (!ft)
+    return true;
+  bool ok = true;
+  auto check = [&](StringRef kw, double value, StringRef what) {
+    const KeywordArg *arg = call.getKeyword(kw);
+    Location l = loc(arg ? arg->value->getLoc() : call.getLoc());
+    bool before = hadError;
+    hadError = false;
+    (void)checkedFloatAttr(ft, value, l, what);
+    ok &= !hadError;
+    hadError |= before;
+    return ok;
+  };
+  const std::vector<double> &lambda = call.constants.at("lambda");
+  for (double v : lambda)
+    if (!check("lambda", v, "'lambda' value"))
+      return false;
+  auto tauIt = call.constants.find("tau");
+  if (tauIt == call.constants.end())
+    return true;
+  const std::vector<double> &tau = tauIt->second;
+  // The kernels scale scores by −λ_b/τ_h: that ratio must fit as well.
+  size_t perHead = tau.empty() ? 0 : lambda.size() / tau.size();
+  for (size_t h = 0; h < tau.size(); ++h) {
+    if (!check("tau", tau[h], "'tau' value"))
+      return false;
+    for (size_t i = 0; i < perHead; ++i)
+      if (!check("lambda", lambda[h * perHead + i] / tau[h],
+                 "the score weight lambda / tau ="))
+        return false;
+  }
+  return true;
 }
 
 /// `torsor.dims`: one entry per dim, a symbol name or a fixed size.
@@ -349,7 +409,8 @@ Value MLIRGenImpl::emitExpr(const Expr &expr, const Env &env) {
       return arith::ConstantOp::create(
           b, l,
           DenseElementsAttr::get(
-              type, b.getFloatAttr(type.getElementType(), op.constant)));
+              type, checkedFloatAttr(cast<FloatType>(type.getElementType()),
+                                     op.constant, l, "the constant")));
     }
     return env.lookup(llvm::cast<VarExpr>(expr).name);
   case Expr::Unary: {

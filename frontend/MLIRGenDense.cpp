@@ -104,10 +104,11 @@ Value MLIRGenImpl::elementwise(const FType &result, ArrayRef<Operand> ops,
                    auto ft = cast<FloatType>(elementType(dtype));
                    for (const Operand &op : ops)
                      scalars.push_back(
-                         op.value
-                             ? args[next++]
-                             : Value(arith::ConstantOp::create(
-                                   nb, nl, nb.getFloatAttr(ft, op.constant))));
+                         op.value ? args[next++]
+                                  : Value(arith::ConstantOp::create(
+                                        nb, nl,
+                                        checkedFloatAttr(ft, op.constant, nl,
+                                                         "the constant"))));
                    return fn(nb, nl, scalars);
                  });
 }
@@ -119,7 +120,8 @@ Value MLIRGenImpl::emitBinary(const BinaryExpr &expr, const Env &env) {
     return arith::ConstantOp::create(
         b, l,
         DenseElementsAttr::get(
-            type, b.getFloatAttr(type.getElementType(), foldConstant(expr))));
+            type, checkedFloatAttr(cast<FloatType>(type.getElementType()),
+                                   foldConstant(expr), l, "the constant")));
   }
   Operand lhs = emitOperand(*expr.lhs, env);
   Operand rhs = emitOperand(*expr.rhs, env);

@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -86,6 +87,8 @@ Value MLIRGenImpl::emitGroupOp(const CallExpr &call, const Env &env) {
     return lie::MembershipResidualOp::create(b, l, resultType, args[0], group);
   assert(name == "dist2" && "Sema admits no other group operation");
   auto lambda = b.getDenseF64ArrayAttr(call.constants.at("lambda"));
+  if (!checkAttentionConstants(call, getElementTypeOrSelf(resultType)))
+    return nullptr;
   if (call.getConstant("pairwise") != 0) {
     // All pairs: broadcast a over columns and b over rows, then compare
     // elementwise; dist2 stays one op that fusion can recognise.
@@ -125,7 +128,8 @@ Value MLIRGenImpl::emitGeoLayer(const CallExpr &call, const Env &env) {
   mlir::Type resultType = tensorType(call.type);
   if (name == "lie_attention") {
     lie::GroupAttr group = groupAttr(*call.group, call.getLoc());
-    if (!group)
+    if (!group ||
+        !checkAttentionConstants(call, getElementTypeOrSelf(resultType)))
       return nullptr;
     return geo::LieAttentionOp::create(
         b, l, resultType, operands[0], operands[1], group,

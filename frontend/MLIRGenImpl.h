@@ -87,6 +87,14 @@ public:
   mlir::Value transpose(mlir::Value x, const Type &type,
                         llvm::ArrayRef<int64_t> perm, mlir::Location l);
 
+  /// `value` as an attribute of `ft`, or a located error when it does not
+  /// fit: λ = 1e300 in an f32 model would become +inf and turn every score
+  /// into NaN, so out-of-range constants are rejected at compile time.
+  mlir::FloatAttr checkedFloatAttr(mlir::FloatType ft, double value,
+                                   mlir::Location l, llvm::StringRef what);
+  /// Checks that λ, τ and the score coefficients −λ/τ fit `elt`.
+  bool checkAttentionConstants(const CallExpr &call, mlir::Type elt);
+
   mlir::MLIRContext &ctx;
   mlir::OpBuilder b;
   MLIRDiagnosticEngine &diags;

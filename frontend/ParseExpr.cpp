@@ -117,6 +117,13 @@ ExprPtr Parser::parsePrimary() {
     }
     int64_t count = tok.getIntValue();
     SMLoc countLoc = tok.getLoc();
+    // A count of 0 would read as a plain call (repeatCount 0 means "no
+    // repeat"), so it is rejected here; Sema checks the upper bound.
+    if (count < 1) {
+      errorHere("repeat count must be between 1 and 1024, got " +
+                llvm::Twine(count));
+      return nullptr;
+    }
     consume();
     std::string name;
     SMLoc nameLoc;

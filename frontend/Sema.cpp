@@ -25,7 +25,6 @@ using llvm::StringRef;
 using llvm::Twine;
 
 /// Largest fixed dim (keeps products of dims far from overflow).
-static constexpr int64_t kMaxDimSize = int64_t(1) << 32;
 /// Largest rank of a written type.
 static constexpr size_t kMaxRank = 8;
 
@@ -57,7 +56,9 @@ bool Sema::check(Module &mod) {
                       "redefinition of model '" + model->name + "'");
     unsigned modelErrors = diags.getNumErrors();
     checkModel(*model);
-    if (diags.getNumErrors() == modelErrors)
+    // Sema stays quiet about statements that failed to parse, so a clean
+    // check does not mean well-formed calls unless the parse was clean too.
+    if (diags.getNumErrors() == modelErrors && !model->hadParseError)
       analyzeLeftInvariance(*model);
   }
   return diags.getNumErrors() == before;
@@ -181,7 +182,8 @@ Type Sema::resolveType(const TypeExpr &t) {
                                           "types");
       return Type();
     }
-    return Type::tensor(*dt, std::move(shape));
+    Type result = Type::tensor(*dt, std::move(shape));
+    return checkShapeLimits(t.loc, result) ? result : Type();
   }
   const GroupInfo *group = lookupGroup(t.base);
   if (!group) {
@@ -223,7 +225,8 @@ Type Sema::resolveType(const TypeExpr &t) {
     diags.emitError(t.loc, "group type has too many sequence dims");
     return Type();
   }
-  return Type::groupSeq(group, dt, std::move(shape));
+  Type result = Type::groupSeq(group, dt, std::move(shape));
+  return checkShapeLimits(t.loc, result) ? result : Type();
 }
 
 //===----------------------------------------------------------------------===//
@@ -501,10 +504,15 @@ void Sema::checkGroup(GroupDecl &group) {
       }
       unsigned idx = it->second;
       if (owner[idx] >= 0) {
+        // The owner may be this very block, which is not in info.blocks
+        // until its list is done.
+        StringRef ownerName = size_t(owner[idx]) < info.blocks.size()
+                                  ? StringRef(info.blocks[owner[idx]].name)
+                                  : StringRef(norm.name);
         diags.emitError(loc, "generator '" + name +
                                  "' is already in norm "
                                  "block '" +
-                                 info.blocks[owner[idx]].name + "'");
+                                 ownerName + "'");
         return;
       }
       if (idx != next) {

@@ -62,6 +62,9 @@ private:
 
   // Expressions (SemaExpr.cpp, SemaBuiltins.cpp).
   Type checkExpr(Expr &expr);
+  /// Reports a computed type whose fixed dims exceed kMaxDimSize or
+  /// multiply past kMaxStaticElements (merge_heads, concat, declarations).
+  bool checkShapeLimits(llvm::SMLoc loc, const Type &type);
   Type checkBinary(BinaryExpr &expr);
   Type checkCall(CallExpr &call);
   Type checkBlockCall(CallExpr &call, const BlockDecl &block);

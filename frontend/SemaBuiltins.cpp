@@ -14,6 +14,8 @@
 #include "frontend/Suggest.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
 #include <set>
 
 using namespace torsor::frontend;
@@ -30,11 +32,14 @@ static bool allValid(const CallExpr &call) {
 /// Normalises an axis in [-rank, rank) to [0, rank); reports otherwise.
 static bool normalizeAxis(DiagnosticEngine &diags, const CallExpr &call,
                           double axis, unsigned rank, double &result) {
-  int64_t a = int64_t(axis);
-  if (double(a) != axis || a < -int64_t(rank) || a >= int64_t(rank)) {
+  int64_t a = 0;
+  bool exact = exactInt64(axis, a);
+  if (!exact || a < -int64_t(rank) || a >= int64_t(rank)) {
     const KeywordArg *kw = call.getKeyword("axis");
+    std::string text;
+    llvm::raw_string_ostream(text) << llvm::format("%g", axis);
     diags.emitError(kw ? kw->value->getLoc() : call.getLoc(),
-                    "axis " + Twine(int64_t(axis)) +
+                    "axis " + (exact ? Twine(a) : Twine(text)) +
                         " is out of range for a rank-" + Twine(rank) +
                         " tensor");
     return false;
@@ -215,8 +220,17 @@ Type Sema::checkBuiltin(CallExpr &call) {
                           x.str());
       return Type();
     }
-    return Type::tensor(
-        x.dtype, {x.shape[1], Dim::fixed(x.shape[0].value * x.shape[2].value)});
+    // H and Dh are each at most 2^32: their product can overflow int64,
+    // so compare by division.
+    int64_t h = x.shape[0].value, dh = x.shape[2].value;
+    if (h > kMaxDimSize / std::max<int64_t>(dh, 1)) {
+      diags.emitError(call.args[0]->getLoc(),
+                      "'merge_heads' of " + x.str() +
+                          " makes a dim of H * Dh = " + Twine(h) + " * " +
+                          Twine(dh) + "; the limit is 2^32");
+      return Type();
+    }
+    return Type::tensor(x.dtype, {x.shape[1], Dim::fixed(h * dh)});
   }
   if (name == "transpose") {
     if (!checkKeywords(call, {}) || !checkArgCount(call, 1, 1) ||

@@ -105,8 +105,36 @@ Type Sema::checkExpr(Expr &expr) {
     result = checkCall(llvm::cast<CallExpr>(expr));
     break;
   }
+  if (!result.isInvalid() && !checkShapeLimits(expr.getLoc(), result))
+    result = Type();
   expr.type = result;
   return result;
+}
+
+bool Sema::checkShapeLimits(llvm::SMLoc loc, const Type &type) {
+  if (!type.isTensor() && !type.isGroup())
+    return true;
+  int64_t elements = 1;
+  for (const Dim &d : type.shape) {
+    if (d.symbolic)
+      continue;
+    if (d.value > kMaxDimSize) {
+      diags.emitError(loc, "this makes a dim of " + Twine(d.value) + " in " +
+                               type.str() + "; the limit is 2^32");
+      return false;
+    }
+    // Divide rather than multiply: the product itself could overflow.
+    int64_t factor = std::max<int64_t>(d.value, 1);
+    if (elements > kMaxStaticElements / factor) {
+      diags.emitError(loc, type.str() +
+                               " has more than 2^56 elements in its fixed "
+                               "dims; the limit keeps every byte size and "
+                               "index inside 64 bits");
+      return false;
+    }
+    elements *= factor;
+  }
+  return true;
 }
 
 bool Sema::broadcast(llvm::ArrayRef<Dim> a, llvm::ArrayRef<Dim> b,
@@ -456,10 +484,11 @@ bool Sema::getInteger(const Expr &expr, int64_t &value, const Twine &what) {
   if (hasInvalid(expr))
     return false;
   double v;
-  if (evalScalar(expr, v) && v == double(int64_t(v)) &&
+  int64_t i;
+  if (evalScalar(expr, v) && exactInt64(v, i) &&
       (llvm::isa<VarExpr>(expr) || !llvm::isa<NumberExpr>(expr) ||
        llvm::cast<NumberExpr>(expr).isInteger)) {
-    value = int64_t(v);
+    value = i;
     return true;
   }
   diags.emitError(expr.getLoc(), what + " must be an integer or a fixed dim");

@@ -90,6 +90,15 @@ Type Sema::checkGeoLayer(CallExpr &call) {
                           Twine(heads));
       return Type();
     }
+    // Every head gets its own τ, λ row and, in the fused kernels, its own
+    // unrolled score code: a bound keeps compile time and memory linear in
+    // what a real model uses (2^32 heads once aborted with a 32 GB vector).
+    if (heads > kMaxAttentionHeads) {
+      diags.emitError(call.getKeyword("heads")->value->getLoc(),
+                      "'heads' is at most " + Twine(kMaxAttentionHeads) +
+                          ", got " + Twine(heads));
+      return Type();
+    }
     std::vector<double> tau(heads, 1.0);
     if (const KeywordArg *kw = call.getKeyword("tau")) {
       std::vector<double> values;
@@ -175,6 +184,15 @@ Type Sema::checkGeoLayer(CallExpr &call) {
                                              "reduced dim r of at least 2");
       return Type();
     }
+    // w_plucker has C(r, 2) columns, a dim like any other (≤ 2^32); the
+    // bound also keeps r(r − 1) inside int64.
+    if (r > 92682) {
+      diags.emitError(wRed->value->getLoc(),
+                      "'grassmann_mix' has r(r - 1)/2 Pluecker coordinates, "
+                      "at most 2^32, so r is at most 92682; got " +
+                          Twine(r));
+      return Type();
+    }
     DType dt = h.dtype;
     SMLoc loc = call.getLoc();
     if (!checkWeight(*this, diags, call, "b_red",
@@ -196,10 +214,20 @@ Type Sema::checkGeoLayer(CallExpr &call) {
     std::vector<double> offsets;
     if (!getNumberList(*offKw, offsets))
       return Type();
+    // The -O0 oracle unrolls one slice-and-project chain per offset, and
+    // bufferization's alias analysis grows faster than quadratically with
+    // that chain (100 offsets took minutes): bound it where models live.
+    if (offsets.size() > size_t(kMaxGrassmannOffsets)) {
+      diags.emitError(offKw->value->getLoc(), "'grassmann_mix' takes at most " +
+                                                  Twine(kMaxGrassmannOffsets) +
+                                                  " offsets, got " +
+                                                  Twine(offsets.size()));
+      return Type();
+    }
     std::set<double> seen;
+    int64_t asInt;
     for (double o : offsets)
-      if (o < 1 || o != double(int64_t(o)) || o > 1e9 ||
-          !seen.insert(o).second) {
+      if (o < 1 || o > 1e9 || !exactInt64(o, asInt) || !seen.insert(o).second) {
         diags.emitError(offKw->value->getLoc(),
                         "'offsets' must be distinct positive integers");
         return Type();
@@ -208,13 +236,12 @@ Type Sema::checkGeoLayer(CallExpr &call) {
     if (const KeywordArg *kw = call.getKeyword("causal"))
       if (!getBool(*kw, causal))
         return Type();
-    double eps = 1e-6;
-    if (const KeywordArg *kw = call.getKeyword("eps"))
-      if (!getNumber(*kw, eps))
-        return Type();
+    // eps must be positive, as geo.grassmann_mix's verifier requires
+    // (eps = -1 once passed Sema and failed in the verifier).
+    if (!getPositiveEps(call, 1e-6))
+      return Type();
     call.constants["offsets"] = offsets;
     call.constants["causal"] = {causal ? 1.0 : 0.0};
-    call.constants["eps"] = {eps};
     call.constants["r"] = {double(r)};
     return h;
   }

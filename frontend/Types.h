@@ -30,6 +30,29 @@ llvm::StringRef getDTypeName(DType dtype);
 /// True for the floating-point dtypes.
 bool isFloatDType(DType dtype);
 
+/// The largest fixed dim (docs/language.md §10).
+constexpr int64_t kMaxDimSize = int64_t(1) << 32;
+/// The most elements a tensor's fixed dims may multiply to: byte sizes and
+/// linearized indices of every dtype stay far inside int64.
+constexpr int64_t kMaxStaticElements = int64_t(1) << 56;
+/// Converts `v` to an integer if it is one and fits in int64. Casting an
+/// out-of-range double to int64_t is undefined behaviour, so every integer
+/// read from a number literal goes through this.
+inline bool exactInt64(double v, int64_t &out) {
+  // 2^63 is exact as a double; the range test also rejects NaN.
+  if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0))
+    return false;
+  int64_t i = int64_t(v);
+  if (double(i) != v)
+    return false;
+  out = i;
+  return true;
+}
+/// The most heads `lie_attention` splits its values into.
+constexpr int64_t kMaxAttentionHeads = 256;
+/// The most offsets one `grassmann_mix` may list.
+constexpr int64_t kMaxGrassmannOffsets = 32;
+
 /// A named algebra block (λ weight) and its number of coordinates.
 struct NormBlock {
   std::string name;

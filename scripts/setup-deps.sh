@@ -12,6 +12,7 @@ set -euo pipefail
 APT_PACKAGES=(
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools lld-22 clang-22
   ninja-build ccache cmake g++ libgtest-dev clang-format pkgconf
+  libclang-rt-22-dev  # ASan/UBSan and libFuzzer runtimes (make test-sanitize, make fuzz)
 )
 PY_PACKAGES=(numpy scipy mpmath ml_dtypes wheel)  # wheel: pip builds python/ offline in make test
 PYTHON=${PYTHON:-python3}

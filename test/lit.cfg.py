@@ -57,7 +57,23 @@ llvm_config.use_default_substitutions()
 # lit's defaults map %python to lit's own interpreter; the tests need the one
 # CMake found (with numpy/scipy/mpmath).
 config.substitutions = [(k, v) for k, v in config.substitutions if k != "%python"]
-config.substitutions.append(("%python", config.python_executable))
+# Sanitizer builds (cmake -DTORSOR_SANITIZE=ON, docs/reliability.md): any
+# report aborts, so `not tool` cannot mistake a sanitizer finding for the
+# expected error. Python is not instrumented: it preloads the shared ASan
+# runtime to load libtorsor_runtime.so through ctypes, and does not check
+# its own leaks. allow_user_poisoning=0: LLVM's BumpPtrAllocator poisons
+# its slabs when inlined into our instrumented code, but Debian's
+# uninstrumented libMLIR allocates from the same slabs without unpoisoning,
+# which ASan would report as use-after-poison.
+python_command = config.python_executable
+if getattr(config, "torsor_sanitize", "OFF").upper() in ("ON", "1", "TRUE", "YES"):
+    config.available_features.add("sanitize")
+    config.environment["ASAN_OPTIONS"] = "abort_on_error=1:detect_leaks=1:allow_user_poisoning=0"
+    config.environment["UBSAN_OPTIONS"] = "abort_on_error=1:print_stacktrace=1"
+    python_command = ("env LD_PRELOAD=%s ASAN_OPTIONS=abort_on_error=1:detect_leaks=0:allow_user_poisoning=0 %s"
+                      % (config.torsor_asan_runtime, config.python_executable))
+config.torsor_python_command = python_command
+config.substitutions.append(("%python", python_command))
 config.substitutions.append(("%torsor_src", config.torsor_src_root))
 config.substitutions.append(("%torsor_bin", config.torsor_tools_dir))
 config.environment["PYTHONPATH"] = os.path.join(config.torsor_src_root, "test", "lib")

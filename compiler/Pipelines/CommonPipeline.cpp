@@ -20,6 +20,7 @@
 #include "compiler/Conversion/Passes.h"
 #include "compiler/Transforms/Passes.h"
 
+#include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
@@ -73,6 +74,10 @@ void torsor::buildBufferizationPipeline(OpPassManager &pm) {
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   bufferization::BufferDeallocationPipelineOptions dealloc;
   bufferization::buildBufferDeallocationPipeline(pm, dealloc);
+  // Deallocation may leave bufferization.clone (a result that aliases an
+  // argument, such as a group input returned next to its log); nothing
+  // below lowers it, and it would reach LLVM as unrealized casts.
+  pm.addPass(createConvertBufferizationToMemRefPass());
 }
 
 std::string torsor::resolveCUDAPath(StringRef requested) {

@@ -106,8 +106,12 @@ void outline(scf::ParallelOp loop, func::FuncOp parent, unsigned index) {
     auto inner = scf::ParallelOp::create(
         builder, loc, lookupAll(loop.getLowerBound()),
         lookupAll(loop.getUpperBound()), lookupAll(loop.getStep()));
-    for (auto [from, to] : llvm::zip(llvm::drop_begin(loop.getInductionVars()),
-                                     inner.getInductionVars()))
+    // getInductionVars() returns a SmallVector by value: keep both alive
+    // for the loop (a range-for does not extend temporaries inside its
+    // range expression, and ranks above 6 spill to the heap).
+    SmallVector<Value> outerIvs = loop.getInductionVars();
+    SmallVector<Value> innerIvs = inner.getInductionVars();
+    for (auto [from, to] : llvm::zip(llvm::drop_begin(outerIvs), innerIvs))
       mapping.map(from, to);
     OpBuilder innerBuilder = OpBuilder::atBlockBegin(inner.getBody());
     cloneBody(innerBuilder);
