@@ -11,6 +11,7 @@
 #include "compiler/Autodiff/Passes.h"
 #include "compiler/Conversion/Passes.h"
 #include "compiler/Pipelines/Pipelines.h"
+#include "compiler/Transforms/GPUHostCode.h"
 #include "compiler/Transforms/Passes.h"
 #include "dialects/Geo/IR/GeoDialect.h"
 #include "dialects/Geo/Transforms/Passes.h"
@@ -26,6 +27,7 @@ void torsor::registerAllDialects(mlir::DialectRegistry &registry) {
   registry.insert<lie::LieDialect, geo::GeoDialect>();
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
+  registerGPUBarrierEffects(registry);
   mlir::registerAllToLLVMIRTranslations(registry);
 }
 

@@ -6,7 +6,7 @@
 # scripts/gpu-check.sh needs on a GPU machine that has no LLVM/MLIR into one
 # folder: the models (.so + manifests), torsor-run and libtorsor_runtime.so
 # (installed with an $ORIGIN rpath), the data, the check script, and
-# bench/gpu_attention.py when it exists. The folder is checked to be small
+# bench/gpu_attention.py with its SO(3)/SE(3) models (-O2, nvptx). The folder is checked to be small
 # enough to carry (< 60 MiB).
 #
 # usage: scripts/gpu-check-prepare.sh [--build DIR] [--out DIR] [--gpu-arch sm_90]
@@ -76,10 +76,20 @@ done
 
 cp "$ROOT/scripts/gpu-check.sh" "$OUT/gpu-check.sh"
 chmod +x "$OUT/gpu-check.sh"
-# The attention benchmark with its sibling modules (harness, peers).
+# The attention benchmark with its sibling modules (harness, peers), and
+# its SO(3)/SE(3) lie_attention models compiled for the GPU at -O2 (the
+# fused kernel of geo-map-attention-to-gpu) into bench/gpu-models, where
+# gpu_attention.py looks by default.
 if [ -f "$ROOT/bench/gpu_attention.py" ]; then
   mkdir -p "$OUT/bench"
   cp "$ROOT"/bench/*.py "$OUT/bench/"
+  if ! "$PY" "$ROOT/bench/gpu_attention.py" --build-models "$OUT/bench/gpu-models" \
+      --torsorc "$BUILD/bin/torsorc" --gpu-arch "$ARCH" >"$OUT/bench/build.log" 2>&1; then
+    echo "gpu-check-prepare: compiling the attention benchmark's models failed:" >&2
+    tail -5 "$OUT/bench/build.log" | sed 's/^/    /' >&2
+    exit 1
+  fi
+  rm -f "$OUT/bench/build.log"
 fi
 
 bytes=$(du -sb "$OUT" | cut -f1)

@@ -152,6 +152,13 @@ bench = next((p for p in (os.path.join(STAGE, "bench", "gpu_attention.py"),
                           os.path.join(STAGE, "..", "..", "bench", "gpu_attention.py"))
               if os.path.exists(p)), None)
 
+# The benchmark finds the staged tools through these variables; without
+# --bench-args its table also goes to RESULTS/gpu_attention.json.
+bench_env = dict(os.environ, TORSOR_RUN=RUN, TORSOR_GPU_STAGE=STAGE,
+                 TORSOR_RUNTIME_LIB=os.path.join(STAGE, "lib", "libtorsor_runtime.so"))
+bench_args = (shlex.split(E["BENCH_ARGS"])
+              or ["--out", os.path.join(RESULTS, "gpu_attention.json")])
+
 # --- the plan ------------------------------------------------------------------
 n_gpu = sum(1 for ex in plan["examples"] if ex.get("nvptx"))
 say("plan: %d examples, %d with an nvptx model; tolerance %g; %d timed runs each"
@@ -164,11 +171,20 @@ for ex in plan["examples"]:
     else:
         say("  %-22s NOT COMPILED for nvptx: %s" % (ex["name"], ex.get("nvptx_error", "?")))
 if BENCH:
-    say("  bench: " + ("python3 %s %s" % (bench, E["BENCH_ARGS"]) if bench
+    say("  bench: " + ("python3 %s %s" % (bench, " ".join(bench_args)) if bench
                        else "bench/gpu_attention.py not staged (skipped)"))
 say("  worst case: %d s (each step's timeout)"
     % (n_gpu * STEP * (1 + (TIMES > 0) * 2) + (4 * STEP if bench and BENCH else 0)))
 if DRY:
+    # The benchmark's own dry run: its models (target nvptx, the arch),
+    # the staged runtime, and its score formulas where PyTorch is here.
+    if BENCH and bench:
+        r = subprocess.run(["python3", bench, "--dry-run", "--gpu-arch", plan["gpu_arch"]],
+                           env=bench_env, capture_output=True, text=True, timeout=4 * STEP)
+        for line in (r.stdout + r.stderr).splitlines():
+            say("  bench dry run: " + line)
+        if r.returncode != 0:
+            problems.append("bench/gpu_attention.py --dry-run failed (rc %d)" % r.returncode)
     for p in problems:
         say("problem:", p)
     missing = len(plan["examples"]) - n_gpu
@@ -239,13 +255,10 @@ if TIMES > 0:
 # --- 4. the attention benchmark -------------------------------------------------------
 bench_rc = None
 if BENCH and bench:
-    # The benchmark finds the staged tools through these variables.
-    env = dict(os.environ, TORSOR_RUN=RUN, TORSOR_GPU_STAGE=STAGE,
-               TORSOR_RUNTIME_LIB=os.path.join(STAGE, "lib", "libtorsor_runtime.so"))
-    say("== bench: python3 %s %s" % (bench, E["BENCH_ARGS"]))
+    say("== bench: python3 %s %s" % (bench, " ".join(bench_args)))
     t0 = time.time()
     try:
-        r = subprocess.run(["python3", bench] + shlex.split(E["BENCH_ARGS"]), env=env,
+        r = subprocess.run(["python3", bench] + bench_args, env=bench_env,
                            capture_output=True, text=True, timeout=4 * STEP)
         bench_rc, text = r.returncode, r.stdout + r.stderr
     except subprocess.TimeoutExpired as t:

@@ -4,10 +4,15 @@
 // device lowering follows MLIR's GPUToNVVMPipeline):
 //   1. simplify   canonicalize + CSE
 //   2. ABI        torsor-wrap-model; the GPU strategy (torsor.strategy)
-//      attention  slot `geo-map-attention-to-gpu` (fused kernel; see below)
+//      attention  above -O0: geo-fuse-attention, then
+//                 geo-map-attention-to-gpu (one gpu.launch per attention:
+//                 query tiles → blocks, rows → threads, K/V tiles in
+//                 shared memory, online softmax in registers)
 //   3. lower      geo → linalg/lie, lie → scalar loops
 //   4. bufferize  one-shot, identity layouts at the boundary
-//   5. map        linalg → scf.parallel; marked loops → scf.parallel;
+//   5. map        above -O0 dense contractions → tiled kernels (shared
+//                 memory block tiles, register thread tiles);
+//                 linalg → scf.parallel; marked loops → scf.parallel;
 //                 outermost parallel loops → gpu.launch (tiles of
 //                 gpu_threads_per_block iterations: tiles are blocks,
 //                 lanes are threads); anything else touching data →
@@ -25,6 +30,7 @@
 #include "compiler/Pipelines/Pipelines.h"
 
 #include "compiler/Transforms/Passes.h"
+#include "dialects/Geo/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -58,18 +64,30 @@ void torsor::buildNVPTXLoweringPipeline(OpPassManager &pm,
   // The runtime's calling convention and the GPU strategy.
   buildModelABIPipeline(pm, options, "nvptx");
 
-  // ---- slot: geo-map-attention-to-gpu -----------------------------------
-  // The fused Lie attention kernel (geo.flash_lie_attention as one
-  // gpu.launch, shared-memory key tiles, online softmax) goes here, above
-  // -O0, after geo-fuse-attention. Until that pass exists attention takes
-  // the generic, unfused loops of convert-geo-to-linalg below, as at -O0.
-  // -------------------------------------------------------------------------
+  // Above -O0, Lie attention is fused as on the CPU (geo-fuse-attention:
+  // pair features, one geo.flash_lie_attention per attention), then each
+  // fused op becomes one gpu.launch: query tiles are blocks, query rows
+  // threads, key/value tiles staged in shared memory, the online softmax
+  // in registers (geo-map-attention-to-gpu; the tiles are the strategy's
+  // gpu_attention_* fields). -O0 keeps the unfused loops: the oracle.
+  if (options.optLevel > 0) {
+    pm.addPass(geo::createGeoFuseAttention());
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+    pm.addPass(geo::createGeoMapAttentionToGPU());
+  }
 
   // Sequence-level and group ops to loops on tensors, then buffers.
   buildGeoLieLoweringPipeline(pm, options);
   buildBufferizationPipeline(pm);
   pm.addPass(createCSEPass());
   pm.addPass(createCanonicalizerPass());
+
+  // Above -O0, dense contractions become shared-memory tiled kernels
+  // (block tiles BM × BN, register tiles TM × TN per thread; the
+  // strategy's gpu_matmul_* fields) before linalg turns into loops.
+  if (options.optLevel > 0)
+    pm.addPass(createTorsorMapDenseToGPU());
 
   // Every loop nest with parallel iterations becomes an scf.parallel, and
   // each outermost one a kernel; what is left touching data runs in

@@ -70,8 +70,27 @@ TargetStrategy TargetStrategy::forNVPTX(StringRef arch) {
   // FlashAttention-2's tile on sm_80/sm_90 for d = 64: 64 query rows per
   // block and 64 keys per step, so K and V tiles take 2 × 64 × 64 × 4 B =
   // 32 KiB of the 48 KiB in f32.
+  // In the fused Lie attention one thread owns one query row (R = 1): the
+  // whole sequence is L threads, and more rows per thread would cut the
+  // resident warps (L = 16384 is only 512 warps on 132 SMs). BQ = 64 is two
+  // warps per block, so many blocks stay resident per SM. The tile holds
+  // keys and values, (Fk + D) · BK · 4 B = 22.5 KiB for SE(3) features and
+  // D = 64 in f32, within the 48 KiB. 16 scores per head in registers next
+  // to D = 64 accumulators keep a thread under ~128 registers. None of
+  // these has been tuned on hardware yet.
   s.gpuAttentionQueryRows = 64;
   s.gpuAttentionKeyTile = 64;
+  s.gpuAttentionRowsPerThread = 1;
+  s.gpuAttentionScoreChunk = 16;
+  // Dense layers: 64 × 64 output tiles, 16 deep, 4 × 4 outputs per thread
+  // (256 threads, the block size above): A and B tiles take
+  // 2 · 64 · 16 · 4 B = 8 KiB in f32, and each thread does 16 FMAs per 8
+  // shared loads. Not tuned on hardware yet.
+  s.gpuMatmulBlockRows = 64;
+  s.gpuMatmulBlockCols = 64;
+  s.gpuMatmulBlockDepth = 16;
+  s.gpuMatmulThreadRows = 4;
+  s.gpuMatmulThreadCols = 4;
   return s;
 }
 
@@ -104,6 +123,20 @@ DictionaryAttr TargetStrategy::toAttr(MLIRContext *context) const {
         b.getNamedAttr("gpu_attention_query_rows", i64(gpuAttentionQueryRows)));
     entries.push_back(
         b.getNamedAttr("gpu_attention_key_tile", i64(gpuAttentionKeyTile)));
+    entries.push_back(b.getNamedAttr("gpu_attention_rows_per_thread",
+                                     i64(gpuAttentionRowsPerThread)));
+    entries.push_back(b.getNamedAttr("gpu_attention_score_chunk",
+                                     i64(gpuAttentionScoreChunk)));
+    entries.push_back(
+        b.getNamedAttr("gpu_matmul_block_rows", i64(gpuMatmulBlockRows)));
+    entries.push_back(
+        b.getNamedAttr("gpu_matmul_block_cols", i64(gpuMatmulBlockCols)));
+    entries.push_back(
+        b.getNamedAttr("gpu_matmul_block_depth", i64(gpuMatmulBlockDepth)));
+    entries.push_back(
+        b.getNamedAttr("gpu_matmul_thread_rows", i64(gpuMatmulThreadRows)));
+    entries.push_back(
+        b.getNamedAttr("gpu_matmul_thread_cols", i64(gpuMatmulThreadCols)));
   }
   return b.getDictionaryAttr(entries);
 }
@@ -146,6 +179,13 @@ TargetStrategy TargetStrategy::get(Operation *op) {
   read("gpu_attention_query_rows", s.gpuAttentionQueryRows);
   read("gpu_attention_key_tile", s.gpuAttentionKeyTile);
   read("row_task_rows", s.rowTaskRows);
+  read("gpu_attention_rows_per_thread", s.gpuAttentionRowsPerThread);
+  read("gpu_attention_score_chunk", s.gpuAttentionScoreChunk);
+  read("gpu_matmul_block_rows", s.gpuMatmulBlockRows);
+  read("gpu_matmul_block_cols", s.gpuMatmulBlockCols);
+  read("gpu_matmul_block_depth", s.gpuMatmulBlockDepth);
+  read("gpu_matmul_thread_rows", s.gpuMatmulThreadRows);
+  read("gpu_matmul_thread_cols", s.gpuMatmulThreadCols);
   if (auto attr = dict.getAs<IntegerAttr>("matmul_pack_transposed"))
     s.matmulPackTransposed = attr.getInt() != 0;
   return s;

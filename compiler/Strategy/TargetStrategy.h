@@ -18,6 +18,7 @@
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/StringRef.h"
 
+#include <algorithm>
 #include <string>
 
 namespace torsor {
@@ -79,11 +80,33 @@ struct TargetStrategy {
   /// Static shared memory one block may use, in bytes: the budget the
   /// fused attention kernel's key/value tiles must fit.
   unsigned gpuSharedMemoryBytes = 48 * 1024;
-  /// Query rows of one attention block (one row per thread group).
+  // The fused Lie attention kernel (geo-map-attention-to-gpu): the GPU
+  // side of the same query-tile / key-tile / online-softmax schedule the
+  // CPU fields above choose for geo-tile-attention.
+  /// Query rows of one attention block, BQ (a grid block per BQ rows of
+  /// one batch element).
   unsigned gpuAttentionQueryRows = 64;
-  /// Keys per online-softmax step of the attention kernel (a key tile in
-  /// shared memory).
+  /// Keys per key tile staged in shared memory, BK (one barrier pair per
+  /// tile).
   unsigned gpuAttentionKeyTile = 64;
+  /// Query rows per thread, R: their accumulators share every key feature
+  /// and value read from shared memory. Threads per block = BQ / R.
+  unsigned gpuAttentionRowsPerThread = 1;
+  /// Keys per online-softmax step, S (scores held in registers; divides
+  /// BK): the running max and rescale are paid once per S keys.
+  unsigned gpuAttentionScoreChunk = 16;
+  // Dense contractions (torsor-map-dense-to-gpu): the GPU side of the
+  // matmul_* fields, shared-memory block tiles and register thread tiles.
+  /// Output rows of one block, BM.
+  unsigned gpuMatmulBlockRows = 64;
+  /// Output columns of one block, BN.
+  unsigned gpuMatmulBlockCols = 64;
+  /// Depth per shared-memory tile, BK (one barrier pair per BK).
+  unsigned gpuMatmulBlockDepth = 16;
+  /// Output rows of one thread's register tile, TM (divides BM).
+  unsigned gpuMatmulThreadRows = 4;
+  /// Output columns of one thread's register tile, TN (divides BN).
+  unsigned gpuMatmulThreadCols = 4;
 
   /// SIMD lanes for elements of `bits` width.
   unsigned lanes(unsigned bits) const {
@@ -93,6 +116,11 @@ struct TargetStrategy {
   /// of `bits` width: as many as keep the accumulators within half the
   /// vector registers (the other half holds key features and scores).
   unsigned attentionQueryRows(int64_t valueDim, unsigned bits) const;
+  /// Threads of one attention block, T = BQ / R (at least one).
+  unsigned gpuAttentionThreads() const {
+    return std::max(1u, gpuAttentionQueryRows /
+                            std::max(1u, gpuAttentionRowsPerThread));
+  }
   /// Columns of the dense register tile for elements of `bits` width.
   unsigned matmulRegisterCols(unsigned bits) const {
     return matmulRegisterVectors * lanes(bits);

@@ -13,6 +13,7 @@
 #define TORSOR_COMPILER_TRANSFORMS_GPUHOSTCODE_H
 
 namespace mlir {
+class DialectRegistry;
 class Operation;
 } // namespace mlir
 
@@ -28,6 +29,10 @@ bool accessesBufferContents(mlir::Operation *op);
 
 /// Whether `op` or an op nested in it, outside any gpu.launch, does.
 bool containsBufferAccess(mlir::Operation *op);
+
+/// Gives gpu.barrier its memory effects (reads and writes memory), which
+/// upstream leaves undeclared (GPUBarrierEffects.cpp says why it matters).
+void registerGPUBarrierEffects(mlir::DialectRegistry &registry);
 
 } // namespace torsor
 

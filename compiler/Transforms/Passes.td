@@ -229,6 +229,61 @@ def TorsorMapParallelLoopsToGPU
                            "::mlir::scf::SCFDialect"];
 }
 
+def TorsorMapDenseToGPU
+    : Pass<"torsor-map-dense-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "Map matmul-like contractions onto shared-memory tiled "
+                "gpu.launch kernels";
+  let description = [{
+    NVPTX only, above -O0; runs on buffers, before linalg becomes loops.
+    Every linalg contraction with one m, one n and one k loop (and any
+    batch loops; projected-permutation maps, float output) becomes one
+    `gpu.launch`: block (x, y, z) computes the BM × BN output tile at
+    rows y·BM, columns x·BN of batch element z; each of its
+    (BM/TM)·(BN/TN) threads holds TM × TN accumulators in registers
+    (rows and columns strided by BM/TM and BN/TN, so neighbouring threads
+    store neighbouring columns). Per depth tile of BK: `gpu.barrier`, the
+    block copies the A tile [BM][BK] and the B tile [BK][BN] into two
+    16-byte aligned workgroup globals (consecutive threads along each
+    operand's contiguous dim, so `x Wᵀ` loads coalesce too),
+    `gpu.barrier`, then BK steps of TM + TN shared loads and TM·TN copies
+    of the op's own scalar body. Loads clamp their indices, the depth loop
+    stops at K, and only outputs inside the result are stored; the
+    accumulators start from the output buffer (a fill or bias is kept).
+    BM, BN, BK, TM, TN are the `gpu_matmul_*` fields of `torsor.strategy`.
+
+    `cpu-emulation` emits the same per-thread code as one host
+    `scf.parallel` over (blocks, threads) instead, each thread staging the
+    whole tile into its own stack buffer (no barriers needed): it runs on
+    the CPU and tests the kernel's indexing, clamping and edges without a
+    GPU.
+
+    After (BM = BN = 64, BK = 16, TM = TN = 4):
+    ```mlir
+    gpu.launch blocks(%bx, %by, %bz) in (%gx = %ncols, %gy = %nrows, %gz = %c1)
+               threads(%tx, %ty, %tz) in (%sx = %c256, %sy = %c1, %sz = %c1) {
+      %acc:16 = scf.for %k0 = %c0 to %k step %c16 iter_args(...) {
+        gpu.barrier
+        scf.for %i = %tx to %c1024 step %c256 { ... memref.store ... %a_tile }
+        scf.for %i = %tx to %c1024 step %c256 { ... memref.store ... %b_tile }
+        gpu.barrier
+        scf.for %kk = %c0 to %kend step %c1 iter_args(...) { ... arith.mulf ... arith.addf ... }
+      }
+      ... scf.if (inside) { memref.store ... }
+      gpu.terminator
+    }
+    ```
+  }];
+  let options = [
+    Option<"cpuEmulation", "cpu-emulation", "bool", /*default=*/"false",
+           "Emit the blocks and threads as host loops (tests the kernel "
+           "on the CPU)">,
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 def TorsorMapSerialCodeToGPU
     : Pass<"torsor-map-serial-code-to-gpu", "::mlir::ModuleOp"> {
   let summary = "Move the remaining tensor-data accesses into GPU kernels";

@@ -29,7 +29,7 @@ module attributes {torsor.strategy = {attention_key_vectors = 3 : i64, vector_bi
 // target=nvptx writes the GPU strategy: the CPU fields for one thread plus
 // the gpu_* fields, replacing whatever was there.
 // RUN: torsor-opt %s --split-input-file --torsor-select-strategy="target=nvptx gpu-arch=sm_80" | FileCheck %s --check-prefix=NVPTX
-// NVPTX: module attributes {torsor.strategy = {{{.*}}gpu_arch = "sm_80", gpu_attention_key_tile = 64 : i64, gpu_attention_query_rows = 64 : i64, gpu_shared_memory_bytes = 49152 : i64, gpu_threads_per_block = 256 : i64, gpu_warp_size = 32 : i64{{.*}}target = "nvptx"
+// NVPTX: module attributes {torsor.strategy = {{{.*}}gpu_arch = "sm_80", gpu_attention_key_tile = 64 : i64, gpu_attention_query_rows = 64 : i64, gpu_attention_rows_per_thread = 1 : i64, gpu_attention_score_chunk = 16 : i64, gpu_matmul_block_cols = 64 : i64, gpu_matmul_block_depth = 16 : i64, gpu_matmul_block_rows = 64 : i64, gpu_matmul_thread_cols = 4 : i64, gpu_matmul_thread_rows = 4 : i64, gpu_shared_memory_bytes = 49152 : i64, gpu_threads_per_block = 256 : i64, gpu_warp_size = 32 : i64{{.*}}target = "nvptx"
 module attributes {torsor.strategy = {vector_bits = 512 : i64}} {
   func.func @h() { return }
 }

@@ -437,13 +437,17 @@ def reference_outputs(case, variants, inputs, theta):
 
 # --- the suite ------------------------------------------------------------------------------
 
-def run_group(name, opts=(2,), seed=0, reference_lengths=(), reference_tol=1e-12):
+def run_group(name, opts=(2,), seed=0, reference_lengths=(), reference_tol=1e-12,
+              compile=None, lengths=None, title=None):
     """Compiles the group's model at -O0 and at each of `opts`, in f32 and f64,
     runs it for every L in LENGTHS and checks (one Report row per check, the
     maximum over L): fused f64 vs the f64 oracle, fused and oracle f32 vs
     the f64 oracle (away from / near π), and at `reference_lengths` the f64
     outputs against the independent NumPy reference (model_reference:
-    SciPy logm per pair) to `reference_tol`."""
+    SciPy logm per pair) to `reference_tol`.
+    `compile(case, opts, workdir)` replaces compile_models (to build the
+    fused models another way), `lengths` replaces LENGTHS and `title`
+    names the report."""
     import tempfile
     import time
     from collections import defaultdict
@@ -452,9 +456,9 @@ def run_group(name, opts=(2,), seed=0, reference_lengths=(), reference_tol=1e-12
 
     t0 = time.time()
     case = CASES[name]
-    report = Report("lie_attention fused vs -O0: %s" % name)
+    report = Report(title or "lie_attention fused vs -O0: %s" % name)
     work = tempfile.TemporaryDirectory(prefix="torsor-attn-")
-    models = compile_models(case, (0,) + tuple(opts), work.name)
+    models = (compile or compile_models)(case, (0,) + tuple(opts), work.name)
     with open(case.tsr) as f:
         variants = parse_variants(f.read())
     report.check("model has the outputs %s" % sorted(VARIANTS),
@@ -465,7 +469,7 @@ def run_group(name, opts=(2,), seed=0, reference_lengths=(), reference_tol=1e-12
     near_rows = near_zero_pairs = 0
     kappa_note = " (÷ κ)" if case.ill_near_pi else ""
     t_ref = 0.0
-    for L in sorted(set(LENGTHS) | set(reference_lengths)):
+    for L in sorted(set(LENGTHS if lengths is None else lengths) | set(reference_lengths)):
         inp = batch_inputs(case, rng, L)
         seen = models["f32", 0].as_seen(inp)
         o64 = models["f64", 0].run(inp, {})

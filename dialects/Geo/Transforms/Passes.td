@@ -133,4 +133,81 @@ def GeoDecomposeAttentionGrad : Pass<"geo-decompose-attention-grad"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def GeoMapAttentionToGPU : Pass<"geo-map-attention-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "Map untiled geo.flash_lie_attention onto a gpu.launch "
+                "kernel (blocks of query rows, one thread per row)";
+  let description = [{
+    The GPU counterpart of `geo-tile-attention` + `geo-decompose-attention`,
+    at the same point of the pipeline (after `geo-fuse-attention`, on
+    tensors). Each untiled `geo.flash_lie_attention` becomes one
+    `gpu.launch` over buffers (`bufferization.to_buffer` of its operands, a
+    fresh output buffer read back with `bufferization.to_tensor restrict`):
+
+      * grid (⌈Lq / BQ⌉, Π batch), block (T); thread t of block (x, y)
+        owns query rows x·BQ + t + i·T, i < R, of batch element y, and
+        holds their running max, running sum and D accumulators per head
+        in registers (BQ = T·R);
+      * per key tile of BK keys: `gpu.barrier`, the block copies the tile's
+        key features and values into one workgroup (shared) buffer
+        cooperatively (consecutive threads, consecutive addresses),
+        `gpu.barrier`; every thread then walks the tile in steps of S
+        keys: the group model's pair block norms (its ScalarBuilder
+        formulas, scalar mode), the λ-weighted score of every head, an
+        online-softmax step (one rescale per S keys) and P·V;
+      * key tiles beyond a block's last row (causal) are never visited;
+        the tiles that need masking (causal diagonal, sequence end) run in
+        a second loop whose keys are masked per row;
+      * `out = acc / sum` for the rows inside the sequence.
+
+    T, R, BQ, BK, S and the shared-memory budget come from the
+    `gpu_attention_*` fields of `torsor.strategy` (TargetStrategy),
+    each overridable by an option. For f32 the kernel's atan2 and exp are
+    the same polynomial forms as on the CPU (KernelMath.h).
+
+    `cpu-emulation` emits the very same per-thread code with the block and
+    thread structure as host loops instead: `scf.parallel` over blocks,
+    one `scf.for` over the threads per phase between two barriers, the
+    shared tile a stack buffer and the registers that live across a
+    barrier spilled to a per-block array. It runs through the CPU pipeline
+    and tests the kernel's math, tiling and masking against `-O0` on
+    machines without a GPU.
+
+    After (T = 64, BK = 64):
+    ```mlir
+    gpu.launch blocks(%bx, %by, %bz) in (%gx = %tiles, %gy = %batch, %gz = %c1)
+               threads(%tx, %ty, %tz) in (%sx = %c64, %sy = %c1, %sz = %c1)
+               workgroup(%tile : memref<5632xf32, #gpu.address_space<workgroup>>) {
+      %st = scf.for %k0 = %c0 to %full step %c64 iter_args(...) {
+        gpu.barrier
+        scf.for %i = %tx to %c4096 step %c64 { ... memref.store ... %tile }
+        gpu.barrier
+        ...
+      }
+      gpu.terminator
+    }
+    ```
+  }];
+  let options = [
+    Option<"cpuEmulation", "cpu-emulation", "bool", /*default=*/"false",
+           "Emit the blocks and threads as host loops (tests the kernel "
+           "on the CPU)">,
+    Option<"threadsPerBlock", "threads", "unsigned", /*default=*/"0",
+           "Threads per block T (0: from the strategy)">,
+    Option<"rowsPerThread", "rows-per-thread", "unsigned", /*default=*/"0",
+           "Query rows per thread R (0: from the strategy)">,
+    Option<"keyTile", "key-tile", "unsigned", /*default=*/"0",
+           "Keys per shared-memory tile BK (0: from the strategy)">,
+    Option<"scoreChunk", "score-chunk", "unsigned", /*default=*/"0",
+           "Keys per online-softmax step S (0: from the strategy)">,
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::bufferization::BufferizationDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::vector::VectorDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 #endif // TORSOR_GEO_TRANSFORMS_PASSES
