@@ -91,7 +91,7 @@ def ConvertGeoToLinalg : Pass<"convert-geo-to-linalg"> {
 def GeoFuseGrassmann : Pass<"geo-fuse-grassmann"> {
   let summary = "Fused lowering of geo.grassmann_mix (no per-offset Plücker tensor)";
   let description = [{
-    Lowers geo.grassmann_mix (MATH.md §3) without the L × |offsets| × C(r,2)
+    Lowers geo.grassmann_mix (docs/math.md §3) without the L × |offsets| × C(r,2)
     Plücker tensor, for -O1 and above (convert-geo-to-linalg stays the -O0
     oracle). The norms come from the Lagrange identity
     ‖u ∧ v‖² = ‖u‖²‖v‖² − (u·v)²; the bilinear form W_plü (u ∧ v) = B(u) v

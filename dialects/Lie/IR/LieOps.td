@@ -110,7 +110,7 @@ def Lie_PairFeaturesOp : Lie_Op<"pair_features", [Pure]> {
   let description = [{
     The group model's factored pairwise form of `dist2(a, b)`: features of
     each element computed once, from which the fused attention kernels
-    form every pair's block norms with dot products (MATH.md §1,
+    form every pair's block norms with dot products (docs/math.md §1,
     docs/geo.md). Query (left, `a`) features by default, key (right, `b`)
     features with `key`. The trailing n×n dims become one dim of the
     model's feature count, e.g. 12 for SE(3) (R row-major, then t).
