@@ -38,7 +38,12 @@ for exe in "${targets[@]}"; do
         -print_final_stats=1 -artifact_prefix="$ARTIFACTS/$name-")
   [ -f "$ROOT/fuzz/dict/$name.dict" ] && args+=(-dict="$ROOT/fuzz/dict/$name.dict")
   [ -d "$seeds" ] || seeds=
-  "$exe" "${args[@]}" "$work" ${seeds:+"$seeds"} >"$log" 2>&1
+  # A target linked against the shared ASan runtime needs it first in the
+  # initial library list; libFuzzer's own libstdc++ dependency can come
+  # earlier, so preload it (the message ASan gives otherwise says the same).
+  asan_rt=$(ldd "$exe" 2>/dev/null | awk '/libclang_rt\.asan/ { print $3; exit }')
+  LD_PRELOAD=${asan_rt:+$asan_rt}${LD_PRELOAD:+:$LD_PRELOAD} \
+    "$exe" "${args[@]}" "$work" ${seeds:+"$seeds"} >"$log" 2>&1
   rc=$?
   rm -rf "$work"
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
