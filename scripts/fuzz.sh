@@ -15,7 +15,10 @@ SECONDS_EACH=${2:?usage: fuzz.sh BUILD_DIR SECONDS}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ARTIFACTS=$BUILD/fuzz-artifacts
 mkdir -p "$ARTIFACTS"
-export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:allow_user_poisoning=0}
+# allocator_may_return_null: a failed allocation returns NULL, as it does
+# outside ASan, so the runtime's out-of-memory paths are what gets tested
+# (the capi target binds tensors whose outputs need hundreds of GB).
+export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:allow_user_poisoning=0:allocator_may_return_null=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
 shopt -s nullglob
