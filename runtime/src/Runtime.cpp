@@ -837,12 +837,7 @@ TorsorStatus *torsorModuleGetOutput(const TorsorModule *module,
                              "(torsorModuleSetHostOutputs(module, 0)); read "
                              "it with torsorModuleGetOutputDevice",
                              name)));
-  const HostTensor &out = module->outputs[index];
-  tensor->data = const_cast<void *>(out.data());
-  tensor->shape = out.shape().data();
-  tensor->strides = module->outputStrides[index].data();
-  tensor->rank = static_cast<int32_t>(out.shape().size());
-  tensor->dtype = out.dtype();
+  *tensor = module->outputs[index].view(module->outputStrides[index]);
   return nullptr;
 }
 
@@ -972,12 +967,7 @@ TorsorStatus *torsorModuleGetGradient(const TorsorModule *module,
                         format("gradient '%s' is not available: backward has "
                                "not run successfully",
                                name)));
-    const HostTensor &g = module->gradients[i];
-    tensor->data = const_cast<void *>(g.data());
-    tensor->shape = g.shape().data();
-    tensor->strides = module->gradientStrides[i].data();
-    tensor->rank = static_cast<int32_t>(g.shape().size());
-    tensor->dtype = g.dtype();
+    *tensor = module->gradients[i].view(module->gradientStrides[i]);
     return nullptr;
   }
   return toC(invalidArg(format("unknown gradient '%s'", name)));

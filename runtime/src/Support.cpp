@@ -137,9 +137,9 @@ std::vector<int64_t> HostTensor::strides() const {
   return rowMajorStrides(shape_);
 }
 
-TorsorTensor HostTensor::view(const std::vector<int64_t> &strides) {
+TorsorTensor HostTensor::view(const std::vector<int64_t> &strides) const {
   TorsorTensor t;
-  t.data = data();
+  t.data = const_cast<void *>(data());
   t.shape = shape_.data();
   t.strides = strides.data();
   t.rank = static_cast<int32_t>(shape_.size());

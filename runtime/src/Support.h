@@ -85,7 +85,9 @@ public:
   /// Row-major element strides of shape().
   std::vector<int64_t> strides() const;
   /// A C view of this tensor; valid while this object and `strides` live.
-  TorsorTensor view(const std::vector<int64_t> &strides);
+  /// Callers hand it out read-only (outputs, gradients) or write through
+  /// it as the C API's `data` pointer allows.
+  TorsorTensor view(const std::vector<int64_t> &strides) const;
   /// True when the data was stored as f16/bf16 and widened on load
   /// (Half.h), so binding may widen it again to the model's f64.
   bool widenedFromHalf() const { return widened_; }
