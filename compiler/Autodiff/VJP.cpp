@@ -42,6 +42,7 @@ const VJPRegistry &torsor::autodiff::getVJPRegistry() {
     VJPRegistry r;
     registerCoreVJPRules(r);
     registerLieGeoVJPRules(r);
+    registerGrassmannVJPRules(r);
     return r;
   }();
   return registry;

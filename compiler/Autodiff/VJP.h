@@ -6,8 +6,9 @@
 // place). A rule sees one forward op and the cotangents of its results and
 // builds the cotangents of its operands. Rules are registered per dialect
 // group: registerCoreVJPRules (arith, math, tensor, linalg, the dense geo
-// ops; CoreRules.cpp) and registerLieGeoVJPRules (lie.*, geo.lie_attention,
-// geo.grassmann_mix; LieGeoRules.cpp).
+// ops; CoreRules.cpp), registerLieGeoVJPRules (lie.*, geo.lie_attention;
+// LieGeoRules.cpp) and registerGrassmannVJPRules (geo.grassmann_mix;
+// GrassmannRules.cpp).
 //
 // Conventions every rule keeps (docs/training.md has the user-facing ones):
 //   * A cotangent has the type of its primal value. Group-element tensors
@@ -80,6 +81,8 @@ private:
 void registerCoreVJPRules(VJPRegistry &registry);
 /// lie.* and the Lie/Grassmann geo layers (LieGeoRules.cpp).
 void registerLieGeoVJPRules(VJPRegistry &registry);
+/// geo.grassmann_mix on the bilinear form (GrassmannRules.cpp).
+void registerGrassmannVJPRules(VJPRegistry &registry);
 /// The two halves of registerCoreVJPRules (ScalarRules.cpp,
 /// StructuredRules.cpp).
 void registerScalarVJPRules(VJPRegistry &registry);
