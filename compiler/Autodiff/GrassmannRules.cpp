@@ -21,8 +21,7 @@ using namespace torsor::autodiff;
 namespace {
 
 /// geo.grassmann_mix: every operand's cotangent from buildGrassmannMixVJP.
-LogicalResult grassmannMixVJP(OpBuilder &b, Operation *op,
-                              ArrayRef<Value> cots,
+LogicalResult grassmannMixVJP(OpBuilder &b, Operation *op, ArrayRef<Value> cots,
                               SmallVectorImpl<Value> &grads) {
   FailureOr<SmallVector<Value>> built = buildGrassmannMixVJP(b, op, cots[0]);
   if (failed(built))

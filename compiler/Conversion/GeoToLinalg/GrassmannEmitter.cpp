@@ -67,8 +67,8 @@ std::pair<Value, Value> GrassmannEmitter::partner(OpBuilder &b, Location l,
            : arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, p, len)
                  .getResult();
   Value last = arith::SubIOp::create(b, l, len, one);
-  Value clamped = arith::MaxSIOp::create(
-      b, l, arith::MinSIOp::create(b, l, p, last), zero);
+  Value clamped =
+      arith::MaxSIOp::create(b, l, arith::MinSIOp::create(b, l, p, last), zero);
   return {clamped, valid};
 }
 
@@ -167,7 +167,8 @@ GrassmannMixValues GrassmannEmitter::forward() {
         p2 = arith::MaximumFOp::create(b, l, p2, zero);
         Value norm = math::SqrtOp::create(b, l, p2);
         Value c = arith::DivFOp::create(
-            b, l, s.cst(1.0), arith::MaximumFOp::create(b, l, norm, s.cst(eps)));
+            b, l, s.cst(1.0),
+            arith::MaximumFOp::create(b, l, norm, s.cst(eps)));
         // z_t = 0: nothing to project off (and dot = 0).
         Value nonzero =
             arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT, n2t, zero);
@@ -212,21 +213,21 @@ GrassmannMixValues GrassmannEmitter::forward() {
   v.gSum = e.linear(v.q, op.getWPlu(), e.full(hShape, 0.0));
 
   // g_t = gSum_t / count_t + b_plu, 0 where no offset is valid.
-  v.g = e.generic(
-      {v.gSum, op.getBPlu()}, e.empty(hShape),
-      {all, e.map(rank, {rank - 1}), all}, rank, {},
-      [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-        LinalgEmitter s(b, l, e.elt);
-        Value t = linalg::IndexOp::create(b, l, seq);
-        Value zeroF = s.cst(0.0), oneF = s.cst(1.0);
-        Value count = validCount(b, l, t, e.elt);
-        Value any =
-            arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT, count, zeroF);
-        Value mean = arith::DivFOp::create(
-            b, l, a[0], arith::MaximumFOp::create(b, l, count, oneF));
-        Value gv = arith::AddFOp::create(b, l, mean, a[1]);
-        return arith::SelectOp::create(b, l, any, gv, zeroF);
-      });
+  v.g =
+      e.generic({v.gSum, op.getBPlu()}, e.empty(hShape),
+                {all, e.map(rank, {rank - 1}), all}, rank, {},
+                [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                  LinalgEmitter s(b, l, e.elt);
+                  Value t = linalg::IndexOp::create(b, l, seq);
+                  Value zeroF = s.cst(0.0), oneF = s.cst(1.0);
+                  Value count = validCount(b, l, t, e.elt);
+                  Value any = arith::CmpFOp::create(
+                      b, l, arith::CmpFPredicate::OGT, count, zeroF);
+                  Value mean = arith::DivFOp::create(
+                      b, l, a[0], arith::MaximumFOp::create(b, l, count, oneF));
+                  Value gv = arith::AddFOp::create(b, l, mean, a[1]);
+                  return arith::SelectOp::create(b, l, any, gv, zeroF);
+                });
 
   // α = σ(W_gate [h; g] + b_gate), out = α h + (1 − α) g, as in the
   // oracle. The two halves of W_gate are two linear layers, each with a

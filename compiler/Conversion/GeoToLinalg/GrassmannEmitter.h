@@ -20,17 +20,17 @@ namespace torsor::geotolinalg {
 /// The fused forward's tensors (m = |offsets|, C = C(r,2)). Pair scalars
 /// and w_t are f64; the rest has the model's element type.
 struct GrassmannMixValues {
-  Value z;        ///< W_red h + b_red, [batch..., L, r]
-  Value n2;       ///< ‖z_t‖², [batch..., L] (f64)
-  Value dot;      ///< z_t · z_partner, [batch..., L, m] (f64)
-  Value cv, cu;   ///< c and c·s of valid pairs, 0 otherwise (f64)
-  Value w64, w;   ///< w_t = Σ cv z_partner − cu z_t, f64 and model type
-  Value q;        ///< z_t ∧ w_t, [batch..., L, C]
-  Value gSum;     ///< W_plu q_t, [batch..., L, d]
-  Value g;        ///< gSum / count + b_plu (0 without a valid offset)
-  Value preH;     ///< W_gate[:, :d] h + b_gate
-  Value preG;     ///< W_gate[:, d:] g
-  Value out;      ///< α h + (1 − α) g, α = σ(preH + preG)
+  Value z;      ///< W_red h + b_red, [batch..., L, r]
+  Value n2;     ///< ‖z_t‖², [batch..., L] (f64)
+  Value dot;    ///< z_t · z_partner, [batch..., L, m] (f64)
+  Value cv, cu; ///< c and c·s of valid pairs, 0 otherwise (f64)
+  Value w64, w; ///< w_t = Σ cv z_partner − cu z_t, f64 and model type
+  Value q;      ///< z_t ∧ w_t, [batch..., L, C]
+  Value gSum;   ///< W_plu q_t, [batch..., L, d]
+  Value g;      ///< gSum / count + b_plu (0 without a valid offset)
+  Value preH;   ///< W_gate[:, :d] h + b_gate
+  Value preG;   ///< W_gate[:, d:] g
+  Value out;    ///< α h + (1 − α) g, α = σ(preH + preG)
 };
 
 /// Builds the fused forward of one geo.grassmann_mix and the index

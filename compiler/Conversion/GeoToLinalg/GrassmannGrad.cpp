@@ -57,8 +57,8 @@ Value flattenRows(LinalgEmitter &e, Value x) {
   auto type = cast<RankedTensorType>(x.getType());
   if (type.getRank() == 2)
     return x;
-  ReassociationIndices rows = llvm::to_vector_of<int64_t>(
-      llvm::seq<int64_t>(0, type.getRank() - 1));
+  ReassociationIndices rows =
+      llvm::to_vector_of<int64_t>(llvm::seq<int64_t>(0, type.getRank() - 1));
   return tensor::CollapseShapeOp::create(
       e.b, e.loc, x,
       ArrayRef<ReassociationIndices>{rows, {type.getRank() - 1}});
@@ -129,20 +129,19 @@ torsor::buildGrassmannMixVJP(OpBuilder &builder, Operation *raw, Value cot) {
         LinalgEmitter s(nb, l, elt);
         Value oneF = s.cst(1.0);
         Value pre = add(nb, l, a[2], a[3]);
-        Value en = math::ExpOp::create(nb, l, arith::NegFOp::create(nb, l, pre));
-        Value alpha =
-            arith::DivFOp::create(nb, l, oneF, add(nb, l, oneF, en));
+        Value en =
+            math::ExpOp::create(nb, l, arith::NegFOp::create(nb, l, pre));
+        Value alpha = arith::DivFOp::create(nb, l, oneF, add(nb, l, oneF, en));
         Value beta = arith::SubFOp::create(nb, l, oneF, alpha);
         Value diff = arith::SubFOp::create(nb, l, a[0], a[1]);
-        Value dPre = mul(nb, l, mul(nb, l, a[4], diff), mul(nb, l, alpha, beta));
+        Value dPre =
+            mul(nb, l, mul(nb, l, a[4], diff), mul(nb, l, alpha, beta));
         return {mul(nb, l, alpha, a[4]), mul(nb, l, beta, a[4]), dPre};
       });
   Value hBarGate = gate[0], gBarGate = gate[1], preBar = gate[2];
   Value wgH = ge.gateHalf(0), wgG = ge.gateHalf(ge.d);
-  Value hFromPre =
-      e.linear(preBar, transposed(e, wgH), e.full(ge.hShape, 0.0));
-  Value gFromPre =
-      e.linear(preBar, transposed(e, wgG), e.full(ge.hShape, 0.0));
+  Value hFromPre = e.linear(preBar, transposed(e, wgH), e.full(ge.hShape, 0.0));
+  Value gFromPre = e.linear(preBar, transposed(e, wgG), e.full(ge.hShape, 0.0));
   Value bGateBar = rowsSum(e, preBar);
   Value wGateBar = e.empty({b.getIndexAttr(ge.d), b.getIndexAttr(2 * ge.d)});
   OpFoldResult zeroI = b.getIndexAttr(0), oneI = b.getIndexAttr(1),
@@ -184,8 +183,8 @@ torsor::buildGrassmannMixVJP(OpBuilder &builder, Operation *raw, Value cot) {
   };
   for (int64_t a = 0; a < r; ++a)
     for (int64_t c = 0; c < r; ++c) {
-      pairIdx.push_back(b.getIndexAttr(
-          a == c ? 0 : pairOf(std::min(a, c), std::max(a, c))));
+      pairIdx.push_back(
+          b.getIndexAttr(a == c ? 0 : pairOf(std::min(a, c), std::max(a, c))));
       signs.push_back(b.getF64FloatAttr(a < c ? 1.0 : a > c ? -1.0 : 0.0));
     }
   Value idxTable = arith::ConstantOp::create(
@@ -193,11 +192,12 @@ torsor::buildGrassmannMixVJP(OpBuilder &builder, Operation *raw, Value cot) {
       DenseElementsAttr::get(RankedTensorType::get({r, r}, b.getIndexType()),
                              pairIdx));
   Value signTable = arith::ConstantOp::create(
-      b, loc, DenseElementsAttr::get(RankedTensorType::get({r, r}, f64), signs));
+      b, loc,
+      DenseElementsAttr::get(RankedTensorType::get({r, r}, f64), signs));
   unsigned n = nb + 2;
   unsigned tL = nb, aL = nb + 1, cL = nb + 2; // loops (batch..., t, a, c)
   SmallVector<AffineMap> wedgeMaps = {
-      e.map(n + 1, {aL, cL}), e.map(n + 1, {aL, cL}),
+      e.map(n + 1, {aL, cL}),          e.map(n + 1, {aL, cL}),
       e.map(n + 1, cat(bL, {tL, cL})), e.map(n + 1, cat(bL, {tL, cL})),
       e.map(n + 1, cat(bL, {tL, aL})), e.map(n + 1, cat(bL, {tL, aL}))};
   SmallVector<utils::IteratorType> wedgeIters = parallel(n + 1);
@@ -229,8 +229,8 @@ torsor::buildGrassmannMixVJP(OpBuilder &builder, Operation *raw, Value cot) {
         Value zp =
             ge.at(nb, l, f.z, {ge.partner(nb, l, t, a[2]).first, col}, f64);
         Value zt = convertFloat(nb, l, a[1], f64);
-        Value nonzero = arith::CmpFOp::create(
-            nb, l, arith::CmpFPredicate::OGT, a[4], s.cst(0.0));
+        Value nonzero = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OGT,
+                                              a[4], s.cst(0.0));
         Value safe = arith::SelectOp::create(nb, l, nonzero, a[4], s.cst(1.0));
         Value sc = arith::DivFOp::create(nb, l, a[3], safe);
         Value proj = arith::SubFOp::create(nb, l, zp, mul(nb, l, sc, zt));
@@ -240,11 +240,14 @@ torsor::buildGrassmannMixVJP(OpBuilder &builder, Operation *raw, Value cot) {
   // Pair scalars: N̄ = −c̄ c³/2 where ‖p‖ > eps (valid pairs), and the
   // coefficients A = 2N̄‖z_Δ‖² (z_t in z̄_t), X = −2N̄ dot (cross) and
   // G = 2N̄‖z_t‖² (z_Δ in z̄_Δ): loops (batch..., t, i).
-  SmallVector<AffineMap> pairMaps = {
-      e.map(n, cat(bL, {tL, iL})), e.map(n, cat(bL, {tL, iL})),
-      e.map(n, cat(bL, {tL})),     e.map(n, cat(bL, {tL, iL})),
-      e.map(n, {iL}),              e.map(n, cat(bL, {tL, iL})),
-      e.map(n, cat(bL, {tL, iL})), e.map(n, cat(bL, {tL, iL}))};
+  SmallVector<AffineMap> pairMaps = {e.map(n, cat(bL, {tL, iL})),
+                                     e.map(n, cat(bL, {tL, iL})),
+                                     e.map(n, cat(bL, {tL})),
+                                     e.map(n, cat(bL, {tL, iL})),
+                                     e.map(n, {iL}),
+                                     e.map(n, cat(bL, {tL, iL})),
+                                     e.map(n, cat(bL, {tL, iL})),
+                                     e.map(n, cat(bL, {tL, iL}))};
   SmallVector<Value> pair = genericN(
       b, loc, {cBar, f.dot, f.n2, f.cv, ge.offTable},
       {wide.empty(ge.pairShape), wide.empty(ge.pairShape),
@@ -289,9 +292,9 @@ torsor::buildGrassmannMixVJP(OpBuilder &builder, Operation *raw, Value cot) {
         Value zs = convertFloat(nb, l, a[4], f64);
         Value zp =
             ge.at(nb, l, f.z, {ge.partner(nb, l, sIdx, a[5]).first, col}, f64);
-        Value own = add(nb, l, add(nb, l, mul(nb, l, a[0], zs),
-                                   mul(nb, l, a[1], zp)),
-                        mul(nb, l, a[2], a[3]));
+        Value own =
+            add(nb, l, add(nb, l, mul(nb, l, a[0], zs), mul(nb, l, a[1], zp)),
+                mul(nb, l, a[2], a[3]));
         auto [t, valid] = ge.partner(nb, l, sIdx, a[5], /*reverse=*/true);
         Value zt = ge.at(nb, l, f.z, {t, col}, f64);
         Value yt = ge.at(nb, l, y, {t, col});
@@ -314,11 +317,11 @@ torsor::buildGrassmannMixVJP(OpBuilder &builder, Operation *raw, Value cot) {
       e.linear(zBar, transposed(e, op.getWRed()), e.full(ge.hShape, 0.0));
   Value wRedBar = rowsProduct(e, zBar, h);
   Value bRedBar = rowsSum(e, zBar);
-  Value hBar = e.generic(
-      {hBarGate, hFromPre, hFromZ}, e.empty(ge.hShape), {all, all, all, all},
-      rank, {}, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
-        return add(nb, l, add(nb, l, a[0], a[1]), a[2]);
-      });
+  Value hBar = e.generic({hBarGate, hFromPre, hFromZ}, e.empty(ge.hShape),
+                         {all, all, all, all}, rank, {},
+                         [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                           return add(nb, l, add(nb, l, a[0], a[1]), a[2]);
+                         });
 
   SmallVector<Value> grads = {hBar,    wRedBar,  bRedBar, wPluBar,
                               bPluBar, wGateBar, bGateBar};
