@@ -29,9 +29,11 @@ using namespace torsor::autodiff;
 
 /// Lowers the geo ops that have no rule with their unfused (-O0) linalg
 /// lowering, so the core rules differentiate them. Ops with a rule are
-/// kept: a rule knows the math (stable series, tiled backward).
+/// kept: a rule knows the math (stable series, tiled backward), unless
+/// listed in `unfused` (the pass option: the oracle of a rule's tests).
 static LogicalResult decomposeOpsWithoutRules(func::FuncOp func,
-                                              const VJPRegistry &registry) {
+                                              const VJPRegistry &registry,
+                                              ArrayRef<std::string> unfused) {
   SmallVector<Operation *> ops;
   func.walk([&](Operation *op) {
     // Lie attention lowers to loops over lie ops: its gradient needs its
@@ -39,7 +41,8 @@ static LogicalResult decomposeOpsWithoutRules(func::FuncOp func,
     if (isa<geo::LieAttentionOp, geo::FlashLieAttentionOp>(op))
       return;
     if (op->getDialect() && op->getDialect()->getNamespace() == "geo" &&
-        !registry.lookup(op))
+        (!registry.lookup(op) ||
+         llvm::is_contained(unfused, op->getName().getStringRef())))
       ops.push_back(op);
   });
   if (ops.empty())
@@ -67,6 +70,8 @@ static DictionaryAttr renamed(MLIRContext *ctx, DictionaryAttr attrs,
 namespace {
 struct TorsorDifferentiate
     : torsor::impl::TorsorDifferentiateBase<TorsorDifferentiate> {
+  using TorsorDifferentiateBase::TorsorDifferentiateBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     FailureOr<func::FuncOp> found = findModelFunction(module);
@@ -126,7 +131,7 @@ struct TorsorDifferentiate
     // Output values may be replaced by the decomposition: keep them alive
     // through a placeholder terminator while it runs.
     auto placeholder = func::ReturnOp::create(b, loc, outputs);
-    if (failed(decomposeOpsWithoutRules(backward, registry)))
+    if (failed(decomposeOpsWithoutRules(backward, registry, unfused)))
       return backward.emitError("could not decompose a geo op for its "
                                 "gradient");
     outputs.assign(placeholder.getOperands().begin(),

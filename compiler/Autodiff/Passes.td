@@ -44,6 +44,12 @@ def TorsorDifferentiate : Pass<"torsor-differentiate", "::mlir::ModuleOp"> {
             tensor<4x4xf32> {torsor.name = "grad.W"}) attributes {torsor.backward}
     ```
   }];
+  let options = [
+    ListOption<"unfused", "unfused", "std::string",
+               "geo ops (by name, e.g. geo.grassmann_mix) to differentiate "
+               "through their unfused (-O0) lowering even though they have "
+               "a rule: the oracle a rule's tests compare with">
+  ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect",
                            "::mlir::arith::ArithDialect",

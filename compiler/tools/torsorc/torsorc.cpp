@@ -141,6 +141,13 @@ cl::opt<bool> grad("grad",
                             "(gradients of every param and float input; "
                             "docs/training.md)"),
                    cl::init(false), cl::cat(torsorcCategory));
+cl::list<std::string> gradUnfused(
+    "grad-unfused",
+    cl::desc("With --grad: differentiate these geo ops (comma-separated, "
+             "e.g. geo.grassmann_mix) through their unfused -O0 lowering "
+             "instead of their gradient rule (the oracle rules are tested "
+             "against)"),
+    cl::CommaSeparated, cl::cat(torsorcCategory));
 cl::opt<bool> relationalize(
     "relationalize",
     cl::desc("Rewrite standard attention into relational_attention "
@@ -227,7 +234,9 @@ LogicalResult compile(llvm::SourceMgr &sourceMgr, MLIRContext &context,
   }
   if (grad && report == Report::None) {
     PassManager gpm(&context, module.get()->getName().getStringRef());
-    gpm.addPass(torsor::createTorsorDifferentiate());
+    torsor::TorsorDifferentiateOptions differentiate;
+    differentiate.unfused.assign(gradUnfused.begin(), gradUnfused.end());
+    gpm.addPass(torsor::createTorsorDifferentiate(differentiate));
     if (failed(gpm.run(*module)))
       return failure();
   }
