@@ -33,6 +33,7 @@
 #include "dialects/Geo/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
@@ -78,6 +79,11 @@ void torsor::buildNVPTXLoweringPipeline(OpPassManager &pm,
   }
 
   // Sequence-level and group ops to loops on tensors, then buffers.
+  // The flash backward of Lie attention (gradients): the CPU's two
+  // parallel loops of vectors; torsor-map-parallel-loops-to-gpu maps their
+  // rows and keys onto threads.
+  pm.addPass(geo::createGeoDecomposeAttentionGrad());
+
   buildGeoLieLoweringPipeline(pm, options);
   buildBufferizationPipeline(pm);
   pm.addPass(createCSEPass());
@@ -125,6 +131,12 @@ void torsor::buildNVPTXLoweringPipeline(OpPassManager &pm,
 
   // Device: gpu/math/memref → NVVM; math becomes libdevice calls (__nv_*).
   OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
+  // Vector transfers (the flash backward's lanes) become scalar loads and
+  // stores under their masks: convert-gpu-to-nvvm lowers vector ops but
+  // not transfers.
+  device.addPass(createConvertVectorToSCFPass(
+      VectorTransferToSCFOptions().setTargetRank(0).enableFullUnroll()));
+  device.addPass(createSCFToControlFlowPass());
   device.addPass(createConvertGpuOpsToNVVMOps());
   device.addPass(createCanonicalizerPass());
   device.addPass(createCSEPass());
