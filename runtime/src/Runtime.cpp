@@ -639,6 +639,9 @@ Status runBackward(TorsorModule &m, const TorsorTensor *cots, int32_t n) {
   for (int32_t i = 0; i < n; ++i) {
     const TensorSpec &spec = m.manifest.cotangents[i];
     s = bindTensor(TORSOR_OUTPUT, spec, &cots[i], bound[i]);
+    // Checked like an output, but named as what it is.
+    if (!s.ok() && s.message.rfind("output '", 0) == 0)
+      s.message.replace(0, 6, "cotangent");
     std::vector<int64_t> want;
     if (s.ok())
       s = outputShape(spec, dims, want);
