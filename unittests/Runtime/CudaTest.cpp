@@ -193,7 +193,7 @@ TEST_F(CudaTest, RunsWithHostTensors) {
 
 TEST_F(CudaTest, BackwardRunsOnTheDevice) {
   clearLog();
-  load();
+  load(kDir + "/torsor_fake_gpu_model_grad.so");
   ASSERT_EQ(torsorModuleHasBackward(module), 1);
   bindHost();
   std::vector<float> cot(L * 8);

@@ -8,8 +8,10 @@
 // and destroys the stream. Manifest: fake_gpu_model.json.
 //   out[l, j] = 2 * x[l, j] + w[j]     (f32, L x 8)
 // The kernel, "torsor_fake_axpy", is emulated by the fake driver
-// (FakeCuda.cpp), since no PTX can run without a GPU. torsor_backward is
-// its VJP (grad.x = 2 cot, grad.w = Σ_l cot), kernel "torsor_fake_axpy_grad".
+// (FakeCuda.cpp), since no PTX can run without a GPU. With
+// TORSOR_FAKE_GPU_GRAD (manifest fake_gpu_model_grad.json) it also has
+// torsor_backward, the VJP (grad.x = 2 cot, grad.w = Σ_l cot) by the kernel
+// "torsor_fake_axpy_grad".
 // TORSOR_FAKE_GPU_BAD_ LAUNCH makes a variant that launches with a negative
 // grid.
 //
@@ -101,6 +103,7 @@ __attribute__((visibility("default"))) void torsor_forward(void **d) {
   mgpuStreamDestroy(stream);
 }
 
+#ifdef TORSOR_FAKE_GPU_GRAD
 /// Backward entry (torsorc --grad's ABI): descriptors of x, w, the
 /// cotangent of out, then grad.x and grad.w, all device pointers.
 __attribute__((visibility("default"))) void torsor_backward(void **d) {
@@ -121,5 +124,6 @@ __attribute__((visibility("default"))) void torsor_backward(void **d) {
   mgpuStreamSynchronize(stream);
   mgpuStreamDestroy(stream);
 }
+#endif // TORSOR_FAKE_GPU_GRAD
 
 } // extern "C"

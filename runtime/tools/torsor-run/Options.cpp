@@ -151,9 +151,8 @@ Status parseOptions(int argc, char **argv, Options &out) {
       continue;
     }
     static const char *const kValued[] = {
-        "--input",  "--output", "--weights",      "--threads",
-        "--device", "--time",   "--param",        "--memory-limit",
-        "--cotangent", "--gradient"};
+        "--input", "--output", "--weights",      "--threads",   "--device",
+        "--time",  "--param",  "--memory-limit", "--cotangent", "--gradient"};
     bool known = false;
     for (const char *k : kValued)
       known |= flag == k;

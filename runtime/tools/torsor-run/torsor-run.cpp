@@ -223,9 +223,8 @@ Status runBackward(TorsorModule *m, const run::Options &opts) {
         continue;
       Status s = rt::readNpy(file, cots[i]);
       if (s.ok())
-        s = rt::widenForModel(cots[i], torsorModuleTensorDType(m,
-                                                               TORSOR_OUTPUT,
-                                                               i));
+        s = rt::widenForModel(cots[i],
+                              torsorModuleTensorDType(m, TORSOR_OUTPUT, i));
       if (!s.ok())
         return s.withPrefix("--cotangent " + name + ": ");
       strides[i] = cots[i].strides();

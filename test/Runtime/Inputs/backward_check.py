@@ -1,7 +1,7 @@
 """Writes the inputs of torsor-run-backward.test, and checks torsor-run's
 outputs and gradients against the closed forms in float64.
 
-usage: torsor-run-backward.test.py write|check DIR
+usage: backward_check.py write|check DIR
 """
 import os
 import sys
