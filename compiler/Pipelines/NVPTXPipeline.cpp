@@ -8,6 +8,8 @@
 //                 geo-map-attention-to-gpu (one gpu.launch per attention:
 //                 query tiles → blocks, rows → threads, K/V tiles in
 //                 shared memory, online softmax in registers)
+//      gradients  geo-decompose-attention-grad: the flash backward's
+//                 vector loops, mapped onto threads in step 5
 //   3. lower      geo → linalg/lie, lie → scalar loops
 //   4. bufferize  one-shot, identity layouts at the boundary
 //   5. map        above -O0 dense contractions → tiled kernels (shared
@@ -19,7 +21,8 @@
 //                 one-thread kernels; host allocs → gpu.alloc
 //   6. outline    gpu-kernel-outlining into one gpu.module (one cubin);
 //                 verify the host touches no data
-//   7. device     NVVM (math → libdevice), then gpu-module-to-binary:
+//   7. device     NVVM (math → libdevice; vector transfers → loads),
+//                 then gpu-module-to-binary:
 //                 PTX → cubin by ptxas for --gpu-arch, libdevice linked
 //   8. host       gpu-to-llvm: launches become mgpu* calls, the cubin an
 //                 embedded global loaded by a module constructor
@@ -77,6 +80,11 @@ void torsor::buildNVPTXLoweringPipeline(OpPassManager &pm,
     pm.addPass(geo::createGeoMapAttentionToGPU());
   }
 
+  // The flash backward of Lie attention (gradients): the CPU's two
+  // parallel loops of vectors; torsor-map-parallel-loops-to-gpu maps their
+  // query tiles and key vectors onto threads.
+  pm.addPass(geo::createGeoDecomposeAttentionGrad());
+
   // Sequence-level and group ops to loops on tensors, then buffers.
   buildGeoLieLoweringPipeline(pm, options);
   buildBufferizationPipeline(pm);
@@ -126,6 +134,10 @@ void torsor::buildNVPTXLoweringPipeline(OpPassManager &pm,
   // Device: gpu/math/memref → NVVM; math becomes libdevice calls (__nv_*).
   OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
   device.addPass(createConvertGpuOpsToNVVMOps());
+  // What is left are the vector transfers of the kernels built from the
+  // CPU's vector code (the flash backward): convert-gpu-to-nvvm has the
+  // vector ops' patterns but not the transfers' lowering to (masked) loads.
+  device.addPass(createConvertVectorToLLVMPass());
   device.addPass(createCanonicalizerPass());
   device.addPass(createCSEPass());
   device.addPass(createReconcileUnrealizedCastsPass());
@@ -133,6 +145,9 @@ void torsor::buildNVPTXLoweringPipeline(OpPassManager &pm,
   // Host: launches and device allocations become mgpu* calls; the kernels
   // become a cubin (ptxas), embedded with a constructor that loads it.
   pm.addPass(createGpuToLLVMConversionPass());
+  // It also visits the kernels and leaves dead casts of their memref and
+  // index arguments there.
+  pm.nest<gpu::GPUModuleOp>().addPass(createReconcileUnrealizedCastsPass());
   GpuModuleToBinaryPassOptions binary;
   binary.toolkitPath = resolveCUDAPath(options.cudaPath);
   binary.compilationTarget = options.gpuFormat;

@@ -235,10 +235,11 @@ def TorsorMapDenseToGPU
                 "gpu.launch kernels";
   let description = [{
     NVPTX only, above -O0; runs on buffers, before linalg becomes loops.
-    Every linalg contraction with one m, one n and one k loop (and any
-    batch loops; projected-permutation maps, float output) becomes one
-    `gpu.launch`: block (x, y, z) computes the BM × BN output tile at
-    rows y·BM, columns x·BN of batch element z; each of its
+    Every linalg contraction with one n and one k loop and any number of
+    m and batch loops (projected-permutation maps, float output) becomes
+    one `gpu.launch`; the innermost m loop is tiled and the other m loops
+    index blocks like batch loops. Block (x, y, z) computes the BM × BN
+    output tile at rows y·BM, columns x·BN of batch element z; each of its
     (BM/TM)·(BN/TN) threads holds TM × TN accumulators in registers
     (rows and columns strided by BM/TM and BN/TN, so neighbouring threads
     store neighbouring columns). Per depth tile of BK: `gpu.barrier`, the

@@ -639,6 +639,9 @@ Status runBackward(TorsorModule &m, const TorsorTensor *cots, int32_t n) {
   for (int32_t i = 0; i < n; ++i) {
     const TensorSpec &spec = m.manifest.cotangents[i];
     s = bindTensor(TORSOR_OUTPUT, spec, &cots[i], bound[i]);
+    // Checked like an output, but named as what it is.
+    if (!s.ok() && s.message.rfind("output '", 0) == 0)
+      s.message.replace(0, 6, "cotangent");
     std::vector<int64_t> want;
     if (s.ok())
       s = outputShape(spec, dims, want);
@@ -652,8 +655,11 @@ Status runBackward(TorsorModule &m, const TorsorTensor *cots, int32_t n) {
   size_t numGrads = m.manifest.gradients.size();
   m.gradients.resize(numGrads);
   m.gradientStrides.resize(numGrads);
+  std::vector<std::vector<int64_t>> gradShapes(numGrads);
+  std::vector<int32_t> gradDTypes(numGrads);
   for (size_t i = 0; i < numGrads; ++i) {
-    std::vector<int64_t> shape;
+    std::vector<int64_t> &shape = gradShapes[i];
+    gradDTypes[i] = m.manifest.gradients[i].dtype;
     s = outputShape(m.manifest.gradients[i], dims, shape);
     if (s.ok() && !(m.gradients[i].data() && m.gradients[i].shape() == shape))
       s = HostTensor::create(m.manifest.gradients[i].dtype, shape,
@@ -661,6 +667,16 @@ Status runBackward(TorsorModule &m, const TorsorTensor *cots, int32_t n) {
     if (!s.ok())
       return s.withPrefix("gradient '" + m.manifest.gradients[i].name + "': ");
     m.gradientStrides[i] = m.gradients[i].strides();
+  }
+  if (m.gpu) {
+    // nvptx: device buffers for everything, the gradients copied back.
+    s = m.gpu->runBackward(m.backwardEntry, m.inputs, m.params, bound,
+                           gradShapes, gradDTypes, m.gradients,
+                           "running the backward of model '" + m.soPath + "'");
+    if (!s.ok())
+      return s;
+    m.haveGradients = true;
+    return Status();
   }
   std::vector<int64_t> storage;
   std::vector<size_t> starts;

@@ -6,7 +6,8 @@
 // (FakeGpuModel.cpp) calls the runtime's mgpu* entry points as MLIR's
 // lowering does. Checked: results through host copies and through device
 // bindings, params uploaded once, one stream per model, the driver calls in
-// order, every allocation freed, and the exact messages for driver errors,
+// order, every allocation freed, the backward entry on device buffers,
+// and the exact messages for driver errors,
 // bad launches, failed module loads and arch mismatches.
 //
 //===----------------------------------------------------------------------===//
@@ -187,6 +188,48 @@ TEST_F(CudaTest, RunsWithHostTensors) {
   lines = logLines();
   EXPECT_EQ(countLines(lines, "cuStreamDestroy"), 1u);
   EXPECT_EQ(countLines(lines, "cuModuleUnload"), 1u);
+  EXPECT_EQ(Fake().live(), 0);
+}
+
+TEST_F(CudaTest, BackwardRunsOnTheDevice) {
+  clearLog();
+  load(kDir + "/torsor_fake_gpu_model_grad.so");
+  ASSERT_EQ(torsorModuleHasBackward(module), 1);
+  bindHost();
+  std::vector<float> cot(L * 8);
+  for (size_t i = 0; i < cot.size(); ++i)
+    cot[i] = 1.0f + 0.5f * static_cast<float>(i);
+  TorsorTensor tc{cot.data(), xShape, nullptr, 2, TORSOR_DTYPE_F32};
+  // The fake gradient kernel fails its launch unless the cotangent and both
+  // gradients are device buffers, as a real kernel would fault.
+  ASSERT_EQ(msg(torsorModuleRunBackward(module, &tc, 1)), "");
+  TorsorTensor gx, gw;
+  ASSERT_EQ(msg(torsorModuleGetGradient(module, "grad.x", &gx)), "");
+  ASSERT_EQ(msg(torsorModuleGetGradient(module, "grad.w", &gw)), "");
+  ASSERT_EQ(gx.rank, 2);
+  EXPECT_EQ(gx.shape[0], L);
+  ASSERT_EQ(gw.rank, 1);
+  EXPECT_EQ(gw.shape[0], 8);
+  for (int64_t i = 0; i < L * 8; ++i)
+    EXPECT_EQ(static_cast<const float *>(gx.data)[i], 2.0f * cot[i]) << i;
+  for (int j = 0; j < 8; ++j) {
+    float sum = 0.0f;
+    for (int64_t l = 0; l < L; ++l)
+      sum += cot[l * 8 + j];
+    EXPECT_EQ(static_cast<const float *>(gw.data)[j], sum) << j;
+  }
+  std::vector<std::string> lines = logLines();
+  EXPECT_EQ(countLines(lines, "cuMemcpyHtoDAsync 96"), 2u); // x and cot
+  EXPECT_EQ(countLines(lines, "cuMemcpyHtoDAsync 32"), 1u); // w
+  EXPECT_EQ(countLines(lines, "cuMemcpyDtoHAsync 96"), 1u); // grad.x
+  EXPECT_EQ(countLines(lines, "cuMemcpyDtoHAsync 32"), 1u); // grad.w
+  // The forward still works after a backward, and nothing leaks.
+  ASSERT_EQ(msg(torsorModuleRun(module)), "");
+  TorsorTensor out;
+  ASSERT_EQ(msg(torsorModuleGetOutput(module, "out", &out)), "");
+  expectResult(static_cast<const float *>(out.data));
+  torsorModuleFree(module);
+  module = nullptr;
   EXPECT_EQ(Fake().live(), 0);
 }
 

@@ -250,6 +250,25 @@ FAKE CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz,
     auto *pout = reinterpret_cast<float *>(static_cast<uintptr_t>(out));
     for (int64_t i = 0; i < n; ++i)
       pout[i] = 2.0f * pin[i] + pw[i % d];
+  } else if (f->name == "torsor_fake_axpy_grad") {
+    // The VJP of out = 2 x + w: cot: params[0..4], gx: params[5..9],
+    // gw: params[10..14], n, d. gx = 2 cot, gw[j] = Σ_l cot[l, j].
+    auto cot = arg<CUdeviceptr>(params, 1), gx = arg<CUdeviceptr>(params, 6),
+         gw = arg<CUdeviceptr>(params, 11);
+    auto n = arg<int64_t>(params, 15), d = arg<int64_t>(params, 16);
+    size_t nb = static_cast<size_t>(n) * sizeof(float);
+    if (d <= 0 || !inDevice(cot, nb) || !inDevice(gx, nb) ||
+        !inDevice(gw, static_cast<size_t>(d) * sizeof(float)))
+      return kLaunchFailed;
+    auto *pc = reinterpret_cast<const float *>(static_cast<uintptr_t>(cot));
+    auto *px = reinterpret_cast<float *>(static_cast<uintptr_t>(gx));
+    auto *pw = reinterpret_cast<float *>(static_cast<uintptr_t>(gw));
+    for (int64_t j = 0; j < d; ++j)
+      pw[j] = 0.0f;
+    for (int64_t i = 0; i < n; ++i) {
+      px[i] = 2.0f * pc[i];
+      pw[i % d] += pc[i];
+    }
   }
   return kSuccess;
 }

@@ -8,8 +8,12 @@
 // and destroys the stream. Manifest: fake_gpu_model.json.
 //   out[l, j] = 2 * x[l, j] + w[j]     (f32, L x 8)
 // The kernel, "torsor_fake_axpy", is emulated by the fake driver
-// (FakeCuda.cpp), since no PTX can run without a GPU. TORSOR_FAKE_GPU_BAD_
-// LAUNCH makes a variant that launches with a negative grid.
+// (FakeCuda.cpp), since no PTX can run without a GPU. With
+// TORSOR_FAKE_GPU_GRAD (manifest fake_gpu_model_grad.json) it also has
+// torsor_backward, the VJP (grad.x = 2 cot, grad.w = Σ_l cot) by the kernel
+// "torsor_fake_axpy_grad".
+// TORSOR_FAKE_GPU_BAD_ LAUNCH makes a variant that launches with a negative
+// grid.
 //
 //===----------------------------------------------------------------------===//
 
@@ -98,5 +102,28 @@ __attribute__((visibility("default"))) void torsor_forward(void **d) {
   mgpuStreamSynchronize(stream);
   mgpuStreamDestroy(stream);
 }
+
+#ifdef TORSOR_FAKE_GPU_GRAD
+/// Backward entry (torsorc --grad's ABI): descriptors of x, w, the
+/// cotangent of out, then grad.x and grad.w, all device pointers.
+__attribute__((visibility("default"))) void torsor_backward(void **d) {
+  auto *x = static_cast<Memref<2> *>(d[0]);
+  auto *w = static_cast<Memref<1> *>(d[1]);
+  auto *cot = static_cast<Memref<2> *>(d[2]);
+  auto *gx = static_cast<Memref<2> *>(d[3]);
+  auto *gw = static_cast<Memref<1> *>(d[4]);
+  int64_t n = x->sizes[0] * x->sizes[1], dim = w->sizes[0];
+  void *stream = mgpuStreamCreate();
+  void *fn = mgpuModuleGetFunction(gpuModule, "torsor_fake_axpy_grad");
+  int64_t zero = 0, one = 1;
+  float *cP = cot->aligned, *xP = gx->aligned, *wP = gw->aligned;
+  void *params[] = {&cP,  &cP, &zero, &n,    &one, &xP,  &xP, &zero, &n,
+                    &one, &wP, &wP,   &zero, &dim, &one, &n,  &dim};
+  mgpuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, stream, params, nullptr,
+                   sizeof(params) / sizeof(params[0]));
+  mgpuStreamSynchronize(stream);
+  mgpuStreamDestroy(stream);
+}
+#endif // TORSOR_FAKE_GPU_GRAD
 
 } // extern "C"

@@ -92,8 +92,15 @@ private:
   Value laneMask(ImplicitLocOpBuilder &b, Value j0, Value end,
                  Value last = Value()) {
     VectorType iv = VectorType::get({lanes}, b.getIndexType());
-    Value lane = arith::AddIOp::create(b, vector::StepOp::create(b, iv),
-                                       vector::BroadcastOp::create(b, iv, j0));
+    // The lane offsets as a constant rather than vector.step, which has no
+    // lowering inside GPU kernels (convert-gpu-to-nvvm).
+    SmallVector<APInt> offsets;
+    for (int64_t l = 0; l < lanes; ++l)
+      offsets.push_back(APInt(64, l));
+    Value step = arith::ConstantOp::create(
+        b, iv, DenseElementsAttr::get(iv, ArrayRef<APInt>(offsets)));
+    Value lane =
+        arith::AddIOp::create(b, step, vector::BroadcastOp::create(b, iv, j0));
     Value ok = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, lane,
                                      vector::BroadcastOp::create(b, iv, end));
     if (last)

@@ -148,8 +148,11 @@ def GeoMapAttentionToGPU : Pass<"geo-map-attention-to-gpu", "::mlir::ModuleOp"> 
         holds their running max, running sum and D accumulators per head
         in registers (BQ = T·R);
       * per key tile of BK keys: `gpu.barrier`, the block copies the tile's
-        key features and values into one workgroup (shared) buffer
-        cooperatively (consecutive threads, consecutive addresses),
+        key features and values into one shared buffer cooperatively
+        (consecutive threads, consecutive addresses); the buffer is a
+        16-byte aligned `memref.global` in the workgroup address space
+        (a launch attribution carries no alignment, and the value loads
+        are 16 bytes wide),
         `gpu.barrier`; every thread then walks the tile in steps of S
         keys: the group model's pair block norms (its ScalarBuilder
         formulas, scalar mode), the λ-weighted score of every head, an
@@ -174,9 +177,13 @@ def GeoMapAttentionToGPU : Pass<"geo-map-attention-to-gpu", "::mlir::ModuleOp"> 
 
     After (T = 64, BK = 64):
     ```mlir
+    memref.global "private" @__torsor_attention_tile
+        : memref<5632xf32, #gpu.address_space<workgroup>> {alignment = 16}
+    ...
     gpu.launch blocks(%bx, %by, %bz) in (%gx = %tiles, %gy = %batch, %gz = %c1)
-               threads(%tx, %ty, %tz) in (%sx = %c64, %sy = %c1, %sz = %c1)
-               workgroup(%tile : memref<5632xf32, #gpu.address_space<workgroup>>) {
+               threads(%tx, %ty, %tz) in (%sx = %c64, %sy = %c1, %sz = %c1) {
+      %tile = memref.get_global @__torsor_attention_tile
+          : memref<5632xf32, #gpu.address_space<workgroup>>
       %st = scf.for %k0 = %c0 to %full step %c64 iter_args(...) {
         gpu.barrier
         scf.for %i = %tx to %c4096 step %c64 { ... memref.store ... %tile }

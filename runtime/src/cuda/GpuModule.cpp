@@ -56,6 +56,12 @@ Status GpuModule::create(const Manifest &manifest, const std::string &soPath,
     for (const TensorSpec &t : manifest.list(kind))
       m->labels[kind].push_back(std::string(kindWord(kind)) + " '" + t.name +
                                 "'");
+  m->cotangents.resize(manifest.cotangents.size());
+  m->gradients.resize(manifest.gradients.size());
+  for (const TensorSpec &t : manifest.cotangents)
+    m->cotangentLabels.push_back("cotangent '" + t.name + "'");
+  for (const TensorSpec &t : manifest.gradients)
+    m->gradientLabels.push_back("gradient '" + t.name + "'");
   CallState state;
   state.what = "loading model '" + soPath + "'";
   {
@@ -76,7 +82,7 @@ GpuModule::~GpuModule() {
     const Driver &d = *dev->driver;
     if (modelStream)
       d.cuStreamSynchronize(modelStream);
-    for (auto *list : {&inputs, &params, &outputs})
+    for (auto *list : {&inputs, &params, &outputs, &cotangents, &gradients})
       for (DeviceBuffer &b : *list)
         if (b.ptr)
           check(d.cuMemFree(b.ptr), "cuMemFree");
@@ -152,6 +158,32 @@ Status GpuModule::run(void (*entry)(void **),
                       const std::vector<int32_t> &outputDTypes,
                       std::vector<HostTensor> &hostOutputs,
                       const std::string &what) {
+  return call(entry, boundInputs, boundParams, {}, outputShapes, outputDTypes,
+              outputs, labels[TORSOR_OUTPUT], copyOutputs, hostOutputs, what);
+}
+
+Status GpuModule::runBackward(
+    void (*entry)(void **), const std::vector<BoundTensor> &boundInputs,
+    const std::vector<BoundTensor> &boundParams,
+    const std::vector<BoundTensor> &boundCotangents,
+    const std::vector<std::vector<int64_t>> &gradientShapes,
+    const std::vector<int32_t> &gradientDTypes,
+    std::vector<HostTensor> &hostGradients, const std::string &what) {
+  return call(entry, boundInputs, boundParams, boundCotangents, gradientShapes,
+              gradientDTypes, gradients, gradientLabels, /*copyBack=*/true,
+              hostGradients, what);
+}
+
+Status GpuModule::call(void (*entry)(void **),
+                       const std::vector<BoundTensor> &boundInputs,
+                       const std::vector<BoundTensor> &boundParams,
+                       const std::vector<BoundTensor> &boundCotangents,
+                       const std::vector<std::vector<int64_t>> &resultShapes,
+                       const std::vector<int32_t> &resultDTypes,
+                       std::vector<DeviceBuffer> &results,
+                       const std::vector<std::string> &resultLabels,
+                       bool copyBack, std::vector<HostTensor> &hostResults,
+                       const std::string &what) {
   CallState state;
   state.stream = modelStream;
   state.what = what;
@@ -161,34 +193,36 @@ Status GpuModule::run(void (*entry)(void **),
     std::vector<int64_t> storage;
     std::vector<size_t> starts;
     // Inputs and params: the caller's device pointer, or an upload.
-    auto stage = [&](const std::vector<BoundTensor> &bound,
-                     std::vector<DeviceBuffer> &bufs,
-                     const std::vector<char> &onDevice, int kind,
-                     std::vector<char> *stale) {
-      for (size_t i = 0; i < bound.size() && !callFailed(); ++i) {
-        CUdeviceptr ptr;
-        if (onDevice[i]) {
-          ptr = static_cast<CUdeviceptr>(
-              reinterpret_cast<uintptr_t>(bound[i].data));
-        } else {
-          if (!stale || (*stale)[i])
-            if (upload(bound[i], bufs[i], labels[kind][i]) && stale)
-              (*stale)[i] = 0;
-          ptr = bufs[i].ptr;
-        }
-        starts.push_back(storage.size());
-        appendDescriptor(storage, ptr, bound[i].shape);
-      }
-    };
-    stage(boundInputs, inputs, inputDevice, TORSOR_INPUT, nullptr);
-    stage(boundParams, params, paramDevice, TORSOR_PARAM, &paramStale);
-    for (size_t i = 0; i < outputShapes.size() && !callFailed(); ++i) {
-      int64_t n = numElements(outputShapes[i]);
+    auto stage =
+        [&](const std::vector<BoundTensor> &bound,
+            std::vector<DeviceBuffer> &bufs, const std::vector<char> &onDevice,
+            const std::vector<std::string> &names, std::vector<char> *stale) {
+          for (size_t i = 0; i < bound.size() && !callFailed(); ++i) {
+            CUdeviceptr ptr;
+            if (i < onDevice.size() && onDevice[i]) {
+              ptr = static_cast<CUdeviceptr>(
+                  reinterpret_cast<uintptr_t>(bound[i].data));
+            } else {
+              if (!stale || (*stale)[i])
+                if (upload(bound[i], bufs[i], names[i]) && stale)
+                  (*stale)[i] = 0;
+              ptr = bufs[i].ptr;
+            }
+            starts.push_back(storage.size());
+            appendDescriptor(storage, ptr, bound[i].shape);
+          }
+        };
+    stage(boundInputs, inputs, inputDevice, labels[TORSOR_INPUT], nullptr);
+    stage(boundParams, params, paramDevice, labels[TORSOR_PARAM], &paramStale);
+    // Cotangents (backward only) are host tensors, uploaded every call.
+    stage(boundCotangents, cotangents, {}, cotangentLabels, nullptr);
+    for (size_t i = 0; i < resultShapes.size() && !callFailed(); ++i) {
+      int64_t n = numElements(resultShapes[i]);
       size_t bytes =
-          n > 0 ? static_cast<size_t>(n) * dtypeSize(outputDTypes[i]) : 0;
-      ensure(outputs[i], bytes, labels[TORSOR_OUTPUT][i]);
+          n > 0 ? static_cast<size_t>(n) * dtypeSize(resultDTypes[i]) : 0;
+      ensure(results[i], bytes, resultLabels[i]);
       starts.push_back(storage.size());
-      appendDescriptor(storage, outputs[i].ptr, outputShapes[i]);
+      appendDescriptor(storage, results[i].ptr, resultShapes[i]);
     }
     if (!callFailed()) {
       std::vector<void *> args;
@@ -199,18 +233,18 @@ Status GpuModule::run(void (*entry)(void **),
     // Always drain the stream, so no work is left touching caller memory.
     check(d.cuStreamSynchronize(modelStream),
           "cuStreamSynchronize (waiting for the model's GPU work)");
-    if (copyOutputs && !callFailed()) {
-      for (size_t i = 0; i < hostOutputs.size() && !callFailed(); ++i)
-        if (hostOutputs[i].byteSize())
-          checkLazy(d.cuMemcpyDtoHAsync(hostOutputs[i].data(), outputs[i].ptr,
-                                        hostOutputs[i].byteSize(), modelStream),
+    if (copyBack && !callFailed()) {
+      for (size_t i = 0; i < hostResults.size() && !callFailed(); ++i)
+        if (hostResults[i].byteSize())
+          checkLazy(d.cuMemcpyDtoHAsync(hostResults[i].data(), results[i].ptr,
+                                        hostResults[i].byteSize(), modelStream),
                     [&] {
                       return format("cuMemcpyDtoHAsync of %zu bytes (",
-                                    hostOutputs[i].byteSize()) +
-                             labels[TORSOR_OUTPUT][i] + ", device to host)";
+                                    hostResults[i].byteSize()) +
+                             resultLabels[i] + ", device to host)";
                     });
       check(d.cuStreamSynchronize(modelStream),
-            "cuStreamSynchronize (after copying the outputs back)");
+            "cuStreamSynchronize (after copying the results back)");
     }
   }
   return state.error;

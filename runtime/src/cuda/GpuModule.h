@@ -58,6 +58,18 @@ public:
              const std::vector<int32_t> &outputDTypes,
              std::vector<HostTensor> &hostOutputs, const std::string &what);
 
+  /// One backward run (torsorc --grad's entry): inputs and params as in
+  /// run(), the cotangents uploaded, and the gradients always copied back
+  /// into `hostGradients`.
+  Status runBackward(void (*entry)(void **),
+                     const std::vector<BoundTensor> &inputs,
+                     const std::vector<BoundTensor> &params,
+                     const std::vector<BoundTensor> &cotangents,
+                     const std::vector<std::vector<int64_t>> &gradientShapes,
+                     const std::vector<int32_t> &gradientDTypes,
+                     std::vector<HostTensor> &hostGradients,
+                     const std::string &what);
+
   /// Whether runs copy outputs back to host memory (default on).
   bool hostCopies() const { return copyOutputs; }
   void setHostCopies(bool on) { copyOutputs = on; }
@@ -75,6 +87,17 @@ public:
 
 private:
   GpuModule() = default;
+  /// run() and runBackward(): stages inputs, params and `extra` host
+  /// tensors (the cotangents), sizes `results` to `resultShapes`, calls
+  /// `entry` and copies the results into `hostResults` when `copyBack`.
+  Status call(void (*entry)(void **), const std::vector<BoundTensor> &inputs,
+              const std::vector<BoundTensor> &params,
+              const std::vector<BoundTensor> &extra,
+              const std::vector<std::vector<int64_t>> &resultShapes,
+              const std::vector<int32_t> &resultDTypes,
+              std::vector<DeviceBuffer> &results,
+              const std::vector<std::string> &resultLabels, bool copyBack,
+              std::vector<HostTensor> &hostResults, const std::string &what);
   /// Grows `buf` to at least `bytes` (freeing the old allocation).
   bool ensure(DeviceBuffer &buf, size_t bytes, const std::string &label);
   /// Uploads host tensor `t` into `buf`.
@@ -83,11 +106,12 @@ private:
 
   const Device *dev = nullptr;
   CUstream modelStream = nullptr;
-  std::vector<DeviceBuffer> inputs, params, outputs;
+  std::vector<DeviceBuffer> inputs, params, outputs, cotangents, gradients;
   std::vector<char> inputDevice, paramDevice, paramStale;
   bool copyOutputs = true;
   /// "input 'x'" per tensor of each kind, for messages.
   std::vector<std::string> labels[3];
+  std::vector<std::string> cotangentLabels, gradientLabels;
 };
 
 } // namespace torsor::rt::cuda

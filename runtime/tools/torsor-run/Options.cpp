@@ -32,6 +32,12 @@ const char *usage() {
          "                            overrides --weights)\n"
          "  --output NAME=FILE.npy    write output NAME (default: print a\n"
          "                            summary of every output)\n"
+         "  --cotangent OUT=FILE.npy  after the run, run the backward entry\n"
+         "                            (torsorc --grad) with this cotangent\n"
+         "                            of output OUT (one per output)\n"
+         "  --gradient G=FILE.npy     write gradient G (grad.NAME; default\n"
+         "                            with --cotangent: print a summary of\n"
+         "                            every gradient)\n"
          "  --threads N               thread-pool size (default: all cores)\n"
          "  --device cpu|cuda         where to run (default: cpu)\n"
          "  --time N                  after a warm-up run, time N runs and\n"
@@ -145,8 +151,8 @@ Status parseOptions(int argc, char **argv, Options &out) {
       continue;
     }
     static const char *const kValued[] = {
-        "--input",  "--output", "--weights", "--threads",
-        "--device", "--time",   "--param",   "--memory-limit"};
+        "--input", "--output", "--weights",      "--threads",   "--device",
+        "--time",  "--param",  "--memory-limit", "--cotangent", "--gradient"};
     bool known = false;
     for (const char *k : kValued)
       known |= flag == k;
@@ -164,6 +170,10 @@ Status parseOptions(int argc, char **argv, Options &out) {
       s = parsePair(flag, value, out.outputs);
     else if (flag == "--param")
       s = parsePair(flag, value, out.params);
+    else if (flag == "--cotangent")
+      s = parsePair(flag, value, out.cotangents);
+    else if (flag == "--gradient")
+      s = parsePair(flag, value, out.gradients);
     else if (flag == "--weights") {
       if (!out.weights.empty())
         return invalidArg("--weights given more than once");
@@ -182,6 +192,9 @@ Status parseOptions(int argc, char **argv, Options &out) {
     if (!s.ok())
       return s;
   }
+  if (!out.gradients.empty() && out.cotangents.empty())
+    return invalidArg("--gradient needs the backward run: give a --cotangent "
+                      "OUTPUT=FILE.npy for every output");
   if (out.model.empty())
     return invalidArg("no model given (usage: torsor-run MODEL.so --input "
                       "NAME=FILE.npy ...; see --help)");

@@ -23,6 +23,8 @@ struct Options {
   std::vector<std::pair<std::string, std::string>> inputs;  ///< NAME=FILE
   std::vector<std::pair<std::string, std::string>> outputs; ///< NAME=FILE
   std::vector<std::pair<std::string, std::string>> params;  ///< NAME=FILE
+  /// --cotangent OUTPUT=FILE and --gradient grad.NAME=FILE (torsorc --grad).
+  std::vector<std::pair<std::string, std::string>> cotangents, gradients;
   std::string weights; ///< .safetensors bundle, optional
   int threads = 0;     ///< 0: hardware concurrency
   std::string device = "cpu";

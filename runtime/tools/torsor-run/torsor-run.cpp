@@ -167,6 +167,73 @@ Status timedRun(TorsorModule *m, double &ms) {
   return s;
 }
 
+/// --cotangent and --gradient: the model has a backward entry, every
+/// output has exactly one cotangent, and every gradient name exists.
+Status checkBackwardOptions(const TorsorModule *m, const run::Options &opts) {
+  if (opts.cotangents.empty())
+    return Status();
+  if (!torsorModuleHasBackward(m))
+    return rt::invalidArg("--cotangent runs the backward entry, which this "
+                          "model does not have; compile it with torsorc "
+                          "--grad");
+  Status s;
+  for (const auto &[name, file] : opts.cotangents)
+    if (!(s = checkName(m, TORSOR_OUTPUT, name)).ok())
+      return s.withPrefix("--cotangent: ");
+  std::string missing;
+  for (int32_t i = 0; i < torsorModuleNumTensors(m, TORSOR_OUTPUT); ++i) {
+    std::string name = torsorModuleTensorName(m, TORSOR_OUTPUT, i);
+    bool given = false;
+    for (const auto &p : opts.cotangents)
+      given |= p.first == name;
+    if (!given)
+      missing += (missing.empty() ? "" : ", ") + name;
+  }
+  if (!missing.empty())
+    return rt::invalidArg("the backward run needs a cotangent for every "
+                          "output; missing: " +
+                          missing + " (--cotangent NAME=FILE.npy)");
+  std::vector<rt::TensorSpec> grads(torsorModuleNumGradients(m));
+  std::string known;
+  for (size_t i = 0; i < grads.size(); ++i) {
+    grads[i].name = torsorModuleGradientName(m, static_cast<int32_t>(i));
+    known += (i ? ", " : "") + grads[i].name;
+  }
+  for (const auto &[name, file] : opts.gradients) {
+    bool found = false;
+    for (const rt::TensorSpec &g : grads)
+      found |= g.name == name;
+    if (!found)
+      return rt::invalidArg("--gradient: the model has no gradient '" + name +
+                            "'; its gradients are " + known);
+  }
+  return Status();
+}
+
+/// Reads the cotangents (in output order) and runs the backward entry.
+Status runBackward(TorsorModule *m, const run::Options &opts) {
+  int32_t numOut = torsorModuleNumTensors(m, TORSOR_OUTPUT);
+  std::vector<HostTensor> cots(numOut);
+  std::vector<std::vector<int64_t>> strides(numOut);
+  std::vector<TorsorTensor> views(numOut);
+  for (int32_t i = 0; i < numOut; ++i) {
+    std::string name = torsorModuleTensorName(m, TORSOR_OUTPUT, i);
+    for (const auto &[given, file] : opts.cotangents) {
+      if (given != name)
+        continue;
+      Status s = rt::readNpy(file, cots[i]);
+      if (s.ok())
+        s = rt::widenForModel(cots[i],
+                              torsorModuleTensorDType(m, TORSOR_OUTPUT, i));
+      if (!s.ok())
+        return s.withPrefix("--cotangent " + name + ": ");
+      strides[i] = cots[i].strides();
+      views[i] = cots[i].view(strides[i]);
+    }
+  }
+  return take(torsorModuleRunBackward(m, views.data(), numOut));
+}
+
 /// Everything after option parsing; returns the exit code.
 int runTool(const run::Options &opts) {
   Status s = take(torsorSetNumThreads(opts.threads));
@@ -201,6 +268,8 @@ int runTool(const run::Options &opts) {
     if (!(s = checkName(module.get(), TORSOR_OUTPUT, name)).ok())
       return fail(s.message);
   int32_t numOut = torsorModuleNumTensors(module.get(), TORSOR_OUTPUT);
+  if (!(s = checkBackwardOptions(module.get(), opts)).ok())
+    return fail(s.message);
 
   // Inputs stay alive until the runs are done (the runtime borrows them).
   std::vector<HostTensor> inputs(opts.inputs.size());
@@ -268,7 +337,11 @@ int runTool(const run::Options &opts) {
                 median, times.front(), opts.timeRuns, torsorGetNumThreads());
   }
 
-  if (opts.outputs.empty()) {
+  bool backward = !opts.cotangents.empty();
+  if (backward && !(s = runBackward(module.get(), opts)).ok())
+    return fail(s.message);
+
+  if (opts.outputs.empty() && opts.gradients.empty()) {
     for (int32_t i = 0; i < numOut; ++i) {
       const char *name = torsorModuleTensorName(module.get(), TORSOR_OUTPUT, i);
       TorsorTensor t;
@@ -277,14 +350,28 @@ int runTool(const run::Options &opts) {
         return fail(s.message);
       printSummary(name, t);
     }
+    for (int32_t i = 0; backward && i < torsorModuleNumGradients(module.get());
+         ++i) {
+      const char *name = torsorModuleGradientName(module.get(), i);
+      TorsorTensor t;
+      s = take(torsorModuleGetGradient(module.get(), name, &t));
+      if (!s.ok())
+        return fail(s.message);
+      printSummary(name, t);
+    }
     return 0;
   }
-  // All outputs or none: each goes to a temporary beside its target, and
+  // All files or none: each goes to a temporary beside its target, and
   // they are renamed into place once every one is written.
   rt::StagedFiles files;
-  for (const auto &[name, file] : opts.outputs) {
+  std::vector<std::pair<std::string, std::string>> written = opts.outputs;
+  written.insert(written.end(), opts.gradients.begin(), opts.gradients.end());
+  for (size_t k = 0; k < written.size(); ++k) {
+    const auto &[name, file] = written[k];
     TorsorTensor t;
-    s = take(torsorModuleGetOutput(module.get(), name.c_str(), &t));
+    s = take(k < opts.outputs.size()
+                 ? torsorModuleGetOutput(module.get(), name.c_str(), &t)
+                 : torsorModuleGetGradient(module.get(), name.c_str(), &t));
     if (!s.ok())
       return fail(s.message);
     HostTensor copy;
