@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 #===- gpu-check-prepare.sh - Stage the GPU check (run on the build machine) -===#
 #
-# Compiles every example for the CPU and for NVPTX, makes seeded inputs and
-# weights, computes the CPU reference outputs, and stages everything
+# Compiles every example for the CPU and for NVPTX (and the pose-attention
+# examples' backward, torsorc --grad, for both), makes seeded inputs,
+# weights and cotangents, computes the CPU reference outputs and gradients, and stages everything
 # scripts/gpu-check.sh needs on a GPU machine that has no LLVM/MLIR into one
 # folder: the models (.so + manifests), torsor-run and libtorsor_runtime.so
 # (installed with an $ORIGIN rpath), the data, the check script, and
@@ -71,6 +72,19 @@ for tsr in "$ROOT"/examples/*.tsr; do
   fi
 done
 
+# The backward (torsorc --grad) of the pose-attention examples, whose
+# gradients go through the flash backward of Lie attention.
+for name in se3_pose_attention se2_planar; do
+  tsr=$ROOT/examples/$name.tsr
+  "$BUILD/bin/torsorc" "$tsr" --grad -o "$OUT/models/$name.grad.cpu.so" --target=cpu
+  if ! "$BUILD/bin/torsorc" "$tsr" --grad -o "$OUT/models/$name.grad.nvptx.so" \
+      --target=nvptx --gpu-arch="$ARCH" 2>"$OUT/models/$name.grad.nvptx.err"; then
+    rm -f "$OUT/models/$name.grad.nvptx.so" "$OUT/models/$name.grad.nvptx.json"
+    missing+=("$name (--grad)")
+  else
+    rm -f "$OUT/models/$name.grad.nvptx.err"
+  fi
+done
 "$PY" "$ROOT/scripts/gpu_check_stage.py" "$OUT" "$BUILD/bin/torsor-run" "$ROOT" \
   "$SIZE" "$ARCH"
 

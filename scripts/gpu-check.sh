@@ -9,7 +9,9 @@
 #   2. every example's nvptx model with `torsor-run --device cuda` on the
 #      staged inputs, compared with the CPU model's outputs computed at
 #      staging: relative error ||gpu - cpu|| / ||cpu|| <= 1e-5 (f32), no
-#      NaN, same shape;
+#      NaN, same shape; where a backward was staged (torsorc --grad), its
+#      gradients for the staged cotangents against the CPU model's
+#      (--grad-tol, default 1e-4);
 #   3. timings: `torsor-run --time` of each passing model on the GPU and of
 #      its CPU model on this machine's cores;
 #   4. bench/gpu_attention.py (Lie attention against PyTorch SDPA and
@@ -20,10 +22,11 @@
 # is printed last; logs and outputs go to $OUT when set (the device tool
 # brings that folder back), else to STAGE/results.
 #
-# usage: gpu-check.sh [--stage DIR] [--dry-run] [--tol T] [--time N]
+# usage: gpu-check.sh [--stage DIR] [--dry-run] [--tol T] [--grad-tol T] [--time N]
 #                     [--no-bench] [--bench-args "ARGS"] [--step-timeout S]
 #   --dry-run        check the stage and print the plan; needs no GPU
 #   --tol T          relative tolerance (default 1e-5)
+#   --grad-tol T     relative tolerance of gradients (default 1e-4)
 #   --time N         timed runs per model (default 20; 0 skips timing)
 #   --no-bench       skip bench/gpu_attention.py
 #   --bench-args A   arguments for bench/gpu_attention.py
@@ -37,17 +40,18 @@ set -uo pipefail
 
 STAGE=$(cd "$(dirname "$0")" && pwd)
 [ -f "$STAGE/plan.json" ] || STAGE=$(cd "$(dirname "$0")/.." && pwd)/build/gpu-check
-DRY=0 TOL=1e-5 TIMES=20 BENCH=1 BENCH_ARGS="" STEP=120
+DRY=0 TOL=1e-5 GRAD_TOL=1e-4 TIMES=20 BENCH=1 BENCH_ARGS="" STEP=120
 while [ $# -gt 0 ]; do
   case "$1" in
     --stage) STAGE=$2; shift 2 ;;
     --dry-run) DRY=1; shift ;;
     --tol) TOL=$2; shift 2 ;;
+    --grad-tol) GRAD_TOL=$2; shift 2 ;;
     --time) TIMES=$2; shift 2 ;;
     --no-bench) BENCH=0; shift ;;
     --bench-args) BENCH_ARGS=$2; shift 2 ;;
     --step-timeout) STEP=$2; shift 2 ;;
-    -h|--help) sed -n '3,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,36p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu-check: unknown argument '$1' (see --help)" >&2; exit 1 ;;
   esac
 done
@@ -58,7 +62,7 @@ fi
 RESULTS=${OUT:-$STAGE/results}
 mkdir -p "$RESULTS"
 
-export STAGE DRY TOL TIMES BENCH BENCH_ARGS STEP RESULTS
+export STAGE DRY TOL GRAD_TOL TIMES BENCH BENCH_ARGS STEP RESULTS
 exec python3 -u - "$@" <<'PYEOF'
 """The check itself (see the header of gpu-check.sh)."""
 import json
@@ -73,6 +77,7 @@ E = os.environ
 STAGE, RESULTS = E["STAGE"], E["RESULTS"]
 DRY, BENCH = E["DRY"] == "1", E["BENCH"] == "1"
 TOL, TIMES, STEP = float(E["TOL"]), int(E["TIMES"]), int(E["STEP"])
+GRAD_TOL = float(E["GRAD_TOL"])
 RUN = os.path.join(STAGE, "bin", "torsor-run")
 plan = json.load(open(os.path.join(STAGE, "plan.json")))
 log = open(os.path.join(RESULTS, "gpu-check.log"), "w")
@@ -116,6 +121,30 @@ def model_args(ex, so, device):
     return cmd
 
 
+def grad_args(ex, g):
+    """torsor-run argv for the backward of one example (torsorc --grad)."""
+    cmd = model_args(ex, g["nvptx"], "cuda")
+    for k, v in g["cotangents"].items():
+        cmd += ["--cotangent", "%s=%s" % (k, os.path.join(STAGE, v))]
+    return cmd
+
+
+def compare(refs, got_paths, tol):
+    """(verdict, worst relative error) of saved results against references."""
+    worst = 0.0
+    for k, ref_path in refs.items():
+        ref = np.load(os.path.join(STAGE, ref_path)).astype(np.float64)
+        got = np.load(got_paths[k]).astype(np.float64)
+        if got.shape != ref.shape:
+            return "SHAPE %s vs %s" % (got.shape, ref.shape), worst
+        if not np.all(np.isfinite(got)) and np.all(np.isfinite(ref)):
+            return "NaN/Inf", worst
+        denom = np.linalg.norm(ref)
+        e = np.linalg.norm(got - ref) / denom if denom > 0 else np.linalg.norm(got)
+        worst = max(worst, float(e))
+    return ("MISMATCH" if worst > tol else "ok"), worst
+
+
 # --- 1. environment and stage ------------------------------------------------
 say("== gpu-check: stage %s (gpu_arch %s, dims = %d)"
     % (STAGE, plan["gpu_arch"], plan["dim_size"]))
@@ -141,6 +170,10 @@ for ex in plan["examples"]:
     files = [ex["cpu"]] + list(ex["inputs"].values()) + list(ex["outputs"].values())
     files += [ex["weights"]] if ex.get("weights") else []
     files += [ex["nvptx"], ex["nvptx"][:-3] + ".json"] if ex.get("nvptx") else []
+    g = ex.get("grad")
+    if g:
+        files += list(g["cotangents"].values()) + list(g["gradients"].values())
+        files += [g["nvptx"], g["nvptx"][:-3] + ".json"] if g.get("nvptx") else []
     for f in files:
         if not os.path.exists(os.path.join(STAGE, f)):
             problems.append("%s: missing %s" % (ex["name"], f))
@@ -161,6 +194,7 @@ bench_args = (shlex.split(E["BENCH_ARGS"])
 
 # --- the plan ------------------------------------------------------------------
 n_gpu = sum(1 for ex in plan["examples"] if ex.get("nvptx"))
+n_grad = sum(1 for ex in plan["examples"] if (ex.get("grad") or {}).get("nvptx"))
 say("plan: %d examples, %d with an nvptx model; tolerance %g; %d timed runs each"
     % (len(plan["examples"]), n_gpu, TOL, TIMES))
 for ex in plan["examples"]:
@@ -170,11 +204,19 @@ for ex in plan["examples"]:
             .replace(STAGE + "/", "")))
     else:
         say("  %-22s NOT COMPILED for nvptx: %s" % (ex["name"], ex.get("nvptx_error", "?")))
+    g = ex.get("grad")
+    if g and g.get("nvptx"):
+        say("  %-22s %s" % (ex["name"] + " grad", " ".join(
+            map(shlex.quote, grad_args(ex, g))).replace(STAGE + "/", "")))
+    elif g:
+        say("  %-22s NOT COMPILED for nvptx --grad: %s"
+            % (ex["name"] + " grad", g.get("nvptx_error", "?")))
 if BENCH:
     say("  bench: " + ("python3 %s %s" % (bench, " ".join(bench_args)) if bench
                        else "bench/gpu_attention.py not staged (skipped)"))
 say("  worst case: %d s (each step's timeout)"
-    % (n_gpu * STEP * (1 + (TIMES > 0) * 2) + (4 * STEP if bench and BENCH else 0)))
+    % (n_gpu * STEP * (1 + (TIMES > 0) * 2) + n_grad * STEP
+       + (4 * STEP if bench and BENCH else 0)))
 if DRY:
     # The benchmark's own dry run: its models (target nvptx, the arch),
     # the staged runtime, and its score formulas where PyTorch is here.
@@ -215,24 +257,31 @@ for ex in plan["examples"]:
         last = last.replace("torsor-run: error: ", "").replace(STAGE + "/", "")
         rows.append((name, "RUN FAILED", "", "", last[:240]))
         continue
-    worst, verdict = 0.0, "ok"
-    for k, ref_path in ex["outputs"].items():
-        ref = np.load(os.path.join(STAGE, ref_path)).astype(np.float64)
-        got = np.load(outs[k]).astype(np.float64)
-        if got.shape != ref.shape:
-            verdict = "SHAPE %s vs %s" % (got.shape, ref.shape)
-            break
-        if not np.all(np.isfinite(got)) and np.all(np.isfinite(ref)):
-            verdict = "NaN/Inf"
-            break
-        denom = np.linalg.norm(ref)
-        e = np.linalg.norm(got - ref) / denom if denom > 0 else np.linalg.norm(got)
-        worst = max(worst, float(e))
-    if verdict == "ok" and worst > TOL:
-        verdict = "MISMATCH"
+    verdict, worst = compare(ex["outputs"], outs, TOL)
     rows.append((name, verdict, "%.2e" % worst, "", ""))
     if verdict == "ok":
         ok_examples.append(ex)
+    # The backward (torsorc --grad), where it was staged: the gradients of
+    # the same inputs and weights for the staged cotangents, against the
+    # CPU model's, within --grad-tol (longer f32 chains, other sum orders).
+    g = ex.get("grad")
+    if not g:
+        continue
+    if not g.get("nvptx"):
+        rows.append((name + " grad", "NOT COMPILED", "", "", g.get("nvptx_error", "")[:240]))
+        continue
+    cmd = grad_args(ex, g)
+    grads = {k: os.path.join(RESULTS, "%s.gpu.%s.npy" % (name, k)) for k in g["gradients"]}
+    for k, v in grads.items():
+        cmd += ["--gradient", "%s=%s" % (k, v)]
+    rc, _, err, secs = sh(cmd, STEP)
+    if rc != 0:
+        last = err.strip().splitlines()[-1] if err.strip() else "rc %d" % rc
+        last = last.replace("torsor-run: error: ", "").replace(STAGE + "/", "")
+        rows.append((name + " grad", "RUN FAILED", "", "", last[:240]))
+        continue
+    verdict, worst = compare(g["gradients"], grads, GRAD_TOL)
+    rows.append((name + " grad", verdict, "%.2e" % worst, "", ""))
 
 # --- 3. timings ----------------------------------------------------------------------
 def median_ms(cmd):

@@ -12,7 +12,10 @@ outputs the GPU outputs are compared with, and writes STAGE/plan.json:
     {"gpu_arch": "sm_90", "dim_size": 256, "examples": [
       {"name": ..., "cpu": "models/NAME.cpu.so", "nvptx": "models/NAME.nvptx.so"
        or null, "nvptx_error": "..." (when null), "inputs": {name: path},
-       "weights": path, "outputs": {name: reference path}, "dims": {...}}]}
+       "weights": path, "outputs": {name: reference path}, "dims": {...},
+       "grad": {"nvptx": ..., "cotangents": {output: path},
+                "gradients": {grad.NAME: reference path}} (torsorc --grad
+       models staged as NAME.grad.{cpu,nvptx}.so only)}]}
 
 Paths in the plan are relative to STAGE, so the folder can be carried.
 
@@ -74,19 +77,58 @@ def stage_example(stage, name, torsor_run, dim_size, seed):
                           manifest.get("dtype", "f32"))
     outputs = {e["name"]: os.path.join(data, "ref.%s.npy" % e["name"])
                for e in manifest["outputs"]}
-    cmd = [torsor_run, os.path.join(stage, "models", name + ".cpu.so")]
+    bind = []
     for k, v in inputs.items():
-        cmd += ["--input", "%s=%s" % (k, os.path.join(stage, v))]
+        bind += ["--input", "%s=%s" % (k, os.path.join(stage, v))]
     if weights:
-        cmd += ["--weights", os.path.join(stage, weights)]
+        bind += ["--weights", os.path.join(stage, weights)]
+    cmd = [torsor_run, os.path.join(stage, "models", name + ".cpu.so")] + bind
     for k, v in outputs.items():
         cmd += ["--output", "%s=%s" % (k, os.path.join(stage, v))]
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0:
         raise SystemExit("gpu-check-prepare: the CPU model of %s failed:\n%s"
                          % (name, res.stderr))
-    return {"name": name, "dims": dims, "inputs": inputs, "weights": weights,
-            "outputs": outputs, "cpu": os.path.join("models", name + ".cpu.so")}
+    entry = {"name": name, "dims": dims, "inputs": inputs, "weights": weights,
+             "outputs": outputs, "cpu": os.path.join("models", name + ".cpu.so")}
+    if os.path.exists(os.path.join(stage, "models", name + ".grad.cpu.so")):
+        entry["grad"] = stage_backward(stage, name, torsor_run, bind, manifest,
+                                       shape, rng)
+    return entry
+
+
+def stage_backward(stage, name, torsor_run, bind_args, manifest, shape, rng):
+    """The backward's plan entry: seeded cotangents (one per output) and the
+    CPU grad model's gradients for them, on the example's inputs/weights."""
+    data = os.path.join("data", name)
+    cots = {}
+    for e in manifest["outputs"]:
+        path = os.path.join(data, "cot.%s.npy" % e["name"])
+        np.save(os.path.join(stage, path),
+                np.asarray(rng.standard_normal(shape(e)), dtype=_NP[e["dtype"]]))
+        cots[e["name"]] = path
+    with open(os.path.join(stage, "models", name + ".grad.cpu.json")) as f:
+        grads = [g["name"] for g in json.load(f)["backward"]["gradients"]]
+    refs = {g: os.path.join(data, "gref.%s.npy" % g) for g in grads}
+    cmd = [torsor_run, os.path.join(stage, "models", name + ".grad.cpu.so")] + bind_args
+    for k, v in cots.items():
+        cmd += ["--cotangent", "%s=%s" % (k, os.path.join(stage, v))]
+    for k, v in refs.items():
+        cmd += ["--gradient", "%s=%s" % (k, os.path.join(stage, v))]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode != 0:
+        raise SystemExit("gpu-check-prepare: the CPU backward of %s failed:\n%s"
+                         % (name, res.stderr))
+    entry = {"cotangents": cots, "gradients": refs}
+    nv = os.path.join("models", name + ".grad.nvptx.so")
+    if os.path.exists(os.path.join(stage, nv)):
+        entry["nvptx"] = nv
+    else:
+        entry["nvptx"] = None
+        with open(os.path.join(stage, "models", name + ".grad.nvptx.err")) as f:
+            lines = f.read().strip().splitlines()
+            entry["nvptx_error"] = lines[-1] if lines else "torsorc failed"
+    return entry
 
 
 def main():
@@ -94,7 +136,7 @@ def main():
     dim_size = int(dim_size)
     plan = {"gpu_arch": arch, "dim_size": dim_size, "examples": []}
     names = sorted(f[:-len(".cpu.so")] for f in os.listdir(os.path.join(stage, "models"))
-                   if f.endswith(".cpu.so"))
+                   if f.endswith(".cpu.so") and not f.endswith(".grad.cpu.so"))
     for i, name in enumerate(names):
         entry = stage_example(stage, name, torsor_run, dim_size, seed=i)
         nv = os.path.join("models", name + ".nvptx.so")

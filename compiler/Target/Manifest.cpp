@@ -146,8 +146,11 @@ torsor::buildManifest(ModuleOp module, StringRef target, int abiVersion,
       (*entry)["residual"] = true;
     auto kind = attrs.getAs<StringAttr>("torsor.kind");
     bool isParam = kind && kind.getValue() == "param";
-    if (modelDType.empty() && !entry->getObject("group"))
-      modelDType = entry->getString("dtype")->str();
+    // The compute dtype: that of the first float tensor (token ids are not).
+    StringRef dtype = *entry->getString("dtype");
+    if (modelDType.empty() && !entry->getObject("group") &&
+        !dtype.starts_with("i"))
+      modelDType = dtype.str();
     (isParam ? params : inputs).push_back(std::move(*entry));
   }
   for (unsigned i = 0; i < type.getNumResults(); ++i) {
