@@ -36,6 +36,7 @@ def main():
     ap.add_argument("--step-label", default="one 256-char window",
                     help="what one step's loss is over (legend)")
     ap.add_argument("--log-y", action="store_true", help="logarithmic loss axis")
+    ap.add_argument("--legend", default="best", help="legend location (matplotlib)")
     ap.add_argument("-o", "--output", default="bench/results/train_grassmann_lm.png")
     args = ap.parse_args()
     with open(args.csv) as f:
@@ -57,7 +58,7 @@ def main():
     ax.set_xlabel("Adam step")
     ax.set_ylabel(args.ylabel)
     ax.set_title(args.title)
-    ax.legend()
+    ax.legend(loc=args.legend)
     fig.tight_layout()
     fig.savefig(args.output, dpi=120)
     print("wrote", args.output)
