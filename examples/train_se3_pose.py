@@ -161,7 +161,8 @@ def main():
     # beyond rounding (h·g_i is rounded to the model's dtype again).
     hrng = np.random.default_rng(args.seed + 2)
     worst, scale = 0.0, 0.0
-    for s in held[:8]:
+    probe = held[:8]
+    for s in probe:
         h = torsor.groups.random("SE3", 1, seed=hrng, dtype="f64",
                                  scale=[1.0] * 3 + [2.0] * 3)[0]
         moved = dict(s, pose=np.einsum("ab,lbc->lac", h,
@@ -171,9 +172,10 @@ def main():
         scale = max(scale, float(np.max(np.abs(a))))
     tol = (1e-4 if dtype == np.float32 else 1e-10) * max(scale, 1.0)
     invariant = worst <= tol
-    print("left invariance: max |pred(h·g) - pred(g)| = %.2e over 8 scenes "
+    print("left invariance: max |pred(h·g) - pred(g)| = %.2e over %d scenes "
           "(max |pred| %.2f, tolerance %.0e): %s"
-          % (worst, scale, tol, "ok" if invariant else "FAILED"), flush=True)
+          % (worst, len(probe), scale, tol, "ok" if invariant else "FAILED"),
+          flush=True)
 
     if args.log:
         os.makedirs(os.path.dirname(os.path.abspath(args.log)), exist_ok=True)
