@@ -325,10 +325,11 @@ void MLIRGenImpl::emitModel(const ModelDecl &model) {
     Value v = emitExpr(*bind->value, env);
     if (!v)
       return;
-    if (bind->getKind() == Stmt::Let) {
-      env.values[bind->name] = v;
+    // Sema declares outputs as names too: a later statement may read one
+    // (`output pred = ...; output loss = mse(pred, t);`).
+    env.values[bind->name] = v;
+    if (bind->getKind() == Stmt::Let)
       continue;
-    }
     results.push_back(v);
     NamedAttrList attrs;
     attrs.set("torsor.name", b.getStringAttr(bind->name));

@@ -88,6 +88,20 @@ def init_params(model, seed=0):
     return params
 
 
+def _tokens(model, batch):
+    """Tokens in one batch: the product of the symbolic dims (L, B, ...)
+    of the first model input the batch binds, read from its shape; an
+    input without symbolic dims counts as one. So an LM's `tokens: i64[L]`,
+    a pose model's `pose: SE3[L]` (L·4·4 numbers) and `x: f32[L, D]` all
+    count L."""
+    for spec in model.inputs:
+        if spec.name in batch:
+            shape = np.shape(batch[spec.name])
+            return int(np.prod([shape[i] for i, d in enumerate(spec.shape)
+                                if isinstance(d, str) and i < len(shape)]))
+    return 0
+
+
 def train(model, params, batches, optimizer, steps, loss="loss", log_every=10,
           checkpoint=None, checkpoint_every=None, clip=None, out=print):
     """Runs `steps` optimizer steps and returns the list of losses.
@@ -96,7 +110,8 @@ def train(model, params, batches, optimizer, steps, loss="loss", log_every=10,
     loss        the name of the model's scalar loss output; the backward
                 pass seeds its cotangent with 1 (every other output 0)
     clip        if set, rescales the whole gradient to at most this norm
-    Prints `step N loss X (T tokens/s)` every `log_every` steps, X the mean
+    Prints `step N loss X (T tokens/s)` every `log_every` steps (a token is
+    one position of the symbolic dims, e.g. L), X the mean
     loss of the steps since the previous line (one batch's loss is noisy),
     and writes
     `checkpoint` (.safetensors) every `checkpoint_every` steps and at the
@@ -119,7 +134,7 @@ def train(model, params, batches, optimizer, steps, loss="loss", log_every=10,
                 grads = {k: g * (clip / norm) for k, g in grads.items()}
         optimizer.step(params, grads)
         history.append(value)
-        tokens += int(np.prod(np.shape(next(iter(batch.values())))))
+        tokens += _tokens(model, batch)
         if step % log_every == 0 or step == steps:
             rate = tokens / max(time.perf_counter() - start, 1e-9)
             recent = history[-(((step - 1) % log_every) + 1):]

@@ -12,6 +12,7 @@
 # CHECK: relational_block: torsor_backward
 # CHECK: se2_planar: torsor_backward
 # CHECK: se3_pose_attention: torsor_backward
+# CHECK: se3_pose_train: torsor_backward
 # CHECK: sim2_similarity: torsor_backward
 # CHECK: standard_attention: torsor_backward
 # CHECK: every example compiles with --grad

@@ -12,10 +12,14 @@ kernels are. Model pipeline:
       | torsor-opt --canonicalize --cse --geo-fuse-attention --canonicalize
                    --cse --geo-map-attention-to-gpu="cpu-emulation=1 ..."
       | torsorc -O1 -o M.so        (the CPU pipeline; nothing left to fuse)
+
+run_suite(group) is the whole of test/Numerics/gpu-attention-emulated-<group>.py:
+see its docstring for the tile sizes and tolerances.
 """
 import os
 import subprocess
 
+import attention_suite as A
 from model_runner import CompileError, CompiledModel, tool
 
 # The emulated models are built at this -O level; run_group labels them so.
@@ -62,3 +66,30 @@ def compiler(options, dtypes=("f32", "f64")):
         return models
 
     return compile_models
+
+
+# The suites' kernel shape: T = 8 threads × R = 2 rows, BK = 8 keys per
+# shared tile, S = 4 keys per softmax step (run_suite explains why).
+SUITE_OPTIONS = pass_options(8, 2, 8, 4)
+
+
+def run_suite(group):
+    """The emulated GPU attention kernel of `group` against the -O0 oracle.
+
+    Small tiles make the suite's lengths adversarial for the kernel:
+    T = 8 threads × R = 2 rows (BQ = 16 query rows per block, so 15-17 and
+    31-33 are BQ ± 1 and 2·BQ ± 1), BK = 8 keys per shared tile (several
+    barrier rounds, masked tails at every L not a multiple of 8) and S = 4
+    keys per softmax step; L = 12 is added to attention_suite's lengths.
+    The inputs are those of test/Numerics/lie-attention-<group>.py (same
+    seed and lengths, adversarial tokens near θ = 0 and θ = π),
+    with the same tolerances: f64 1e-12 vs the f64 oracle; f32 1e-5 vs the
+    f64 oracle on the f32-rounded inputs (1e-4 for rows that see a key
+    within 0.05 of π). The 'f64/f32 -O1' rows of the report are the
+    emulated GPU kernel. Prints the report, its title ending in `group`."""
+    report, _, _ = A.run_group(
+        group, opts=(LEVEL,), compile=compiler(SUITE_OPTIONS),
+        lengths=sorted(set(A.LENGTHS) | {12}),
+        title="GPU attention kernel (geo-map-attention-to-gpu, emulated on the CPU) "
+              "vs -O0: " + group)
+    report.finish()

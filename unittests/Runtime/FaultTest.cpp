@@ -13,6 +13,7 @@
 #include "torsor/runtime.h"
 
 #include "ElfCheck.h"
+#include "FakeModelFixture.h"
 #include "Npy.h"
 #include "SafeTensors.h"
 #include "StagedFiles.h"
@@ -30,18 +31,9 @@
 #include <vector>
 
 using namespace torsor::rt;
+using namespace torsor::fake;
 
 namespace {
-
-const std::string kDir = TORSOR_FAKE_MODEL_DIR;
-const std::string kModel = kDir + "/torsor_fake_model.so";
-
-/// Returns the message of `s` (or "" for success) and frees it.
-std::string msg(TorsorStatus *s) {
-  std::string m = s ? torsorStatusMessage(s) : "";
-  torsorStatusFree(s);
-  return m;
-}
 
 /// A .safetensors file from a JSON header and `dataBytes` zero bytes.
 std::string safetensors(const std::string &header, size_t dataBytes) {
@@ -164,28 +156,22 @@ TEST(ModelFileFaults, TruncatedLibrariesAreRefusedBeforeDlopen) {
             "model 'm.so' is not a shared library (no ELF header)");
 }
 
-/// Fixture: the fake model with valid data for L rows.
-class ModuleFaults : public ::testing::Test {
+/// Fixture: the fake model with valid data for L rows, bound.
+class ModuleFaults : public FakeModelFixture<6> {
 protected:
-  static constexpr int64_t L = 6;
+  /// Loads the model, fills x with 1 and w with 2 (identity poses), binds.
   void SetUp() override {
-    ASSERT_EQ(msg(torsorModuleLoad(kModel.c_str(), &module)), "");
-    pose.assign(L * 16, 0.0f);
-    for (int64_t l = 0; l < L; ++l)
-      for (int i = 0; i < 4; ++i)
-        pose[l * 16 + i * 5] = 1.0f;
+    FakeModelFixture::SetUp();
+    if (HasFatalFailure())
+      return;
     x.assign(L * 8, 1.0f);
     w.assign(8, 2.0f);
-    TorsorTensor tp{pose.data(), poseShape, nullptr, 3, TORSOR_DTYPE_F32};
-    TorsorTensor tx{x.data(), xShape, nullptr, 2, TORSOR_DTYPE_F32};
-    TorsorTensor tw{w.data(), wShape, nullptr, 1, TORSOR_DTYPE_F32};
-    ASSERT_EQ(msg(torsorModuleBindInput(module, "pose", &tp)), "");
-    ASSERT_EQ(msg(torsorModuleBindInput(module, "x", &tx)), "");
-    ASSERT_EQ(msg(torsorModuleBindParam(module, "w", &tw)), "");
+    bindAll();
   }
+  /// Removes the forward hook, then frees the module.
   void TearDown() override {
     setHook(nullptr, nullptr);
-    torsorModuleFree(module);
+    FakeModelFixture::TearDown();
   }
   /// Installs the fake model's forward hook.
   void setHook(void (*hook)(void *), void *ctx) {
@@ -197,10 +183,6 @@ protected:
     set(hook, ctx);
     dlclose(h);
   }
-
-  TorsorModule *module = nullptr;
-  std::vector<float> pose, x, w;
-  int64_t poseShape[3] = {L, 4, 4}, xShape[2] = {L, 8}, wShape[1] = {8};
 };
 
 TEST_F(ModuleFaults, InvalidEnumsThroughTheCApiAreCheckedErrors) {

@@ -9,6 +9,7 @@
 
 #include "torsor/runtime.h"
 
+#include "FakeModelFixture.h"
 #include "SafeTensors.h"
 
 #include "gtest/gtest.h"
@@ -21,50 +22,24 @@
 #include <vector>
 
 using namespace torsor::rt;
+using namespace torsor::fake;
 
 namespace {
 
-const std::string kDir = TORSOR_FAKE_MODEL_DIR;
-const std::string kModel = kDir + "/torsor_fake_model.so";
-
-/// Returns the message of `s` (or "" for success) and frees it.
-std::string msg(TorsorStatus *s) {
-  std::string m = s ? torsorStatusMessage(s) : "";
-  torsorStatusFree(s);
-  return m;
-}
-
 /// Fixture: the fake model loaded, with valid data for L = 5.
-class ModuleTest : public ::testing::Test {
+class ModuleTest : public FakeModelFixture<5> {
 protected:
-  static constexpr int64_t L = 5;
   /// Loads the model and fills pose (identity + x shift), x and w.
   void SetUp() override {
-    ASSERT_EQ(msg(torsorModuleLoad(kModel.c_str(), &module)), "");
-    pose.assign(L * 16, 0.0f);
-    for (int64_t l = 0; l < L; ++l) {
-      for (int i = 0; i < 4; ++i)
-        pose[l * 16 + i * 5] = 1.0f;            // identity
+    FakeModelFixture::SetUp();
+    if (HasFatalFailure())
+      return;
+    for (int64_t l = 0; l < L; ++l)
       pose[l * 16 + 3] = static_cast<float>(l); // translation x
-    }
-    x.resize(L * 8);
     for (size_t i = 0; i < x.size(); ++i)
       x[i] = 0.5f * i;
-    w.resize(8);
     for (int j = 0; j < 8; ++j)
       w[j] = 100.0f * j;
-  }
-  /// Frees the module.
-  void TearDown() override { torsorModuleFree(module); }
-
-  /// Binds pose, x and w with their valid shapes.
-  void bindAll() {
-    TorsorTensor tp{pose.data(), poseShape, nullptr, 3, TORSOR_DTYPE_F32};
-    TorsorTensor tx{x.data(), xShape, nullptr, 2, TORSOR_DTYPE_F32};
-    TorsorTensor tw{w.data(), wShape, nullptr, 1, TORSOR_DTYPE_F32};
-    ASSERT_EQ(msg(torsorModuleBindInput(module, "pose", &tp)), "");
-    ASSERT_EQ(msg(torsorModuleBindInput(module, "x", &tx)), "");
-    ASSERT_EQ(msg(torsorModuleBindParam(module, "w", &tw)), "");
   }
 
   /// Expects output `out` to match the model's formula on current data.
@@ -91,10 +66,6 @@ protected:
       EXPECT_DOUBLE_EQ(r[l], sum);
     }
   }
-
-  TorsorModule *module = nullptr;
-  std::vector<float> pose, x, w;
-  int64_t poseShape[3] = {L, 4, 4}, xShape[2] = {L, 8}, wShape[1] = {8};
 };
 
 TEST_F(ModuleTest, DescribesTheModel) {
