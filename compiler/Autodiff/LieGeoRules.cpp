@@ -199,8 +199,8 @@ LogicalResult lieAttentionVJP(OpBuilder &b, Operation *raw, Cots cots,
   auto flash = geo::FlashLieAttentionGradOp::create(
       b, loc, TypeRange{q.getType(), kT.getType(), op.getValues().getType()}, q,
       kT, op.getValues(), op.getResult(), cots[0], /*lse=*/Value(), group,
-      op.getHeadsAttr(),
-      op.getTauAttr(), op.getLambdaAttr(), op.getCausalAttr());
+      op.getHeadsAttr(), op.getTauAttr(), op.getLambdaAttr(),
+      op.getCausalAttr());
   Value dk = transpose(b, loc, flash.getKeysGrad());
   Value dq = flash.getQueriesGrad();
   Value fromQ = pullback(b, loc, "query_features", ValueRange{g}, dq, group, 0);

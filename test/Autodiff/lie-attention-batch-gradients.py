@@ -4,16 +4,22 @@
 # central differences of f = Σ_k <cot_k, out_k> (the forward alone is
 # evaluated for them, not the backward).
 #
-# One model, every built-in group (SO2, SE2, SO3, SE3, Aff2, Sim3), each
-# with a full and a causal attention of 2 heads; B = 2, C = 2 batch dims.
+# The batch handling of the kernel is the same for every group (the
+# group only enters the pair form, which test/Numerics/flash-attention-
+# grad.py checks for every built-in group); to keep the compile short
+# (~10 s), one model with two attentions of 2 heads: SO(2) not causal and
+# SE(3) (two blocks) causal; B = 2, C = 2 batch dims.
 # L = 0 (empty gradients), 1, 3 and 5 (the query tile R = 4 ± 1), 9 (the
 # f64 vector width 8 + 1 on AVX-512; on AVX2, 4 + 5); random poses, and
-# for SO3/SE3 also every pose within ~1e-7 of one another (the series
+# for SE(3) also every pose within ~1e-7 of one another (the series
 # branches next to the identity) and pairs at θ = π − 1e-2 from the first
 # pose (the near-π branch; the FD step stays on one side of π). Group inputs
 # are perturbed as g·exp(ε·hat(e_k)) (the left-trivialised gradient of
 # docs/training.md). Tolerance 1e-7 relative to the gradient's largest
-# entry; every gradient must be finite.
+# entry; near the identity the pose gradients are O(θ) ~ 1e-7, below what
+# a difference quotient resolves relatively, so there the scale is
+# max(largest entry, 1) (an absolute 1e-7, as flash-attention-grad.py).
+# Every gradient must be finite.
 #
 # RUN: env TORSOR_CACHE_DIR=%t.cache %python %s %torsor_src | FileCheck %s
 # CHECK: ok L=0
@@ -43,13 +49,15 @@ NAMES = {"so2": "SO2", "se2": "SE2", "so3": "SO3", "se3": "SE3", "aff2": "Aff2",
 
 lines = ["model BatchGrad {", "  dim B;", "  dim C;", "  dim L;", "  dim D = 4;",
          "  input x: f32[B, C, L, D];"]
+GROUPS = [g for g in GROUPS if g[0] in ("so2", "se3")]
+CAUSAL = {"so2": False, "se3": True}
 for name, *_ in GROUPS:
     lines.append("  input g_%s: %s[B, C, L];" % (name, NAMES[name]))
 for name, *_ in GROUPS:
     nb = BLOCKS[name]
     lam = "[%s]" % ", ".join("[%s]" % ", ".join("%.2f" % (0.5 + 0.25 * (h * nb + b)) for b in range(nb))
                              for h in range(2))
-    for causal in (False, True):
+    for causal in (CAUSAL[name],):
         lines.append("  output %s_%s = lie_attention(g_%s, x, heads = 2, tau = [0.7, 1.3], "
                      "lambda = %s%s);" % (name, "causal" if causal else "full", name, lam,
                                           ", causal = true" if causal else ""))
@@ -99,7 +107,7 @@ def check(L, kind, groups, seed):
         out = model.run(trial)
         return sum(float(np.sum(np.asarray(out[o]) * cots[o])) for o in cots)
 
-    h = 1e-4 if kind == "near-pi" else 1e-3
+    h = {"near-pi": 1e-4, "near-identity": 1e-5}.get(kind, 1e-3)
     worst = 0.0
     # The values: a few entries (every output depends on x).
     picks = [tuple(rng.integers(0, s) for s in ins["x"].shape) for _ in range(3)]
@@ -129,7 +137,8 @@ def check(L, kind, groups, seed):
                 return objective({**ins, gname: g})
             fds.append((8 * (f(h) - f(-h)) - (f(2 * h) - f(-2 * h))) / (12 * h))
             gs.append(grad[b, c, i, e])
-        err = np.max(np.abs(np.array(fds) - gs)) / max(np.max(np.abs(grad)), 1e-300)
+        floor = 1.0 if kind == "near-identity" else 1e-300
+        err = np.max(np.abs(np.array(fds) - gs)) / max(np.max(np.abs(grad)), floor)
         worst = max(worst, float(err))
     return worst, finite
 
@@ -137,8 +146,8 @@ def check(L, kind, groups, seed):
 failed = False
 all_groups = [g[0] for g in GROUPS]
 cases = [("L=%d" % L, L, "random", all_groups) for L in (0, 1, 3, 5, 9)]
-cases += [("near-identity", 5, "near-identity", ["so3", "se3"]),
-          ("near-pi", 5, "near-pi", ["so3", "se3"])]
+cases += [("near-identity", 5, "near-identity", ["se3"]),
+          ("near-pi", 5, "near-pi", ["se3"])]
 for seed, (label, L, kind, groups) in enumerate(cases):
     worst, finite = check(L, kind, groups, seed)
     ok = worst <= 1e-7 and finite

@@ -341,8 +341,7 @@ LogicalResult FlashLieAttentionOp::verify() {
   if (Value lseInit = getLseInit()) {
     auto l = cast<RankedTensorType>(lseInit.getType());
     bool ok = l.getRank() == rank && l.getElementType() == v.getElementType() &&
-              l.getDimSize(rank - 1) == heads &&
-              l == getLse().getType();
+              l.getDimSize(rank - 1) == heads && l == getLse().getType();
     for (int64_t i = 0; ok && i + 1 < rank; ++i)
       ok = isCompatibleDim(l.getDimSize(i), init.getDimSize(i));
     if (!ok)

@@ -52,9 +52,10 @@ using torsor::lie::Scalars;
 
 namespace {
 
-/// Builds the backward kernel of one flash_lie_attention_grad. The
-/// operands are viewed as [B x ...] (B the product of the batch dims, 1
-/// without any); both passes run over (batch element, tile) pairs.
+/// Builds the backward kernel of one flash_lie_attention_grad. Both
+/// passes run over (batch element, tile) pairs: one flat loop whose index
+/// is delinearised into the batch indices (row-major), so that no reshape
+/// of the operands is needed.
 class GradKernel {
 public:
   GradKernel(FlashLieAttentionGradOp op, const TargetStrategy &strategy)
@@ -83,18 +84,39 @@ private:
   Value idx(ImplicitLocOpBuilder &b, int64_t i) {
     return arith::ConstantIndexOp::create(b, i);
   }
-  /// Element [batch, i, j] of a rank-3 operand.
-  Value at(ImplicitLocOpBuilder &b, Value t, Value batch, Value i, Value j) {
-    return tensor::ExtractOp::create(b, t, ValueRange{batch, i, j});
+  /// `batch` followed by i and j: the indices of an element.
+  static SmallVector<Value> indices(ValueRange batch, Value i, Value j) {
+    SmallVector<Value> all(batch);
+    all.append({i, j});
+    return all;
   }
-  /// Masked vector load of row `r` of a feature-major [B x F x L] tensor
-  /// at keys [j0, j0 + lanes) of batch element `batch`, zero past the end.
-  Value loadKeys(ImplicitLocOpBuilder &b, Value t, Value batch, int64_t r,
+  /// Element [batch..., i, j] of an operand.
+  Value at(ImplicitLocOpBuilder &b, Value t, ValueRange batch, Value i,
+           Value j) {
+    return tensor::ExtractOp::create(b, t, indices(batch, i, j));
+  }
+  /// Masked vector load of row `r` of a feature-major [batch... x F x L]
+  /// tensor at keys [j0, j0 + lanes) of one batch element, zero past the
+  /// end.
+  Value loadKeys(ImplicitLocOpBuilder &b, Value t, ValueRange batch, int64_t r,
                  Value j0) {
     ScalarBuilder sm(b, elt);
-    return vector::TransferReadOp::create(
-        b, vec(), t, ValueRange{batch, idx(b, r), j0}, sm.c(0.0),
-        ArrayRef<bool>{false});
+    return vector::TransferReadOp::create(b, vec(), t,
+                                          indices(batch, idx(b, r), j0),
+                                          sm.c(0.0), ArrayRef<bool>{false});
+  }
+  /// Splits a flat loop index `t` over (batch element, `inner`) into the
+  /// batch indices (row-major over the batch dims) and the inner index.
+  std::pair<SmallVector<Value>, Value> delinearize(ImplicitLocOpBuilder &b,
+                                                   Value t, Value inner) {
+    Value rest = arith::DivUIOp::create(b, t, inner);
+    Value in = arith::RemUIOp::create(b, t, inner);
+    SmallVector<Value> batch(batchDims.size());
+    for (int d = batchDims.size() - 1; d >= 0; --d) {
+      batch[d] = arith::RemUIOp::create(b, rest, batchDims[d]);
+      rest = arith::DivUIOp::create(b, rest, batchDims[d]);
+    }
+    return {batch, in};
   }
   /// Lanes j0 + l < end (and ≤ last when given) as a vector<lanes x i1>.
   Value laneMask(ImplicitLocOpBuilder &b, Value j0, Value end,
@@ -140,9 +162,10 @@ private:
   }
   /// Their adjoint for cotangents n̄_b: (q̄ per lane, k̄ per lane), the
   /// reverse sweep of the same formula (Groups/Derivatives.h).
-  FailureOr<std::pair<Scalars, Scalars>>
-  pairNormsVJP(ScalarBuilder &vm, ValueRange q, ValueRange keys,
-               ValueRange nbar) {
+  FailureOr<std::pair<Scalars, Scalars>> pairNormsVJP(ScalarBuilder &vm,
+                                                      ValueRange q,
+                                                      ValueRange keys,
+                                                      ValueRange nbar) {
     return lie::buildPairBlockNormsVJP(model, vm, q, keys, nbar);
   }
   /// Pass A over batch elements × `count` query tiles of `tileRows` rows
@@ -151,7 +174,7 @@ private:
                                 Value first, Value count, int64_t tileRows);
   /// One pass-A tile at row `row0` of batch element `batch`.
   SmallVector<Value> passATile(ImplicitLocOpBuilder &b, ValueRange state,
-                               Value batch, Value row0, int64_t tileRows);
+                               ValueRange batch, Value row0, int64_t tileRows);
   /// Pass B over batch elements × key vectors; carries (dkT, dvT).
   SmallVector<Value> buildPassB(ImplicitLocOpBuilder &b, ValueRange state,
                                 Value lse, Value dsum);
@@ -166,14 +189,16 @@ private:
   /// always visible (also when causal), scores 0, so every row's max
   /// score is 0 and the statistics need no running max.
   bool nonPositiveScores = false;
-  // The operands viewed as rank 3 ([B x ...]), built in build().
+  // Built in build(): the operands, the batch extents, their product,
+  // the sequence length and the values feature-major.
   Value queries, keys, values, out, outGrad, givenLse;
+  SmallVector<Value> batchDims;
   Value batches, len, valuesT;
   bool failedVJP = false;
 };
 
 SmallVector<Value> GradKernel::passATile(ImplicitLocOpBuilder &b,
-                                         ValueRange state, Value batch,
+                                         ValueRange state, ValueRange batch,
                                          Value row0, int64_t tileRows) {
   ScalarBuilder sm(b, elt), vm(b, elt, lanes);
   Value dq = state[0], lse = state[1], dsum = state[2];
@@ -267,8 +292,8 @@ SmallVector<Value> GradKernel::passATile(ImplicitLocOpBuilder &b,
     for (int64_t rh = 0; rh < tileRows * heads; ++rh) {
       Value total = vector::ReductionOp::create(b, vector::CombiningKind::ADD,
                                                 stats.getResult(sums + rh));
-      lseRow[rh] = knownMax ? sm.log(total)
-                            : sm.add(stats.getResult(rh), sm.log(total));
+      lseRow[rh] =
+          knownMax ? sm.log(total) : sm.add(stats.getResult(rh), sm.log(total));
     }
   }
 
@@ -317,13 +342,13 @@ SmallVector<Value> GradKernel::passATile(ImplicitLocOpBuilder &b,
       Value total = vector::ReductionOp::create(b, vector::CombiningKind::ADD,
                                                 grads.getResult(r * numQ + f));
       dq = tensor::InsertOp::create(b, total, dq,
-                                    ValueRange{batch, rowIdx[r], idx(b, f)});
+                                    indices(batch, rowIdx[r], idx(b, f)));
     }
     for (int64_t h = 0; h < heads; ++h) {
       lse = tensor::InsertOp::create(b, lseRow[r * heads + h], lse,
-                                     ValueRange{batch, rowIdx[r], idx(b, h)});
+                                     indices(batch, rowIdx[r], idx(b, h)));
       dsum = tensor::InsertOp::create(b, dvec[r][h], dsum,
-                                      ValueRange{batch, rowIdx[r], idx(b, h)});
+                                      indices(batch, rowIdx[r], idx(b, h)));
     }
   }
   return {dq, lse, dsum};
@@ -339,8 +364,7 @@ SmallVector<Value> GradKernel::buildPassA(ImplicitLocOpBuilder &b,
       b, idx(b, 0), trips, idx(b, 1), state,
       [&](OpBuilder &nested, Location loc, Value t, ValueRange args) {
         ImplicitLocOpBuilder lb(loc, nested);
-        Value batch = arith::DivUIOp::create(lb, t, count);
-        Value tile = arith::RemUIOp::create(lb, t, count);
+        auto [batch, tile] = delinearize(lb, t, count);
         Value row0 = arith::AddIOp::create(
             lb, first, arith::MulIOp::create(lb, tile, idx(lb, tileRows)));
         scf::YieldOp::create(lb, passATile(lb, args, batch, row0, tileRows));
@@ -361,9 +385,8 @@ SmallVector<Value> GradKernel::buildPassB(ImplicitLocOpBuilder &b,
       [&](OpBuilder &nested, Location loc, Value t, ValueRange args) {
         ImplicitLocOpBuilder lb(loc, nested);
         ScalarBuilder lvm(lb, elt, lanes);
-        Value batch = arith::DivUIOp::create(lb, t, vectors);
-        Value j0 = arith::MulIOp::create(
-            lb, arith::RemUIOp::create(lb, t, vectors), idx(lb, lanes));
+        auto [batch, vector] = delinearize(lb, t, vectors);
+        Value j0 = arith::MulIOp::create(lb, vector, idx(lb, lanes));
         Scalars k;
         for (unsigned f = 0; f < numK; ++f)
           k.push_back(loadKeys(lb, keys, batch, f, j0));
@@ -409,14 +432,14 @@ SmallVector<Value> GradKernel::buildPassB(ImplicitLocOpBuilder &b,
             });
         Value dkT = args[0], dvT = args[1];
         for (unsigned f = 0; f < numK; ++f)
-          dkT = vector::TransferWriteOp::create(
-                    lb, rowLoop.getResult(f), dkT,
-                    ValueRange{batch, idx(lb, f), j0}, ArrayRef<bool>{false})
+          dkT = vector::TransferWriteOp::create(lb, rowLoop.getResult(f), dkT,
+                                                indices(batch, idx(lb, f), j0),
+                                                ArrayRef<bool>{false})
                     .getResult();
         for (int64_t d = 0; d < dim; ++d)
           dvT = vector::TransferWriteOp::create(
                     lb, rowLoop.getResult(numK + d), dvT,
-                    ValueRange{batch, idx(lb, d), j0}, ArrayRef<bool>{false})
+                    indices(batch, idx(lb, d), j0), ArrayRef<bool>{false})
                     .getResult();
         scf::YieldOp::create(lb, ValueRange{dkT, dvT});
       });
@@ -425,63 +448,27 @@ SmallVector<Value> GradKernel::buildPassB(ImplicitLocOpBuilder &b,
   return SmallVector<Value>(loop.getResults());
 }
 
-/// `t` ([batch...] x M x N) viewed as B x M x N: batch dims collapsed into
-/// one, or a unit one added.
-static Value toRank3(ImplicitLocOpBuilder &b, Value t) {
-  auto type = cast<RankedTensorType>(t.getType());
-  int64_t rank = type.getRank();
-  if (rank == 3)
-    return t;
-  if (rank == 2) {
-    SmallVector<int64_t> shape = {1, type.getDimSize(0), type.getDimSize(1)};
-    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, b.getLoc(), t);
-    sizes.insert(sizes.begin(), b.getIndexAttr(1));
-    return tensor::ExpandShapeOp::create(
-        b, RankedTensorType::get(shape, type.getElementType()), t,
-        SmallVector<ReassociationIndices>{{0, 1}, {2}}, sizes);
-  }
-  ReassociationIndices batch;
-  for (int64_t i = 0; i + 2 < rank; ++i)
-    batch.push_back(i);
-  return tensor::CollapseShapeOp::create(
-      b, t,
-      SmallVector<ReassociationIndices>{batch, {rank - 2}, {rank - 1}});
-}
-
-/// The inverse of toRank3: `t` (B x M x N) back to the shape of `like`.
-static Value fromRank3(ImplicitLocOpBuilder &b, Value t, Value like) {
-  auto type = cast<RankedTensorType>(like.getType());
-  int64_t rank = type.getRank();
-  if (rank == 3)
-    return t;
-  if (rank == 2)
-    return tensor::CollapseShapeOp::create(
-        b, type, t, SmallVector<ReassociationIndices>{{0, 1}, {2}});
-  ReassociationIndices batch;
-  for (int64_t i = 0; i + 2 < rank; ++i)
-    batch.push_back(i);
-  return tensor::ExpandShapeOp::create(
-      b, type, t,
-      SmallVector<ReassociationIndices>{batch, {rank - 2}, {rank - 1}},
-      tensor::getMixedSizes(b, b.getLoc(), like));
-}
-
 FailureOr<SmallVector<Value>> GradKernel::build(ImplicitLocOpBuilder &b) {
-  queries = toRank3(b, op.getQueries());
-  keys = toRank3(b, op.getKeys());
-  values = toRank3(b, op.getValues());
-  out = toRank3(b, op.getOut());
-  outGrad = toRank3(b, op.getOutGrad());
-  if (op.getLse())
-    givenLse = toRank3(b, op.getLse());
-  batches = tensor::DimOp::create(b, keys, 0);
-  len = tensor::DimOp::create(b, keys, 2);
+  queries = op.getQueries();
+  keys = op.getKeys();
+  values = op.getValues();
+  out = op.getOut();
+  outGrad = op.getOutGrad();
+  givenLse = op.getLse();
+  int64_t rank = cast<RankedTensorType>(values.getType()).getRank();
+  batches = idx(b, 1);
+  for (int64_t d = 0; d + 2 < rank; ++d) {
+    batchDims.push_back(tensor::DimOp::create(b, keys, d));
+    batches = arith::MulIOp::create(b, batches, batchDims.back());
+  }
+  len = tensor::DimOp::create(b, keys, rank - 1);
   auto transposed = [&](Value t) {
     SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, b.getLoc(), t);
-    std::swap(sizes[1], sizes[2]);
+    std::swap(sizes[rank - 2], sizes[rank - 1]);
+    SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+    std::swap(perm[rank - 2], perm[rank - 1]);
     Value empty = tensor::EmptyOp::create(b, sizes, elt);
-    return linalg::TransposeOp::create(b, t, empty, ArrayRef<int64_t>{0, 2, 1})
-        .getResult()[0];
+    return linalg::TransposeOp::create(b, t, empty, perm).getResult()[0];
   };
   // Values feature-major: lanes read consecutive keys.
   valuesT = transposed(values);
@@ -489,7 +476,7 @@ FailureOr<SmallVector<Value>> GradKernel::build(ImplicitLocOpBuilder &b) {
   auto empty = [&](int64_t cols) {
     SmallVector<OpFoldResult> sizes =
         tensor::getMixedSizes(b, b.getLoc(), queries);
-    sizes[2] = b.getIndexAttr(cols);
+    sizes.back() = b.getIndexAttr(cols);
     return tensor::EmptyOp::create(b, sizes, elt).getResult();
   };
   SmallVector<Value> state = {empty(numQ), empty(heads), empty(heads)};
@@ -517,9 +504,7 @@ FailureOr<SmallVector<Value>> GradKernel::build(ImplicitLocOpBuilder &b) {
   kv = buildPassB(b, kv, lse, dsum);
   if (failedVJP)
     return failure();
-  return SmallVector<Value>{fromRank3(b, dq, op.getQueries()),
-                            fromRank3(b, kv[0], op.getKeys()),
-                            fromRank3(b, transposed(kv[1]), op.getValues())};
+  return SmallVector<Value>{dq, kv[0], transposed(kv[1])};
 }
 
 struct GeoDecomposeAttentionGrad

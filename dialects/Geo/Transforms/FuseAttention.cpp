@@ -55,9 +55,8 @@ FlashLieAttentionGradOp findGradient(LieAttentionOp op) {
     auto grad = dyn_cast<FlashLieAttentionGradOp>(user);
     if (grad && grad.getOut() == op.getResult() && !grad.getLse() &&
         grad.getValues() == op.getValues() &&
-        grad.getGroup() == op.getGroup() &&
-        grad.getHeads() == op.getHeads() && grad.getTau() == op.getTau() &&
-        grad.getLambda() == op.getLambda() &&
+        grad.getGroup() == op.getGroup() && grad.getHeads() == op.getHeads() &&
+        grad.getTau() == op.getTau() && grad.getLambda() == op.getLambda() &&
         grad.getCausal() == op.getCausal() &&
         isPairFeaturesOf(grad.getQueries(), op.getElements(), false) &&
         isPairFeaturesOf(grad.getKeys(), op.getElements(), true))
@@ -112,7 +111,8 @@ struct FuseLieAttention : OpRewritePattern<LieAttentionOp> {
     if (grad) {
       SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(rewriter, loc, v);
       sizes.back() = rewriter.getIndexAttr(op.getHeads());
-      SmallVector<int64_t> shape(cast<RankedTensorType>(v.getType()).getShape());
+      SmallVector<int64_t> shape(
+          cast<RankedTensorType>(v.getType()).getShape());
       shape.back() = op.getHeads();
       lseType = RankedTensorType::get(shape, elt);
       lseInit = tensor::EmptyOp::create(rewriter, loc, sizes, elt);

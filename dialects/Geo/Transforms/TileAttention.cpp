@@ -101,9 +101,10 @@ SmallVector<Value> buildTileLoop(OpBuilder &b, Location loc,
           SmallVector<OpFoldResult> offs(batchIdx),
               sizes(nb, lb.getIndexAttr(1)), strides(rank, lb.getIndexAttr(1));
           offs.append({row, lb.getIndexAttr(0)});
-          sizes.append({count, lb.getIndexAttr(cast<RankedTensorType>(
-                                                   tile.getType())
-                                                   .getDimSize(1))});
+          sizes.append(
+              {count,
+               lb.getIndexAttr(
+                   cast<RankedTensorType>(tile.getType()).getDimSize(1))});
           return tensor::InsertSliceOp::create(lb, nloc, tile, into, offs,
                                                sizes, strides)
               .getResult();
@@ -139,14 +140,14 @@ void tileFlashAttention(FlashLieAttentionOp op, RewriterBase &rewriter) {
   SmallVector<Value> outs = {op.getInit()};
   if (op.getLseInit())
     outs.push_back(op.getLseInit());
-  outs = buildTileLoop(rewriter, loc, op, outs, batch, full, zero, rows,
-                       keyTile);
+  outs =
+      buildTileLoop(rewriter, loc, op, outs, batch, full, zero, rows, keyTile);
   if (rows > 1) {
     // The rows R does not divide, one at a time.
     Value first = arith::MulIOp::create(rewriter, loc, full, rowsV);
     Value rest = arith::SubIOp::create(rewriter, loc, len, first);
-    outs = buildTileLoop(rewriter, loc, op, outs, batch, rest, first, 1,
-                         keyTile);
+    outs =
+        buildTileLoop(rewriter, loc, op, outs, batch, rest, first, 1, keyTile);
   }
   rewriter.replaceOp(op, outs);
 }

@@ -1,18 +1,16 @@
 // RUN: torsor-opt %s --split-input-file --torsor-select-strategy=vector-bits=256 --geo-decompose-attention-grad --verify-diagnostics | FileCheck %s
 
-// A causal SO(3) backward, 2 heads of 4 features, f32 (8 lanes). The
-// operands are viewed with one batch dim (1 here). Pass A runs over
-// (batch, query tile) pairs (parallel): λ ≥ 0 and τ > 0, so every score
+// A causal SO(3) backward, 2 heads of 4 features, f32 (8 lanes). Pass A
+// runs over query tiles (parallel): λ ≥ 0 and τ > 0, so every score
 // is ≤ 0 and the row max is the self pair's 0: the stats loop carries
 // only per-lane sums of exp(s) (4 rows × 2 heads, no running max, no
 // max reduction); then a gradient loop reads keys and values
-// feature-major and accumulates dq per lane. Pass B runs over (batch, key
-// vector) pairs (parallel) with an inner loop over the queries
+// feature-major and accumulates dq per lane. Pass B runs over key vectors
+// (parallel) with an inner loop over the queries
 // accumulating dk (9) and dv (8) per lane. Every tensor the kernel creates
 // has at most one sequence-length dim: nothing is L × L.
 // CHECK-LABEL: func.func @so3_causal
-//       CHECK:   tensor.expand_shape {{.*}} into tensor<1x?x9xf32>
-//       CHECK:   linalg.transpose {{.*}} permutation = [0, 2, 1]
+//       CHECK:   linalg.transpose {{.*}} permutation = [1, 0]
 //       CHECK:   scf.for
 //       CHECK:     scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
 //   CHECK-NOT:       vector.reduction <maximumf>
@@ -21,17 +19,15 @@
 //       CHECK:     vector.reduction <add>
 //       CHECK:     math.log
 //       CHECK:     scf.for
-//       CHECK:       vector.transfer_read {{.*}} : tensor<1x8x?xf32>, vector<8xf32>
+//       CHECK:       vector.transfer_read {{.*}} : tensor<8x?xf32>, vector<8xf32>
 //       CHECK:       math.sqrt {{.*}} : vector<8xf32>
 //       CHECK:   } {torsor.parallel}
 //       CHECK:   scf.for
 //       CHECK:     scf.for
 //       CHECK:       vector.step
-//       CHECK:     vector.transfer_write {{.*}} : vector<8xf32>, tensor<1x9x?xf32>
+//       CHECK:     vector.transfer_write {{.*}} : vector<8xf32>, tensor<9x?xf32>
 //       CHECK:   } {torsor.parallel}
-//       CHECK:   tensor.collapse_shape {{.*}} into tensor<?x9xf32>
 //   CHECK-NOT:   tensor<?x?x
-//   CHECK-NOT:   tensor<1x?x?x
 //   CHECK-NOT:   geo.flash_lie_attention_grad
 //   CHECK-NOT:   math.atan2
 //       CHECK:   return
@@ -62,12 +58,11 @@ func.func @so3_negative_lambda(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: ten
 // lse (one scalar per row and head) and runs the gradient loop only.
 // CHECK-LABEL: func.func @so3_given_lse
 //  CHECK-SAME:   %[[LSE:[^:]*]]: tensor<?x2xf32>
-//       CHECK:   %[[LSE3:.*]] = tensor.expand_shape %[[LSE]] {{.*}} into tensor<1x?x2xf32>
 //       CHECK:   scf.for
-//       CHECK:     tensor.extract %[[LSE3]]
+//       CHECK:     tensor.extract %[[LSE]]
 //   CHECK-NOT:     math.log
 //       CHECK:     scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>
-//       CHECK:       vector.transfer_read {{.*}} : tensor<1x8x?xf32>, vector<8xf32>
+//       CHECK:       vector.transfer_read {{.*}} : tensor<8x?xf32>, vector<8xf32>
 //       CHECK:   } {torsor.parallel}
 //       CHECK:   return
 func.func @so3_given_lse(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32>, %o: tensor<?x8xf32>, %do: tensor<?x8xf32>, %lse: tensor<?x2xf32>) -> (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>) {
@@ -77,22 +72,22 @@ func.func @so3_given_lse(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x
 
 // -----
 
-// Two batch dims: collapsed into one (B·C) for the kernel, whose parallel
-// loops run over (batch element, tile) pairs; the gradients are expanded
-// back. Nothing is L × L.
+// Two batch dims: each parallel loop runs over (batch element, tile)
+// pairs, its index split into the two batch indices and the tile; every
+// access takes the batch indices first. No reshape, nothing L × L.
 // CHECK-LABEL: func.func @so3_batched
-//       CHECK:   tensor.collapse_shape {{.*}} {{\[}}[0, 1], [2], [3]] : tensor<2x?x?x9xf32> into tensor<?x?x9xf32>
-//       CHECK:   %[[B:.*]] = tensor.dim {{.*}}, %c0 : tensor<?x9x?xf32>
-//       CHECK:   arith.muli %[[B]]
+//       CHECK:   tensor.dim %{{.*}}, %{{.*}} : tensor<2x?x9x?xf32>
+//       CHECK:   %[[B1:.*]] = tensor.dim %{{.*}}, %{{.*}} : tensor<2x?x9x?xf32>
 //       CHECK:   scf.for
-//       CHECK:     arith.divui
-//       CHECK:     arith.remui
+//       CHECK:     arith.remui %{{.*}}, %[[B1]]
+//       CHECK:     tensor.extract %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : tensor<2x?x?x9xf32>
 //       CHECK:   } {torsor.parallel}
 //       CHECK:   scf.for
-//       CHECK:     vector.transfer_write {{.*}} : vector<8xf32>, tensor<?x9x?xf32>
+//       CHECK:     vector.transfer_write {{.*}} : vector<8xf32>, tensor<2x?x9x?xf32>
 //       CHECK:   } {torsor.parallel}
-//       CHECK:   tensor.expand_shape {{.*}} into tensor<2x?x?x9xf32>
-//   CHECK-NOT:   tensor<?x?x?x
+//       CHECK:   linalg.transpose {{.*}} permutation = [0, 1, 3, 2]
+//   CHECK-NOT:   tensor<2x?x?x?x
+//   CHECK-NOT:   tensor.collapse_shape
 //   CHECK-NOT:   geo.flash_lie_attention_grad
 //       CHECK:   return
 func.func @so3_batched(%q: tensor<2x?x?x9xf32>, %k: tensor<2x?x9x?xf32>, %v: tensor<2x?x?x8xf32>, %o: tensor<2x?x?x8xf32>, %do: tensor<2x?x?x8xf32>) -> (tensor<2x?x?x9xf32>, tensor<2x?x9x?xf32>, tensor<2x?x?x8xf32>) {
@@ -106,9 +101,9 @@ func.func @so3_batched(%q: tensor<2x?x?x9xf32>, %k: tensor<2x?x9x?xf32>, %v: ten
 // pair form takes two norm cotangents; dk has 12 features.
 // CHECK-LABEL: func.func @se3_full
 //       CHECK:   scf.for
-//       CHECK:     vector.transfer_read {{.*}} : tensor<1x12x?xf64>, vector<4xf64>
+//       CHECK:     vector.transfer_read {{.*}} : tensor<12x?xf64>, vector<4xf64>
 //       CHECK:   } {torsor.parallel}
-//       CHECK:   vector.transfer_write {{.*}} : vector<4xf64>, tensor<1x12x?xf64>
+//       CHECK:   vector.transfer_write {{.*}} : vector<4xf64>, tensor<12x?xf64>
 //   CHECK-NOT:   tensor<?x?x
 //       CHECK:   return
 func.func @se3_full(%q: tensor<?x12xf64>, %k: tensor<12x?xf64>, %v: tensor<?x4xf64>, %o: tensor<?x4xf64>, %do: tensor<?x4xf64>) -> (tensor<?x12xf64>, tensor<12x?xf64>, tensor<?x4xf64>) {
