@@ -3,15 +3,17 @@
 // geo-decompose-attention-grad: lowers geo.flash_lie_attention_grad to two
 // parallel loops over vectors (FlashAttention-2's backward, atomics-free):
 //
-//   pass A, over query tiles of R rows (torsor.parallel):
+//   pass A, over (batch element, query tile of R rows) (torsor.parallel):
 //     D_i = ⟨dO_i, O_i⟩ per head;
-//     stats: lse_i per head from a recompute of the scores (running max
-//       and per-lane sums, as the forward's online softmax);
+//     stats: lse_i per head from the op's lse operand (the fused
+//       forward's) or, without one, a recompute of the scores: per-lane
+//       sums of exp(s) when every λ ≥ 0 (scores ≤ 0, row max 0), else a
+//       running max and per-lane sums as the forward's online softmax;
 //     grads: per key vector, P = exp(s − lse), dP = dO_i·v_j (lanes over
 //       keys, values read feature-major), dS = P (dP − D), n̄_b = Σ_h dS c_hb,
 //       and the adjoint of the group model's pair form gives dq_i;
 //     lse_i and D_i are stored: 2·heads scalars per row.
-//   pass B, over key vectors (torsor.parallel):
+//   pass B, over (batch element, key vector) (torsor.parallel):
 //     for every query i that may see them: the same P and dS from the
 //     stored lse_i and D_i, dv_j += P dO_i and the pair form's adjoint
 //     gives dk_j, both accumulated per lane in registers.
