@@ -4,9 +4,17 @@
 Compiles one MLIR module with torsorc (-O2, the project's CPU pipeline):
   fwd: pair features of the poses + geo.flash_lie_attention (the fused
        forward the compiler emits for geo.lie_attention);
-  bwd: the same features + geo.flash_lie_attention_grad + the pullbacks of
-       the features to the poses (lie.pullback): what the VJP rule of
-       geo.lie_attention emits (compiler/Autodiff/LieGeoRules.cpp).
+  fwd+lse: the same forward also returning the per-row log-sum-exp (what
+       the backward entry's recomputed forward runs: geo-fuse-attention
+       asks for it when a gradient uses the attention);
+  bwd: the same features + geo.flash_lie_attention_grad taking O and the
+       lse + the pullbacks of the features to the poses (lie.pullback):
+       what `torsorc --grad` emits after the forward
+       (compiler/Autodiff/LieGeoRules.cpp, dialects/Geo/Transforms/);
+  bwd-stats: the same backward without the lse, recomputing the softmax
+       statistics (the -O0 backward, and any gradient op without one).
+The ratio is bwd / fwd; "entry" is (fwd+lse + bwd) / fwd, the whole
+backward entry point, which re-runs the forward (docs/training.md).
 Both run through the runtime's thread pool (libtorsor_runtime.so,
 torsorSetNumThreads) on the same inputs: SO(3) by default, f32, 4 heads,
 dv = 64, 2 threads, L = 4096. Peak memory: VmHWM growth of this process
@@ -59,6 +67,8 @@ def module(group, heads, dv, dt):
   %%ke = tensor.empty(%%n) : %s
   %%kt = linalg.transpose ins(%%k : %s) outs(%%ke : %s) permutation = [1, 0]
 """ % (g, G, Q, g, G, Q, G, KT, Q, KT)
+    LSE = "tensor<?x%d x%s>".replace(" ", "") % (heads, dt)
+    LM = LSE.replace("tensor", "memref")
     fwd = """
 func.func @bench_fwd(%%gm: %s, %%vm: %s, %%om: %s) attributes {llvm.emit_c_interface} {
   %%g = bufferization.to_tensor %%gm restrict : %s to %s
@@ -70,14 +80,34 @@ func.func @bench_fwd(%%gm: %s, %%vm: %s, %%om: %s) attributes {llvm.emit_c_inter
   return
 }
 """ % (GM, VM, VM, GM, G, VM, V, feats, V, attrs, Q, KT, V, V, V, V, VM)
-    bwd = """
-func.func @bench_bwd(%%gm: %s, %%vm: %s, %%om: %s, %%dom: %s, %%dgm: %s, %%dvm: %s) attributes {llvm.emit_c_interface} {
+    fwd_lse = """
+func.func @bench_fwd_lse(%%gm: %s, %%vm: %s, %%om: %s, %%lm: %s) attributes {llvm.emit_c_interface} {
+  %%g = bufferization.to_tensor %%gm restrict : %s to %s
+  %%v = bufferization.to_tensor %%vm restrict : %s to %s
+%s
+  %%e = tensor.empty(%%n) : %s
+  %%le = tensor.empty(%%n) : %s
+  %%o, %%lse = geo.flash_lie_attention %%q, %%kt, %%v, %%c0, %%e lse %%le {%s} : (%s, %s, %s, index, %s, %s) -> (%s, %s)
+  bufferization.materialize_in_destination %%o in restrict writable %%om : (%s, %s) -> ()
+  bufferization.materialize_in_destination %%lse in restrict writable %%lm : (%s, %s) -> ()
+  return
+}
+""" % (GM, VM, VM, LM, GM, G, VM, V, feats, V, LSE, attrs, Q, KT, V, V, LSE, V, LSE, V, VM, LSE, LM)
+
+    def bwd(name, with_lse):
+        lse_arg = ", %%lm: %s" % LM if with_lse else ""
+        lse_in = ("  %%lse = bufferization.to_tensor %%lm restrict : %s to %s\n" % (LM, LSE)
+                  if with_lse else "")
+        lse_use = " lse %lse" if with_lse else ""
+        lse_ty = ", " + LSE if with_lse else ""
+        return """
+func.func @%s(%%gm: %s, %%vm: %s, %%om: %s, %%dom: %s, %%dgm: %s, %%dvm: %s%s) attributes {llvm.emit_c_interface} {
   %%g = bufferization.to_tensor %%gm restrict : %s to %s
   %%v = bufferization.to_tensor %%vm restrict : %s to %s
   %%o = bufferization.to_tensor %%om restrict : %s to %s
   %%do = bufferization.to_tensor %%dom restrict : %s to %s
-%s
-  %%dq, %%dkt, %%dv = geo.flash_lie_attention_grad %%q, %%kt, %%v, %%o, %%do {%s} : (%s, %s, %s, %s, %s) -> (%s, %s, %s)
+%s%s
+  %%dq, %%dkt, %%dv = geo.flash_lie_attention_grad %%q, %%kt, %%v, %%o, %%do%s {%s} : (%s, %s, %s, %s, %s%s) -> (%s, %s, %s)
   %%dke = tensor.empty(%%n) : %s
   %%dk = linalg.transpose ins(%%dkt : %s) outs(%%dke : %s) permutation = [1, 0]
   %%gq = lie.pullback "query_features"(%%g), %%dq {group = %s, wrt = 0 : i64} : (%s, %s) -> %s
@@ -88,9 +118,10 @@ func.func @bench_bwd(%%gm: %s, %%vm: %s, %%om: %s, %%dom: %s, %%dgm: %s, %%dvm: 
   bufferization.materialize_in_destination %%dv in restrict writable %%dvm : (%s, %s) -> ()
   return
 }
-""" % (GM, VM, VM, VM, GM, VM, GM, G, VM, V, VM, V, VM, V, feats, attrs, Q, KT, V, V, V, Q, KT, V,
-       Q, KT, Q, g, G, Q, G, g, G, Q, G, G, G, G, G, G, G, GM, V, VM)
-    return fwd + bwd
+""" % (name, GM, VM, VM, VM, GM, VM, lse_arg, GM, G, VM, V, VM, V, VM, V, lse_in, feats, lse_use,
+       attrs, Q, KT, V, V, V, lse_ty, Q, KT, V, Q, KT, Q, g, G, Q, G, g, G, Q, G, G, G, G, G, G, G,
+       GM, V, VM)
+    return fwd + fwd_lse + bwd("bench_bwd", True) + bwd("bench_bwd_stats", False)
 
 
 def random_rotations(rng, m):
@@ -156,6 +187,7 @@ def main():
     g = np.ascontiguousarray(poses(rng, a.group, a.L).astype(np_t))
     v = np.ascontiguousarray(rng.standard_normal((a.L, a.dv)).astype(np_t))
     o = np.zeros_like(v)
+    lse = np.zeros((a.L, a.heads), np_t)
     do = np.ascontiguousarray(rng.standard_normal((a.L, a.dv)).astype(np_t))
     dg = np.zeros_like(g)
     dv = np.zeros_like(v)
@@ -168,11 +200,14 @@ def main():
         return lambda: fn(*ptrs)
 
     fwd = caller("bench_fwd", [g, v, o])
-    bwd = caller("bench_bwd", [g, v, o, do, dg, dv])
+    fwd_lse = caller("bench_fwd_lse", [g, v, o, lse])
+    bwd = caller("bench_bwd", [g, v, o, do, dg, dv, lse])
+    bwd_stats = caller("bench_bwd_stats", [g, v, o, do, dg, dv])
     # The backward's first call, before anything else ran: the growth of
     # the high-water mark is its peak extra memory (inputs and outputs are
     # allocated already). Then the forward's, which only counts where it
     # exceeds the backward's (or where /proc/self/clear_refs can reset it).
+    fwd_lse()
     base = harness.rss_mb()
     bwd()
     bwd_peak = harness.peak_mb() - base
@@ -181,16 +216,29 @@ def main():
     fwd()
     fwd_peak = harness.peak_mb() - base
     ok = bool(np.all(np.isfinite(dg)) and np.all(np.isfinite(dv)))
+    # The two backward variants agree (same math, statistics from the
+    # forward or recomputed).
+    dg1, dv1 = dg.copy(), dv.copy()
+    bwd_stats()
+    agree = max(float(np.max(np.abs(dg - dg1)) / max(np.max(np.abs(dg1)), 1e-30)),
+                float(np.max(np.abs(dv - dv1)) / max(np.max(np.abs(dv1)), 1e-30)))
 
     tf, _, _ = harness.time_calls(fwd, budget_s=a.budget)
+    tfl, _, _ = harness.time_calls(fwd_lse, budget_s=a.budget)
     tb, _, _ = harness.time_calls(bwd, budget_s=a.budget)
-    mf, mb = float(np.median(tf)), float(np.median(tb))
+    ts, _, _ = harness.time_calls(bwd_stats, budget_s=a.budget)
+    mf, mfl, mb, ms = (float(np.median(t)) for t in (tf, tfl, tb, ts))
     print("group %s  L %d  heads %d  dv %d  %s  threads %d  (compile %.1f s)"
           % (a.group, a.L, a.heads, a.dv, a.dtype, a.threads, compile_s))
-    print("forward  median %8.2f ms  (%d reps)  peak +%.1f MB%s" % (
+    print("forward        median %8.2f ms  (%d reps)  peak +%.1f MB%s" % (
         mf * 1e3, len(tf), fwd_peak, "" if reset else " (high-water mark not resettable: a lower bound)"))
-    print("backward median %8.2f ms  (%d reps)  peak +%.1f MB  finite %s" % (mb * 1e3, len(tb), bwd_peak, ok))
-    print("ratio backward/forward %.2f" % (mb / mf))
+    print("forward+lse    median %8.2f ms  (%d reps)" % (mfl * 1e3, len(tfl)))
+    print("backward       median %8.2f ms  (%d reps)  peak +%.1f MB  finite %s" % (
+        mb * 1e3, len(tb), bwd_peak, ok))
+    print("backward-stats median %8.2f ms  (%d reps)  (recomputes the statistics; "
+          "max relative difference %.1e)" % (ms * 1e3, len(ts), agree))
+    print("ratio backward/forward %.2f  (backward-stats %.2f; whole entry "
+          "(forward+lse + backward)/forward %.2f)" % (mb / mf, ms / mf, (mfl + mb) / mf))
 
 
 if __name__ == "__main__":

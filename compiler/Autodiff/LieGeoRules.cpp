@@ -83,14 +83,16 @@ LogicalResult dist2VJP(OpBuilder &b, Operation *raw, Cots cots, Grads &grads) {
   return success();
 }
 
-/// Rank-2 `t` transposed.
+/// `t` ([batch...] x M x N) with its last two dims swapped.
 Value transpose(OpBuilder &b, Location loc, Value t) {
   auto type = cast<RankedTensorType>(t.getType());
+  int64_t rank = type.getRank();
   SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, t);
-  std::swap(sizes[0], sizes[1]);
+  std::swap(sizes[rank - 2], sizes[rank - 1]);
+  SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  std::swap(perm[rank - 2], perm[rank - 1]);
   Value empty = tensor::EmptyOp::create(b, loc, sizes, type.getElementType());
-  return linalg::TransposeOp::create(b, loc, t, empty, ArrayRef<int64_t>{1, 0})
-      .getResult()[0];
+  return linalg::TransposeOp::create(b, loc, t, empty, perm).getResult()[0];
 }
 
 /// log(g_i⁻¹·g_j) of every pair at once, [batch..., L, L, m]: what the
@@ -121,8 +123,8 @@ Value allPairsLog(OpBuilder &b, Location loc, Value g, lie::GroupAttr group,
 /// The unfused backward of `raw`: its -O0 lowering (lie ops and linalg,
 /// with L × L intermediates) rebuilt here and swept by the other rules.
 /// For groups whose pair form builds loops (declared groups with an
-/// iterative log), which the flash backward cannot vectorise, and for
-/// batch dims. The lowering's row loop becomes allPairsLog.
+/// iterative log), which the flash backward cannot vectorise. The
+/// lowering's row loop becomes allPairsLog.
 LogicalResult unfusedVJP(OpBuilder &b, Operation *raw, Cots cots,
                          Grads &grads) {
   Block *block = b.getInsertionBlock();
@@ -171,7 +173,9 @@ LogicalResult unfusedVJP(OpBuilder &b, Operation *raw, Cots cots,
 }
 
 /// geo.lie_attention: pair features as the fused forward has them, the
-/// flash backward on them, and the features' pullbacks to the poses.
+/// flash backward on them, and the features' pullbacks to the poses. Batch
+/// dims stay on every tensor (the kernel runs over them). The gradient
+/// has no lse yet: geo-fuse-attention gives it the fused forward's.
 LogicalResult lieAttentionVJP(OpBuilder &b, Operation *raw, Cots cots,
                               Grads &grads) {
   auto op = cast<geo::LieAttentionOp>(raw);
@@ -179,14 +183,14 @@ LogicalResult lieAttentionVJP(OpBuilder &b, Operation *raw, Cots cots,
   auto gType = cast<RankedTensorType>(op.getElements().getType());
   lie::GroupAttr group = op.getGroup();
   const lie::GroupModel &model = group.getModel();
-  if (gType.getRank() != 3 || !model.hasStraightLinePairForm())
+  if (!model.hasStraightLinePairForm())
     return unfusedVJP(b, raw, cots, grads);
   Type elt = gType.getElementType();
   Value g = op.getElements();
   auto features = [&](bool key) -> Value {
-    SmallVector<int64_t> shape = {gType.getDimSize(0),
-                                  key ? model.getKeyFeatureCount()
-                                      : model.getQueryFeatureCount()};
+    SmallVector<int64_t> shape(gType.getShape().drop_back(2));
+    shape.push_back(key ? model.getKeyFeatureCount()
+                        : model.getQueryFeatureCount());
     return lie::PairFeaturesOp::create(
         b, loc, RankedTensorType::get(shape, elt), g, group, key);
   };
@@ -194,8 +198,9 @@ LogicalResult lieAttentionVJP(OpBuilder &b, Operation *raw, Cots cots,
   Value kT = transpose(b, loc, k);
   auto flash = geo::FlashLieAttentionGradOp::create(
       b, loc, TypeRange{q.getType(), kT.getType(), op.getValues().getType()}, q,
-      kT, op.getValues(), op.getResult(), cots[0], group, op.getHeadsAttr(),
-      op.getTauAttr(), op.getLambdaAttr(), op.getCausalAttr());
+      kT, op.getValues(), op.getResult(), cots[0], /*lse=*/Value(), group,
+      op.getHeadsAttr(), op.getTauAttr(), op.getLambdaAttr(),
+      op.getCausalAttr());
   Value dk = transpose(b, loc, flash.getKeysGrad());
   Value dq = flash.getQueriesGrad();
   Value fromQ = pullback(b, loc, "query_features", ValueRange{g}, dq, group, 0);

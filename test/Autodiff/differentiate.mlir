@@ -84,3 +84,28 @@ func.func @product(%x: tensor<4xf32> {torsor.dims = [4], torsor.kind = "input", 
   } -> tensor<f32>
   return %y : tensor<f32>
 }
+
+// -----
+
+// geo.lie_attention with batch dims ([B, C, L] SE(3) poses): the flash
+// backward on batched pair features (no unfused fallback), the features'
+// pullbacks to the poses, and the left-trivialised gradient. No tensor has
+// two sequence-length dims: nothing is L × L.
+// CHECK-LABEL: func.func @torsor_model_backward
+//       CHECK:   geo.lie_attention
+//       CHECK:   lie.pair_features {{.*}} : tensor<2x?x?x4x4xf64> -> tensor<2x?x?x12xf64>
+//       CHECK:   linalg.transpose ins(%{{.*}} : tensor<2x?x?x12xf64>) outs(%{{.*}} : tensor<2x?x12x?xf64>) permutation = [0, 1, 3, 2]
+//       CHECK:   geo.flash_lie_attention_grad {{.*}} -> (tensor<2x?x?x12xf64>, tensor<2x?x12x?xf64>, tensor<2x?x?x8xf64>)
+//       CHECK:   lie.pullback "query_features"
+//       CHECK:   lie.pullback "key_features"
+//       CHECK:   lie.pullback "left_trivialize"
+//   CHECK-NOT:   lie.compose
+//   CHECK-NOT:   lie.log
+//   CHECK-NOT:   tensor<2x?x?x?x
+//       CHECK:   return
+func.func @batched_attention(%g: tensor<2x?x?x4x4xf64> {torsor.dims = ["B", "C", "L", 4, 4], torsor.group = "SE3", torsor.kind = "input", torsor.name = "g"},
+                             %x: tensor<2x?x?x8xf64> {torsor.dims = ["B", "C", "L", 8], torsor.kind = "input", torsor.name = "x"})
+    -> (tensor<2x?x?x8xf64> {torsor.dims = ["B", "C", "L", 8], torsor.name = "y"}) {
+  %y = geo.lie_attention %g, %x {group = #lie.group<se3>, heads = 2 : i64, tau = array<f64: 1.0, 2.0>, lambda = array<f64: 1.0, 0.5, 0.25, 1.0>, causal} : (tensor<2x?x?x4x4xf64>, tensor<2x?x?x8xf64>) -> tensor<2x?x?x8xf64>
+  return %y : tensor<2x?x?x8xf64>
+}

@@ -1,8 +1,8 @@
 //===- GeoGradOps.cpp - Verifiers of the geo backward ops -----------------===//
 //
-// geo.flash_lie_attention_grad: the forward's operands (rank 2, no batch
-// dims), its result and cotangent, and gradients of the forward operands'
-// types.
+// geo.flash_lie_attention_grad: the forward's operands ([batch...] x L x
+// F, one rank for all), its result and cotangent, the optional per-row
+// log-sum-exp, and gradients of the forward operands' types.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,13 +18,15 @@ LogicalResult FlashLieAttentionGradOp::verify() {
   auto o = cast<RankedTensorType>(getOut().getType());
   auto dO = cast<RankedTensorType>(getOutGrad().getType());
   const torsor::lie::GroupModel &model = getGroup().getModel();
+  int64_t rank = v.getRank();
   for (RankedTensorType t : {q, k, v, o, dO})
-    if (t.getRank() != 2 || t.getElementType() != v.getElementType())
-      return emitOpError() << "expects rank-2 operands of one element type "
-                              "(no batch dims), got "
-                           << t;
-  if (q.getDimSize(1) != model.getQueryFeatureCount() ||
-      k.getDimSize(0) != model.getKeyFeatureCount())
+    if (rank < 2 || t.getRank() != rank ||
+        t.getElementType() != v.getElementType())
+      return emitOpError() << "expects operands of one rank >= 2 and one "
+                              "element type, got "
+                           << t << " and " << v;
+  if (q.getDimSize(rank - 1) != model.getQueryFeatureCount() ||
+      k.getDimSize(rank - 2) != model.getKeyFeatureCount())
     return emitOpError() << "expects " << model.getQueryFeatureCount()
                          << " query and " << model.getKeyFeatureCount()
                          << " key features for group " << model.getDisplayName()
@@ -32,8 +34,14 @@ LogicalResult FlashLieAttentionGradOp::verify() {
   auto same = [](int64_t a, int64_t b) {
     return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
   };
-  if (!same(q.getDimSize(0), k.getDimSize(1)) ||
-      !same(q.getDimSize(0), v.getDimSize(0)))
+  for (int64_t i = 0; i + 2 < rank; ++i)
+    if (!same(q.getDimSize(i), k.getDimSize(i)) ||
+        !same(q.getDimSize(i), v.getDimSize(i)))
+      return emitOpError() << "expects the operands to agree on batch dims, "
+                              "got "
+                           << q << ", " << k << " and " << v;
+  if (!same(q.getDimSize(rank - 2), k.getDimSize(rank - 1)) ||
+      !same(q.getDimSize(rank - 2), v.getDimSize(rank - 2)))
     return emitOpError() << "expects as many queries as keys and values, got "
                          << q << ", " << k << " and " << v;
   if (o != v || dO != v)
@@ -43,7 +51,7 @@ LogicalResult FlashLieAttentionGradOp::verify() {
       getValuesGrad().getType() != v)
     return emitOpError() << "expects results of the types of queries, keys "
                             "and values";
-  int64_t dim = v.getDimSize(1), heads = getHeads();
+  int64_t dim = v.getDimSize(rank - 1), heads = getHeads();
   if (heads < 1 || ShapedType::isDynamic(dim) || dim % heads != 0)
     return emitOpError() << "expects a static value feature dim divisible by "
                             "heads ("
@@ -54,6 +62,16 @@ LogicalResult FlashLieAttentionGradOp::verify() {
     return emitOpError() << "expects " << heads << " tau and " << heads * blocks
                          << " lambda values, got " << getTau().size() << " and "
                          << getLambda().size();
+  if (Value lse = getLse()) {
+    auto l = cast<RankedTensorType>(lse.getType());
+    bool ok = l.getRank() == rank && l.getElementType() == v.getElementType() &&
+              l.getDimSize(rank - 1) == heads;
+    for (int64_t i = 0; ok && i + 1 < rank; ++i)
+      ok = same(l.getDimSize(i), v.getDimSize(i));
+    if (!ok)
+      return emitOpError() << "expects lse of [batch...] x L x heads (" << heads
+                           << "), got " << l;
+  }
   for (double t : getTau())
     if (!(t > 0))
       return emitOpError() << "expects positive tau, got " << t;

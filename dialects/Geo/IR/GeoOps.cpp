@@ -324,15 +324,31 @@ LogicalResult FlashLieAttentionOp::verify() {
       v.getDimSize(rank - 1) != init.getDimSize(rank - 1))
     return emitOpError() << "expects init of [batch...] x rows x D, got "
                          << init;
-  if (getType() != init)
+  if (getResult().getType() != init)
     return emitOpError() << "expects the result type of init, got "
-                         << getType();
+                         << getResult().getType();
   int64_t dim = v.getDimSize(rank - 1);
   int64_t heads = getHeads();
   if (heads < 1 || ShapedType::isDynamic(dim) || dim % heads != 0)
     return emitOpError() << "expects a static value feature dim divisible by "
                             "heads ("
                          << heads << "), got " << v;
+  // The optional log-sum-exp: a destination and a result of one type,
+  // [batch...] x rows x heads.
+  if (static_cast<bool>(getLseInit()) != static_cast<bool>(getLse()))
+    return emitOpError() << "expects an lse result exactly when lse_init is "
+                            "given";
+  if (Value lseInit = getLseInit()) {
+    auto l = cast<RankedTensorType>(lseInit.getType());
+    bool ok = l.getRank() == rank && l.getElementType() == v.getElementType() &&
+              l.getDimSize(rank - 1) == heads && l == getLse().getType();
+    for (int64_t i = 0; ok && i + 1 < rank; ++i)
+      ok = isCompatibleDim(l.getDimSize(i), init.getDimSize(i));
+    if (!ok)
+      return emitOpError() << "expects lse_init and lse of [batch...] x rows "
+                              "x heads ("
+                           << heads << "), got " << l;
+  }
   if (std::optional<int64_t> tile = getKeyTile(); tile && *tile < 1)
     return emitOpError() << "expects a positive key_tile, got " << *tile;
   return verifyHeadWeights(*this, model, heads, getTau(), getLambda());

@@ -86,6 +86,12 @@ def Geo_FlashLieAttentionOp : Geo_Op<"flash_lie_attention", [Pure]> {
     by tiling, from the target strategy; decomposition needs it and a
     static R.
 
+    With `lse_init` (`[batch...] x R x heads`) the op also returns each
+    row's log-sum-exp per head, lse_rh = log Σ_j exp(s_rj) (the softmax
+    statistics the backward needs, so that it does not recompute them):
+    `geo-fuse-attention` asks for it when a `geo.flash_lie_attention_grad`
+    of the same attention uses the result.
+
     ```mlir
     %o = geo.flash_lie_attention %q, %k, %v, %c0, %init {
            group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>,
@@ -97,13 +103,15 @@ def Geo_FlashLieAttentionOp : Geo_Op<"flash_lie_attention", [Pure]> {
   let arguments = (ins Geo_FloatTensor:$queries, Geo_FloatTensor:$keys,
                        Geo_FloatTensor:$values, Index:$query_offset,
                        Geo_FloatTensor:$init,
+                       Optional<Geo_FloatTensor>:$lse_init,
                        Lie_GroupAttr:$group, I64Attr:$heads,
                        DenseF64ArrayAttr:$tau, DenseF64ArrayAttr:$lambda,
                        UnitAttr:$causal, OptionalAttr<I64Attr>:$key_tile);
-  let results = (outs Geo_FloatTensor:$result);
+  let results = (outs Geo_FloatTensor:$result,
+                      Optional<Geo_FloatTensor>:$lse);
   let assemblyFormat = [{
-    $queries `,` $keys `,` $values `,` $query_offset `,` $init attr-dict `:`
-    functional-type(operands, results)
+    $queries `,` $keys `,` $values `,` $query_offset `,` $init
+    (`lse` $lse_init^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
@@ -116,9 +124,12 @@ def Geo_FlashLieAttentionGradOp : Geo_Op<"flash_lie_attention_grad", [Pure]> {
   let summary = "backward of Lie attention from pair features, O(L) memory";
   let description = [{
     The reverse-mode derivative of `geo.flash_lie_attention` over a whole
-    sequence (query offset 0), with the same `queries` (`L x Fq`), `keys`
-    (`Fk x L`, feature-major), `values` (`L x D`) and attributes; `out` is
-    the forward result and `out_grad` its cotangent. With
+    sequence (query offset 0), with the same `queries` (`[batch...] x L x
+    Fq`), `keys` (`[batch...] x Fk x L`, feature-major), `values`
+    (`[batch...] x L x D`) and attributes; `out` is the forward result and
+    `out_grad` its cotangent. `lse` (optional, `[batch...] x L x heads`) is
+    the forward's per-row log-sum-exp (`geo.flash_lie_attention` with
+    `lse_init`); without it the kernel recomputes it. With
     s_ij = Σ_b c_hb N_b(q_i, k_j), c_hb = −λ_hb / τ_h, and per head h:
 
         P_ij  = exp(s_ij − lse_i),        lse_i = log Σ_j exp(s_ij)
@@ -133,8 +144,8 @@ def Geo_FlashLieAttentionGradOp : Geo_Op<"flash_lie_attention_grad", [Pure]> {
     it flash-style: scores are recomputed per tile from the pair features;
     only per-row statistics (lse_i and D_i per head) are stored, never an
     L × L tensor. ∂N/∂q and ∂N/∂k are the adjoints of the group model's
-    pair form (Groups/Derivatives.h). Batch dims are not supported: the
-    caller loops over them.
+    pair form (Groups/Derivatives.h). Batch elements are independent
+    sequences.
 
     ```mlir
     %dq, %dk, %dv = geo.flash_lie_attention_grad %q, %k, %v, %o, %do {
@@ -148,6 +159,7 @@ def Geo_FlashLieAttentionGradOp : Geo_Op<"flash_lie_attention_grad", [Pure]> {
   let arguments = (ins Geo_FloatTensor:$queries, Geo_FloatTensor:$keys,
                        Geo_FloatTensor:$values, Geo_FloatTensor:$out,
                        Geo_FloatTensor:$out_grad,
+                       Optional<Geo_FloatTensor>:$lse,
                        Lie_GroupAttr:$group, I64Attr:$heads,
                        DenseF64ArrayAttr:$tau, DenseF64ArrayAttr:$lambda,
                        UnitAttr:$causal);
@@ -155,8 +167,8 @@ def Geo_FlashLieAttentionGradOp : Geo_Op<"flash_lie_attention_grad", [Pure]> {
                       Geo_FloatTensor:$keys_grad,
                       Geo_FloatTensor:$values_grad);
   let assemblyFormat = [{
-    $queries `,` $keys `,` $values `,` $out `,` $out_grad attr-dict `:`
-    functional-type(operands, results)
+    $queries `,` $keys `,` $values `,` $out `,` $out_grad (`lse` $lse^)?
+    attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

@@ -14,7 +14,9 @@
 //     online softmax: m' = max(m, max s), α = exp(m − m'), p = exp(s − m'),
 //       l = α l + Σ p, acc = α acc;
 //     P·V: every value row, loaded once, FMA'd into every row's accumulator;
-//   out = acc / Σ_lanes l.
+//   out = acc / Σ_lanes l;
+//   lse = m + log Σ_lanes l per row and head, when the op has an lse
+//   result (a gradient takes it instead of recomputing it).
 //
 // Key tiles that every row sees in full run unmasked; the causal diagonal
 // and the end of the sequence run in a second loop with lane masks, so the
@@ -76,8 +78,9 @@ public:
         coef.push_back(-op.getLambda()[h * blocks + b] / op.getTau()[h]);
   }
 
-  /// Builds the kernel before `op` and returns the output tensor.
-  Value build(ImplicitLocOpBuilder &b);
+  /// Builds the kernel before `op` and returns the output tensor and,
+  /// when the op has one, the lse tensor.
+  std::pair<Value, Value> build(ImplicitLocOpBuilder &b);
 
 private:
   /// The loop state, flattened for scf.for: m, then l, then accumulators.
@@ -288,7 +291,7 @@ KernelBuilder::State KernelBuilder::step(ImplicitLocOpBuilder &b, Value first,
   return out;
 }
 
-Value KernelBuilder::build(ImplicitLocOpBuilder &b) {
+std::pair<Value, Value> KernelBuilder::build(ImplicitLocOpBuilder &b) {
   ScalarBuilder sm(b, elt), vm(b, elt, lanes);
   Value keys = op.getKeys();
   len = tensor::DimOp::create(b, keys, 1);
@@ -352,13 +355,18 @@ Value KernelBuilder::build(ImplicitLocOpBuilder &b) {
   State state = keyLoop(zero, unmaskedEnd, init, /*masked=*/false);
   state = keyLoop(unmaskedEnd, end, state, /*masked=*/true);
 
-  // out = acc / Σ l, written into the destination.
-  Value out = op.getInit();
+  // out = acc / Σ l, written into the destination; lse = m + log Σ l.
+  Value out = op.getInit(), lse = op.getLseInit();
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t h = 0; h < heads; ++h) {
       size_t rh = r * heads + h;
       Value total = vector::ReductionOp::create(b, vector::CombiningKind::ADD,
                                                 state.sum[rh]);
+      if (lse)
+        lse = tensor::InsertOp::create(
+            b, sm.add(state.max[rh], sm.log(total)), lse,
+            ValueRange{arith::ConstantIndexOp::create(b, r),
+                       arith::ConstantIndexOp::create(b, h)});
       Value inv = sm.div(sm.c(1.0), total);
       for (auto [c, chunk] : llvm::enumerate(chunks)) {
         if (chunk.head != h)
@@ -373,7 +381,7 @@ Value KernelBuilder::build(ImplicitLocOpBuilder &b) {
                   .getResult();
       }
     }
-  return out;
+  return {out, lse};
 }
 
 struct GeoDecomposeAttention
@@ -396,7 +404,7 @@ struct GeoDecomposeAttention
       Operation *before = op->getPrevNode();
       ImplicitLocOpBuilder b(op.getLoc(), builder);
       KernelBuilder kernel(op, strategy);
-      Value out = kernel.build(b);
+      auto [out, lse] = kernel.build(b);
       bool f32 = rowsType.getElementType().isF32();
       for (Operation *it = before ? before->getNextNode()
                                   : &op->getBlock()->front();
@@ -407,6 +415,8 @@ struct GeoDecomposeAttention
               approximate.push_back(inner);
           });
       op.getResult().replaceAllUsesWith(out);
+      if (lse)
+        op.getLse().replaceAllUsesWith(lse);
       op.erase();
     }
     if (approximate.empty())

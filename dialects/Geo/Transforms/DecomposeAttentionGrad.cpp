@@ -3,15 +3,17 @@
 // geo-decompose-attention-grad: lowers geo.flash_lie_attention_grad to two
 // parallel loops over vectors (FlashAttention-2's backward, atomics-free):
 //
-//   pass A, over query tiles of R rows (torsor.parallel):
+//   pass A, over (batch element, query tile of R rows) (torsor.parallel):
 //     D_i = ⟨dO_i, O_i⟩ per head;
-//     stats: lse_i per head from a recompute of the scores (running max
-//       and per-lane sums, as the forward's online softmax);
+//     stats: lse_i per head from the op's lse operand (the fused
+//       forward's) or, without one, a recompute of the scores: per-lane
+//       sums of exp(s) when every λ ≥ 0 (scores ≤ 0, row max 0), else a
+//       running max and per-lane sums as the forward's online softmax;
 //     grads: per key vector, P = exp(s − lse), dP = dO_i·v_j (lanes over
 //       keys, values read feature-major), dS = P (dP − D), n̄_b = Σ_h dS c_hb,
 //       and the adjoint of the group model's pair form gives dq_i;
 //     lse_i and D_i are stored: 2·heads scalars per row.
-//   pass B, over key vectors (torsor.parallel):
+//   pass B, over (batch element, key vector) (torsor.parallel):
 //     for every query i that may see them: the same P and dS from the
 //     stored lse_i and D_i, dv_j += P dO_i and the pair form's adjoint
 //     gives dk_j, both accumulated per lane in registers.
@@ -52,14 +54,17 @@ using torsor::lie::Scalars;
 
 namespace {
 
-/// Builds the backward kernel of one flash_lie_attention_grad.
+/// Builds the backward kernel of one flash_lie_attention_grad. Both
+/// passes run over (batch element, tile) pairs: one flat loop whose index
+/// is delinearised into the batch indices (row-major), so that no reshape
+/// of the operands is needed.
 class GradKernel {
 public:
   GradKernel(FlashLieAttentionGradOp op, const TargetStrategy &strategy)
       : op(op), model(op.getGroup().getModel()) {
     auto vType = cast<RankedTensorType>(op.getValues().getType());
     elt = cast<FloatType>(vType.getElementType());
-    dim = vType.getDimSize(1);
+    dim = vType.getShape().back();
     heads = op.getHeads();
     headDim = dim / heads;
     lanes = strategy.lanes(elt.getWidth());
@@ -70,6 +75,7 @@ public:
         coef.push_back(-op.getLambda()[h * blocks + b] / op.getTau()[h]);
     numQ = model.getQueryFeatureCount();
     numK = model.getKeyFeatureCount();
+    nonPositiveScores = llvm::all_of(coef, [](double c) { return c <= 0; });
   }
 
   /// Builds the kernel before `op`; returns (dq, dkᵀ, dv).
@@ -80,13 +86,39 @@ private:
   Value idx(ImplicitLocOpBuilder &b, int64_t i) {
     return arith::ConstantIndexOp::create(b, i);
   }
-  /// Masked vector load of row `r` of a feature-major [F x L] tensor at
-  /// keys [j0, j0 + lanes), zero past the end.
-  Value loadKeys(ImplicitLocOpBuilder &b, Value t, int64_t r, Value j0) {
+  /// `batch` followed by i and j: the indices of an element.
+  static SmallVector<Value> indices(ValueRange batch, Value i, Value j) {
+    SmallVector<Value> all(batch);
+    all.append({i, j});
+    return all;
+  }
+  /// Element [batch..., i, j] of an operand.
+  Value at(ImplicitLocOpBuilder &b, Value t, ValueRange batch, Value i,
+           Value j) {
+    return tensor::ExtractOp::create(b, t, indices(batch, i, j));
+  }
+  /// Masked vector load of row `r` of a feature-major [batch... x F x L]
+  /// tensor at keys [j0, j0 + lanes) of one batch element, zero past the
+  /// end.
+  Value loadKeys(ImplicitLocOpBuilder &b, Value t, ValueRange batch, int64_t r,
+                 Value j0) {
     ScalarBuilder sm(b, elt);
     return vector::TransferReadOp::create(b, vec(), t,
-                                          ValueRange{idx(b, r), j0}, sm.c(0.0),
-                                          ArrayRef<bool>{false});
+                                          indices(batch, idx(b, r), j0),
+                                          sm.c(0.0), ArrayRef<bool>{false});
+  }
+  /// Splits a flat loop index `t` over (batch element, `inner`) into the
+  /// batch indices (row-major over the batch dims) and the inner index.
+  std::pair<SmallVector<Value>, Value> delinearize(ImplicitLocOpBuilder &b,
+                                                   Value t, Value inner) {
+    Value rest = arith::DivUIOp::create(b, t, inner);
+    Value in = arith::RemUIOp::create(b, t, inner);
+    SmallVector<Value> batch(batchDims.size());
+    for (int d = batchDims.size() - 1; d >= 0; --d) {
+      batch[d] = arith::RemUIOp::create(b, rest, batchDims[d]);
+      rest = arith::DivUIOp::create(b, rest, batchDims[d]);
+    }
+    return {batch, in};
   }
   /// Lanes j0 + l < end (and ≤ last when given) as a vector<lanes x i1>.
   Value laneMask(ImplicitLocOpBuilder &b, Value j0, Value end,
@@ -132,14 +164,27 @@ private:
     }
     return nbar;
   }
-  /// Pass A over query rows [first, first + count·tileRows) in tiles of
-  /// `tileRows`; carries (dq, lse, dsum).
+  /// The pair block norms N_b(q, k) of one query (splat features) against
+  /// a key vector (one key per lane): the group model's formula.
+  Scalars pairNorms(ScalarBuilder &vm, ValueRange q, ValueRange keys) {
+    return model.buildPairBlockNorms(vm, q, keys);
+  }
+  /// Their adjoint for cotangents n̄_b: (q̄ per lane, k̄ per lane), the
+  /// reverse sweep of the same formula (Groups/Derivatives.h).
+  FailureOr<std::pair<Scalars, Scalars>> pairNormsVJP(ScalarBuilder &vm,
+                                                      ValueRange q,
+                                                      ValueRange keys,
+                                                      ValueRange nbar) {
+    return lie::buildPairBlockNormsVJP(model, vm, q, keys, nbar);
+  }
+  /// Pass A over batch elements × `count` query tiles of `tileRows` rows
+  /// starting at row `first`; carries (dq, lse, dsum).
   SmallVector<Value> buildPassA(ImplicitLocOpBuilder &b, ValueRange state,
                                 Value first, Value count, int64_t tileRows);
-  /// One pass-A tile at row `row0`.
+  /// One pass-A tile at row `row0` of batch element `batch`.
   SmallVector<Value> passATile(ImplicitLocOpBuilder &b, ValueRange state,
-                               Value row0, int64_t tileRows);
-  /// Pass B over key vectors; carries (dkT, dvT).
+                               ValueRange batch, Value row0, int64_t tileRows);
+  /// Pass B over batch elements × key vectors; carries (dkT, dvT).
   SmallVector<Value> buildPassB(ImplicitLocOpBuilder &b, ValueRange state,
                                 Value lse, Value dsum);
 
@@ -149,13 +194,21 @@ private:
   int64_t dim, heads, headDim, lanes, rows;
   unsigned blocks, numQ, numK;
   SmallVector<double> coef; // [h][block]
-  Value len, valuesT;
+  /// Every c_hb ≤ 0 (λ ≥ 0, τ > 0): scores are ≤ 0, and the self pair,
+  /// always visible (also when causal), scores 0, so every row's max
+  /// score is 0 and the statistics need no running max.
+  bool nonPositiveScores = false;
+  // Built in build(): the operands, the batch extents, their product,
+  // the sequence length and the values feature-major.
+  Value queries, keys, values, out, outGrad, givenLse;
+  SmallVector<Value> batchDims;
+  Value batches, len, valuesT;
   bool failedVJP = false;
 };
 
 SmallVector<Value> GradKernel::passATile(ImplicitLocOpBuilder &b,
-                                         ValueRange state, Value row0,
-                                         int64_t tileRows) {
+                                         ValueRange state, ValueRange batch,
+                                         Value row0, int64_t tileRows) {
   ScalarBuilder sm(b, elt), vm(b, elt, lanes);
   Value dq = state[0], lse = state[1], dsum = state[2];
   Value negInf = sm.c(-std::numeric_limits<double>::infinity());
@@ -169,15 +222,13 @@ SmallVector<Value> GradKernel::passATile(ImplicitLocOpBuilder &b,
   for (int64_t r = 0; r < tileRows; ++r) {
     rowIdx[r] = arith::AddIOp::create(b, row0, idx(b, r));
     for (unsigned f = 0; f < numQ; ++f)
-      qSplat[r].push_back(vm.splat(tensor::ExtractOp::create(
-          b, op.getQueries(), ValueRange{rowIdx[r], idx(b, f)})));
+      qSplat[r].push_back(
+          vm.splat(at(b, queries, batch, rowIdx[r], idx(b, f))));
     for (int64_t h = 0; h < heads; ++h) {
       Value acc = sm.c(0.0);
       for (int64_t d = h * headDim; d < (h + 1) * headDim; ++d) {
-        Value g = tensor::ExtractOp::create(b, op.getOutGrad(),
-                                            ValueRange{rowIdx[r], idx(b, d)});
-        Value o = tensor::ExtractOp::create(b, op.getOut(),
-                                            ValueRange{rowIdx[r], idx(b, d)});
+        Value g = at(b, outGrad, batch, rowIdx[r], idx(b, d));
+        Value o = at(b, out, batch, rowIdx[r], idx(b, d));
         dOut[r].push_back(g);
         acc = sm.fma(g, o, acc);
       }
@@ -194,52 +245,65 @@ SmallVector<Value> GradKernel::passATile(ImplicitLocOpBuilder &b,
       last[r] = rowIdx[r];
   }
 
-  // Norms of every row against the key vector at j0.
-  auto rowNorms = [&](ScalarBuilder &lm, int64_t r, ValueRange keys) {
-    return model.buildPairBlockNorms(lm, qSplat[r], keys);
-  };
-
-  // Stats: running max (scalar) and per-lane sums per row and head.
-  SmallVector<Value> init;
-  for (int64_t i = 0; i < tileRows * heads; ++i)
-    init.push_back(negInf);
-  for (int64_t i = 0; i < tileRows * heads; ++i)
-    init.push_back(vm.c(0.0));
-  auto stats = scf::ForOp::create(
-      b, zeroIdx, end, step, init,
-      [&](OpBuilder &nested, Location loc, Value j0, ValueRange args) {
-        ImplicitLocOpBuilder lb(loc, nested);
-        ScalarBuilder lsm(lb, elt), lvm(lb, elt, lanes);
-        Scalars keys;
-        for (unsigned f = 0; f < numK; ++f)
-          keys.push_back(loadKeys(lb, op.getKeys(), f, j0));
-        SmallVector<Value> next(args);
-        Value ninf = lvm.c(-std::numeric_limits<double>::infinity());
-        for (int64_t r = 0; r < tileRows; ++r) {
-          Value mask = laneMask(lb, j0, len, last[r]);
-          SmallVector<Value> s = scores(lvm, rowNorms(lvm, r, keys));
-          for (int64_t h = 0; h < heads; ++h) {
-            size_t rh = r * heads + h;
-            Value sh = lvm.select(mask, s[h], ninf);
-            Value m = args[rh];
-            Value newMax =
-                lsm.max(m, vector::ReductionOp::create(
-                               lb, vector::CombiningKind::MAXIMUMF, sh));
-            Value alpha = lsm.exp(lsm.sub(m, newMax));
-            Value p = lvm.exp(lvm.sub(sh, lvm.splat(newMax)));
-            p = lvm.select(mask, p, lvm.c(0.0));
-            next[rh] = newMax;
-            next[tileRows * heads + rh] =
-                lvm.fma(args[tileRows * heads + rh], lvm.splat(alpha), p);
-          }
-        }
-        scf::YieldOp::create(lb, next);
-      });
   SmallVector<Value> lseRow(tileRows * heads);
-  for (int64_t rh = 0; rh < tileRows * heads; ++rh) {
-    Value total = vector::ReductionOp::create(
-        b, vector::CombiningKind::ADD, stats.getResult(tileRows * heads + rh));
-    lseRow[rh] = sm.add(stats.getResult(rh), sm.log(total));
+  if (givenLse) {
+    // The forward's statistics: no recompute.
+    for (int64_t r = 0; r < tileRows; ++r)
+      for (int64_t h = 0; h < heads; ++h)
+        lseRow[r * heads + h] = at(b, givenLse, batch, rowIdx[r], idx(b, h));
+  } else {
+    // Stats: lse per row and head from a recompute of the scores. Where
+    // every score is ≤ 0 (nonPositiveScores) the row max is the self
+    // pair's 0, Σ exp(s) ≥ 1 cannot underflow, and per-lane sums of
+    // exp(s) suffice. Otherwise a running max (scalar) and per-lane sums,
+    // as the forward's online softmax.
+    bool knownMax = nonPositiveScores;
+    size_t sums = knownMax ? 0 : tileRows * heads;
+    SmallVector<Value> init;
+    for (size_t i = 0; i < sums; ++i)
+      init.push_back(negInf);
+    for (int64_t i = 0; i < tileRows * heads; ++i)
+      init.push_back(vm.c(0.0));
+    auto stats = scf::ForOp::create(
+        b, zeroIdx, end, step, init,
+        [&](OpBuilder &nested, Location loc, Value j0, ValueRange args) {
+          ImplicitLocOpBuilder lb(loc, nested);
+          ScalarBuilder lsm(lb, elt), lvm(lb, elt, lanes);
+          Scalars k;
+          for (unsigned f = 0; f < numK; ++f)
+            k.push_back(loadKeys(lb, keys, batch, f, j0));
+          SmallVector<Value> next(args);
+          Value ninf = lvm.c(-std::numeric_limits<double>::infinity());
+          for (int64_t r = 0; r < tileRows; ++r) {
+            Value mask = laneMask(lb, j0, len, last[r]);
+            SmallVector<Value> s = scores(lvm, pairNorms(lvm, qSplat[r], k));
+            for (int64_t h = 0; h < heads; ++h) {
+              size_t rh = r * heads + h;
+              if (knownMax) {
+                Value p = lvm.select(mask, lvm.exp(s[h]), lvm.c(0.0));
+                next[rh] = lvm.add(args[rh], p);
+                continue;
+              }
+              Value sh = lvm.select(mask, s[h], ninf);
+              Value m = args[rh];
+              Value newMax =
+                  lsm.max(m, vector::ReductionOp::create(
+                                 lb, vector::CombiningKind::MAXIMUMF, sh));
+              Value alpha = lsm.exp(lsm.sub(m, newMax));
+              Value p = lvm.exp(lvm.sub(sh, lvm.splat(newMax)));
+              p = lvm.select(mask, p, lvm.c(0.0));
+              next[rh] = newMax;
+              next[sums + rh] = lvm.fma(args[sums + rh], lvm.splat(alpha), p);
+            }
+          }
+          scf::YieldOp::create(lb, next);
+        });
+    for (int64_t rh = 0; rh < tileRows * heads; ++rh) {
+      Value total = vector::ReductionOp::create(b, vector::CombiningKind::ADD,
+                                                stats.getResult(sums + rh));
+      lseRow[rh] =
+          knownMax ? sm.log(total) : sm.add(stats.getResult(rh), sm.log(total));
+    }
   }
 
   // Grads: dq accumulated per lane, reduced once.
@@ -251,16 +315,16 @@ SmallVector<Value> GradKernel::passATile(ImplicitLocOpBuilder &b,
       [&](OpBuilder &nested, Location loc, Value j0, ValueRange args) {
         ImplicitLocOpBuilder lb(loc, nested);
         ScalarBuilder lvm(lb, elt, lanes);
-        Scalars keys;
+        Scalars k;
         for (unsigned f = 0; f < numK; ++f)
-          keys.push_back(loadKeys(lb, op.getKeys(), f, j0));
+          k.push_back(loadKeys(lb, keys, batch, f, j0));
         SmallVector<Value> vcol;
         for (int64_t d = 0; d < dim; ++d)
-          vcol.push_back(loadKeys(lb, valuesT, d, j0));
+          vcol.push_back(loadKeys(lb, valuesT, batch, d, j0));
         SmallVector<Value> next(args);
         for (int64_t r = 0; r < tileRows; ++r) {
           Value mask = laneMask(lb, j0, len, last[r]);
-          SmallVector<Value> s = scores(lvm, rowNorms(lvm, r, keys));
+          SmallVector<Value> s = scores(lvm, pairNorms(lvm, qSplat[r], k));
           SmallVector<Value> ds;
           for (int64_t h = 0; h < heads; ++h) {
             Value p = lvm.exp(lvm.sub(s[h], lvm.splat(lseRow[r * heads + h])));
@@ -271,8 +335,7 @@ SmallVector<Value> GradKernel::passATile(ImplicitLocOpBuilder &b,
                            vcol[h * headDim + d], dp);
             ds.push_back(lvm.mul(p, lvm.sub(dp, lvm.splat(dvec[r][h]))));
           }
-          auto vjp = lie::buildPairBlockNormsVJP(model, lvm, qSplat[r], keys,
-                                                 normBars(lvm, ds));
+          auto vjp = pairNormsVJP(lvm, qSplat[r], k, normBars(lvm, ds));
           if (failed(vjp)) {
             failedVJP = true;
             break;
@@ -288,13 +351,13 @@ SmallVector<Value> GradKernel::passATile(ImplicitLocOpBuilder &b,
       Value total = vector::ReductionOp::create(b, vector::CombiningKind::ADD,
                                                 grads.getResult(r * numQ + f));
       dq = tensor::InsertOp::create(b, total, dq,
-                                    ValueRange{rowIdx[r], idx(b, f)});
+                                    indices(batch, rowIdx[r], idx(b, f)));
     }
     for (int64_t h = 0; h < heads; ++h) {
       lse = tensor::InsertOp::create(b, lseRow[r * heads + h], lse,
-                                     ValueRange{rowIdx[r], idx(b, h)});
+                                     indices(batch, rowIdx[r], idx(b, h)));
       dsum = tensor::InsertOp::create(b, dvec[r][h], dsum,
-                                      ValueRange{rowIdx[r], idx(b, h)});
+                                      indices(batch, rowIdx[r], idx(b, h)));
     }
   }
   return {dq, lse, dsum};
@@ -303,13 +366,17 @@ SmallVector<Value> GradKernel::passATile(ImplicitLocOpBuilder &b,
 SmallVector<Value> GradKernel::buildPassA(ImplicitLocOpBuilder &b,
                                           ValueRange state, Value first,
                                           Value count, int64_t tileRows) {
+  // One flat loop over (batch element, tile) so that the thread pool
+  // balances work across both.
+  Value trips = arith::MulIOp::create(b, batches, count);
   auto loop = scf::ForOp::create(
-      b, idx(b, 0), count, idx(b, 1), state,
+      b, idx(b, 0), trips, idx(b, 1), state,
       [&](OpBuilder &nested, Location loc, Value t, ValueRange args) {
         ImplicitLocOpBuilder lb(loc, nested);
+        auto [batch, tile] = delinearize(lb, t, count);
         Value row0 = arith::AddIOp::create(
-            lb, first, arith::MulIOp::create(lb, t, idx(lb, tileRows)));
-        scf::YieldOp::create(lb, passATile(lb, args, row0, tileRows));
+            lb, first, arith::MulIOp::create(lb, tile, idx(lb, tileRows)));
+        scf::YieldOp::create(lb, passATile(lb, args, batch, row0, tileRows));
       });
   // Tiles write their own rows of dq, lse and dsum only.
   loop->setAttr(kParallelLoopAttr, b.getUnitAttr());
@@ -321,54 +388,50 @@ SmallVector<Value> GradKernel::buildPassB(ImplicitLocOpBuilder &b,
                                           Value dsum) {
   Value vectors = arith::DivUIOp::create(
       b, arith::AddIOp::create(b, len, idx(b, lanes - 1)), idx(b, lanes));
+  Value trips = arith::MulIOp::create(b, batches, vectors);
   auto loop = scf::ForOp::create(
-      b, idx(b, 0), vectors, idx(b, 1), state,
+      b, idx(b, 0), trips, idx(b, 1), state,
       [&](OpBuilder &nested, Location loc, Value t, ValueRange args) {
         ImplicitLocOpBuilder lb(loc, nested);
         ScalarBuilder lvm(lb, elt, lanes);
-        Value j0 = arith::MulIOp::create(lb, t, idx(lb, lanes));
-        Scalars keys;
+        auto [batch, vector] = delinearize(lb, t, vectors);
+        Value j0 = arith::MulIOp::create(lb, vector, idx(lb, lanes));
+        Scalars k;
         for (unsigned f = 0; f < numK; ++f)
-          keys.push_back(loadKeys(lb, op.getKeys(), f, j0));
+          k.push_back(loadKeys(lb, keys, batch, f, j0));
         SmallVector<Value> vcol;
         for (int64_t d = 0; d < dim; ++d)
-          vcol.push_back(loadKeys(lb, valuesT, d, j0));
+          vcol.push_back(loadKeys(lb, valuesT, batch, d, j0));
         // Queries that may see these keys: all, or (causal) i ≥ j0.
         Value start = op.getCausal() ? j0 : idx(lb, 0);
         SmallVector<Value> init;
         for (int64_t i = 0; i < numK + dim; ++i)
           init.push_back(lvm.c(0.0));
-        auto queries = scf::ForOp::create(
+        auto rowLoop = scf::ForOp::create(
             lb, start, len, idx(lb, 1), init,
             [&](OpBuilder &nested2, Location loc2, Value i, ValueRange acc) {
               ImplicitLocOpBuilder ib(loc2, nested2);
-              ScalarBuilder ism(ib, elt), ivm(ib, elt, lanes);
+              ScalarBuilder ivm(ib, elt, lanes);
               Scalars q;
               for (unsigned f = 0; f < numQ; ++f)
-                q.push_back(ivm.splat(tensor::ExtractOp::create(
-                    ib, op.getQueries(), ValueRange{i, idx(ib, f)})));
+                q.push_back(ivm.splat(at(ib, queries, batch, i, idx(ib, f))));
               Value mask = laneMask(ib, j0, len, op.getCausal() ? i : Value());
-              SmallVector<Value> s =
-                  scores(ivm, model.buildPairBlockNorms(ivm, q, keys));
-              SmallVector<Value> next(acc), ds, probs;
+              SmallVector<Value> s = scores(ivm, pairNorms(ivm, q, k));
+              SmallVector<Value> next(acc), ds;
               for (int64_t h = 0; h < heads; ++h) {
-                Value lseI = tensor::ExtractOp::create(
-                    ib, lse, ValueRange{i, idx(ib, h)});
-                Value dI = tensor::ExtractOp::create(ib, dsum,
-                                                     ValueRange{i, idx(ib, h)});
+                Value lseI = at(ib, lse, batch, i, idx(ib, h));
+                Value dI = at(ib, dsum, batch, i, idx(ib, h));
                 Value p = ivm.exp(ivm.sub(s[h], ivm.splat(lseI)));
                 p = ivm.select(mask, p, ivm.c(0.0));
                 Value dp = ivm.c(0.0);
                 for (int64_t d = h * headDim; d < (h + 1) * headDim; ++d) {
-                  Value g = ivm.splat(tensor::ExtractOp::create(
-                      ib, op.getOutGrad(), ValueRange{i, idx(ib, d)}));
+                  Value g = ivm.splat(at(ib, outGrad, batch, i, idx(ib, d)));
                   dp = ivm.fma(g, vcol[d], dp);
                   next[numK + d] = ivm.fma(p, g, next[numK + d]);
                 }
                 ds.push_back(ivm.mul(p, ivm.sub(dp, ivm.splat(dI))));
               }
-              auto vjp = lie::buildPairBlockNormsVJP(model, ivm, q, keys,
-                                                     normBars(ivm, ds));
+              auto vjp = pairNormsVJP(ivm, q, k, normBars(ivm, ds));
               if (failed(vjp))
                 failedVJP = true;
               else
@@ -378,14 +441,14 @@ SmallVector<Value> GradKernel::buildPassB(ImplicitLocOpBuilder &b,
             });
         Value dkT = args[0], dvT = args[1];
         for (unsigned f = 0; f < numK; ++f)
-          dkT = vector::TransferWriteOp::create(lb, queries.getResult(f), dkT,
-                                                ValueRange{idx(lb, f), j0},
+          dkT = vector::TransferWriteOp::create(lb, rowLoop.getResult(f), dkT,
+                                                indices(batch, idx(lb, f), j0),
                                                 ArrayRef<bool>{false})
                     .getResult();
         for (int64_t d = 0; d < dim; ++d)
-          dvT = vector::TransferWriteOp::create(lb, queries.getResult(numK + d),
-                                                dvT, ValueRange{idx(lb, d), j0},
-                                                ArrayRef<bool>{false})
+          dvT = vector::TransferWriteOp::create(
+                    lb, rowLoop.getResult(numK + d), dvT,
+                    indices(batch, idx(lb, d), j0), ArrayRef<bool>{false})
                     .getResult();
         scf::YieldOp::create(lb, ValueRange{dkT, dvT});
       });
@@ -395,25 +458,37 @@ SmallVector<Value> GradKernel::buildPassB(ImplicitLocOpBuilder &b,
 }
 
 FailureOr<SmallVector<Value>> GradKernel::build(ImplicitLocOpBuilder &b) {
-  len = tensor::DimOp::create(b, op.getKeys(), 1);
+  queries = op.getQueries();
+  keys = op.getKeys();
+  values = op.getValues();
+  out = op.getOut();
+  outGrad = op.getOutGrad();
+  givenLse = op.getLse();
+  int64_t rank = cast<RankedTensorType>(values.getType()).getRank();
+  batches = idx(b, 1);
+  for (int64_t d = 0; d + 2 < rank; ++d) {
+    batchDims.push_back(tensor::DimOp::create(b, keys, d));
+    batches = arith::MulIOp::create(b, batches, batchDims.back());
+  }
+  len = tensor::DimOp::create(b, keys, rank - 1);
   auto transposed = [&](Value t) {
     SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, b.getLoc(), t);
-    std::swap(sizes[0], sizes[1]);
+    std::swap(sizes[rank - 2], sizes[rank - 1]);
+    SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+    std::swap(perm[rank - 2], perm[rank - 1]);
     Value empty = tensor::EmptyOp::create(b, sizes, elt);
-    return linalg::TransposeOp::create(b, t, empty, ArrayRef<int64_t>{1, 0})
-        .getResult()[0];
+    return linalg::TransposeOp::create(b, t, empty, perm).getResult()[0];
   };
   // Values feature-major: lanes read consecutive keys.
-  valuesT = transposed(op.getValues());
+  valuesT = transposed(values);
 
-  auto empty = [&](Value like, int64_t cols) {
-    SmallVector<OpFoldResult> sizes = {
-        tensor::getMixedSizes(b, b.getLoc(), like)[0], b.getIndexAttr(cols)};
+  auto empty = [&](int64_t cols) {
+    SmallVector<OpFoldResult> sizes =
+        tensor::getMixedSizes(b, b.getLoc(), queries);
+    sizes.back() = b.getIndexAttr(cols);
     return tensor::EmptyOp::create(b, sizes, elt).getResult();
   };
-  SmallVector<Value> state = {empty(op.getQueries(), numQ),
-                              empty(op.getQueries(), heads),
-                              empty(op.getQueries(), heads)};
+  SmallVector<Value> state = {empty(numQ), empty(heads), empty(heads)};
   Value rowsV = idx(b, rows);
   Value full = arith::DivUIOp::create(b, len, rowsV);
   state = buildPassA(b, state, idx(b, 0), full, rows);
@@ -434,7 +509,7 @@ FailureOr<SmallVector<Value>> GradKernel::build(ImplicitLocOpBuilder &b) {
     return linalg::FillOp::create(b, ValueRange{sm.c(0.0)}, ValueRange{e})
         .getResult(0);
   };
-  SmallVector<Value> kv = {zeros(op.getKeys()), zeros(valuesT)};
+  SmallVector<Value> kv = {zeros(keys), zeros(valuesT)};
   kv = buildPassB(b, kv, lse, dsum);
   if (failedVJP)
     return failure();

@@ -7,6 +7,13 @@
 // neither the L × L × k log coordinates nor the L × L scores of the -O0
 // lowering exist any more.
 //
+// When a geo.flash_lie_attention_grad of the same attention (same
+// features, values and attributes: what the gradient rule of
+// geo.lie_attention emits) takes the result as its `out`, the fused op
+// also returns the per-row log-sum-exp and the gradient takes it, so the
+// backward does not recompute the softmax statistics
+// (FlashAttention-2's backward).
+//
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Geo/IR/GeoOps.h"
@@ -27,6 +34,36 @@ using namespace torsor;
 using namespace torsor::geo;
 
 namespace {
+
+/// Whether `features` is lie.pair_features of `g` (key features when
+/// `key`), possibly through the feature-major transpose of keys.
+bool isPairFeaturesOf(Value features, Value g, bool key) {
+  if (key) {
+    auto transpose = features.getDefiningOp<linalg::TransposeOp>();
+    if (!transpose)
+      return false;
+    features = transpose.getInput();
+  }
+  auto op = features.getDefiningOp<lie::PairFeaturesOp>();
+  return op && op.getInput() == g && op.getKey() == key;
+}
+
+/// The flash_lie_attention_grad that differentiates `op` itself and has
+/// no log-sum-exp yet, if any.
+FlashLieAttentionGradOp findGradient(LieAttentionOp op) {
+  for (Operation *user : op->getUsers()) {
+    auto grad = dyn_cast<FlashLieAttentionGradOp>(user);
+    if (grad && grad.getOut() == op.getResult() && !grad.getLse() &&
+        grad.getValues() == op.getValues() &&
+        grad.getGroup() == op.getGroup() && grad.getHeads() == op.getHeads() &&
+        grad.getTau() == op.getTau() && grad.getLambda() == op.getLambda() &&
+        grad.getCausal() == op.getCausal() &&
+        isPairFeaturesOf(grad.getQueries(), op.getElements(), false) &&
+        isPairFeaturesOf(grad.getKeys(), op.getElements(), true))
+      return grad;
+  }
+  return {};
+}
 
 /// geo.lie_attention(g, v) → flash_lie_attention(q(g), k(g)ᵀ, v, 0, empty).
 struct FuseLieAttention : OpRewritePattern<LieAttentionOp> {
@@ -66,10 +103,28 @@ struct FuseLieAttention : OpRewritePattern<LieAttentionOp> {
     Value init = tensor::EmptyOp::create(
         rewriter, loc, tensor::getMixedSizes(rewriter, loc, v), elt);
     Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
-    rewriter.replaceOpWithNewOp<FlashLieAttentionOp>(
-        op, op.getType(), queries, keysT, v, zero, init, group,
-        op.getHeadsAttr(), op.getTauAttr(), op.getLambdaAttr(),
+
+    // The log-sum-exp, [batch...] x L x heads, when a gradient needs it.
+    FlashLieAttentionGradOp grad = findGradient(op);
+    Value lseInit;
+    Type lseType;
+    if (grad) {
+      SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(rewriter, loc, v);
+      sizes.back() = rewriter.getIndexAttr(op.getHeads());
+      SmallVector<int64_t> shape(
+          cast<RankedTensorType>(v.getType()).getShape());
+      shape.back() = op.getHeads();
+      lseType = RankedTensorType::get(shape, elt);
+      lseInit = tensor::EmptyOp::create(rewriter, loc, sizes, elt);
+    }
+    auto flash = FlashLieAttentionOp::create(
+        rewriter, loc, op.getType(), lseType, queries, keysT, v, zero, init,
+        lseInit, group, op.getHeadsAttr(), op.getTauAttr(), op.getLambdaAttr(),
         op.getCausalAttr(), /*key_tile=*/IntegerAttr());
+    if (grad)
+      rewriter.modifyOpInPlace(
+          grad, [&] { grad.getLseMutable().assign(flash.getLse()); });
+    rewriter.replaceOp(op, flash.getResult());
     return success();
   }
 };

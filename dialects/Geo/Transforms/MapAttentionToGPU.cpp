@@ -630,6 +630,12 @@ struct GeoMapAttentionToGPU
                             "(geo-tile-attention); map the untiled op";
         return signalPassFailure();
       }
+      if (op.getLse()) {
+        op.emitOpError() << "with a log-sum-exp result (for the flash "
+                            "backward) has no GPU kernel; gradients are "
+                            "compiled for the CPU";
+        return signalPassFailure();
+      }
       KernelBuilder kernel(op, strategy);
       if (failed(kernel.verifyStrategy()))
         return signalPassFailure();
@@ -639,7 +645,9 @@ struct GeoMapAttentionToGPU
       Value result = kernel.build(b, cpuEmulation);
       // f32: the CPU kernel's polynomial atan2 and exp (KernelMath.h), so
       // both targets (and the emulation) evaluate the same formulas.
-      if (cast<RankedTensorType>(op.getType()).getElementType().isF32())
+      if (cast<RankedTensorType>(op.getResult().getType())
+              .getElementType()
+              .isF32())
         for (Operation *it = before ? before->getNextNode()
                                     : &op->getBlock()->front();
              it != op.getOperation(); it = it->getNextNode())

@@ -19,7 +19,12 @@ def GeoFuseAttention : Pass<"geo-fuse-attention"> {
     pair features (`lie.pair_features`, once per token for the queries and
     once for the keys, the keys transposed feature-major) and one
     `geo.flash_lie_attention` over them. No L × L tensor remains: the
-    pairwise block norms are recomputed per tile from the features.
+    pairwise block norms are recomputed per tile from the features. When
+    a `geo.flash_lie_attention_grad` of the same attention (features of
+    the same poses, same values and attributes: what the gradient rule
+    emits) takes the result as `out`, the fused op also returns the
+    per-row log-sum-exp (`lse`) and the gradient takes it, so the backward
+    does not recompute the softmax statistics.
 
     Before:
     ```mlir
@@ -51,7 +56,8 @@ def GeoTileAttention : Pass<"geo-tile-attention"> {
     `torsor.parallel`, so the tiles run on the runtime's thread pool; the
     rows left over when R does not divide L run as 1-row tiles in a second
     such loop. Each tile reads all keys and values and writes its own rows
-    only, so tiles never race.
+    only, so tiles never race. An `lse` result is carried through the
+    same loops and written row for row like the output.
 
     After (R = 4, 16 lanes, 2 key vectors):
     ```mlir
@@ -81,6 +87,7 @@ def GeoDecomposeAttention : Pass<"geo-decompose-attention"> {
       3. online softmax: one horizontal max per tile and head, exp of the
          scores, rescaling of sum and accumulators;
       4. P·V as vector FMAs of each value row into the accumulators.
+    With an `lse` result, m + log Σ l per row and head is written too.
     Keys that no row of the tile may see (causal) are never visited; key
     tiles that need masking (the causal diagonal and the sequence end) run
     in a second, masked loop. For f32, the kernel's atan2 and exp use
@@ -100,22 +107,28 @@ def GeoDecomposeAttentionGrad : Pass<"geo-decompose-attention-grad"> {
   let summary = "Lower geo.flash_lie_attention_grad to parallel vector loops";
   let description = [{
     The flash-style backward of Lie attention (FlashAttention-2's, without
-    atomics). Pass A runs over query tiles (`torsor.parallel`): it
-    recomputes each row's log-sum-exp per head from the pair features,
-    then, per key vector, P = exp(s − lse), dP = dO·v, dS = P(dP − D) and
-    the adjoint of the group model's pair form for dq. Pass B runs over
-    key vectors (`torsor.parallel`) and accumulates dk and dv per lane
-    from the stored lse and D = ⟨dO, O⟩. Only O(L·heads) statistics are
-    stored; no L × L tensor exists.
+    atomics). Pass A runs over (batch element, query tile) pairs
+    (`torsor.parallel`): it takes each row's log-sum-exp per head from the
+    op's `lse` operand (the fused forward's) or, without one, recomputes
+    it from the pair features — without a running max when every c_hb =
+    −λ_hb/τ_h ≤ 0 (then every score is ≤ 0 and the always-visible self
+    pair scores 0, so the row max is 0 and Σ exp(s) ≥ 1), with the online
+    softmax's running max otherwise; then, per key vector, P = exp(s −
+    lse), dP = dO·v, dS = P(dP − D) and the adjoint of the group model's
+    pair form for dq. Pass B runs over (batch element, key vector) pairs
+    (`torsor.parallel`) and accumulates dk and dv per lane from the stored
+    lse and D = ⟨dO, O⟩. Batch dims are indexed directly (the flat loop
+    index is split into batch indices), never reshaped. Only O(L·heads)
+    statistics are stored; no L × L tensor exists.
 
     Before:
     ```mlir
     %dq, %dk, %dv = geo.flash_lie_attention_grad %q, %k, %v, %o, %do {...}
     ```
-    After (sketch):
+    After (sketch, no `lse` operand, λ ≥ 0):
     ```mlir
     %a:3 = scf.for %t = %c0 to %tiles step %c1 iter_args(%dq0 = %e0, %lse0 = %e1, %d0 = %e2) {
-      %st:8 = scf.for %j = %c0 to %end step %c8 ... // running max and sums
+      %st:8 = scf.for %j = %c0 to %end step %c8 ... // sums of exp(s)
       %g:36 = scf.for %j = %c0 to %end step %c8 ... // dq per lane
       ...
     } {torsor.parallel}

@@ -5,7 +5,8 @@
 // loop over (batch, query tile) pairs, flattened into one parallel loop so
 // that the thread pool balances work across batch elements and tiles
 // alike. Each iteration is a flash_lie_attention on rank-2 slices with a
-// static row count and the key tile of the target strategy.
+// static row count and the key tile of the target strategy. An lse result
+// (the per-row log-sum-exp a gradient asked for) is tiled the same way.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,12 +29,14 @@ using namespace torsor::geo;
 
 namespace {
 
-/// Builds `scf.for %t = 0 to product(batch) * tiles` over `out`, whose
-/// iteration t computes rows first + (t mod tiles) · rows … of batch
-/// element t div tiles (row-major over the batch dims) as one flash op.
-Value buildTileLoop(OpBuilder &b, Location loc, FlashLieAttentionOp op,
-                    Value out, ArrayRef<Value> batch, Value tiles, Value first,
-                    int64_t rows, int64_t keyTile) {
+/// Builds `scf.for %t = 0 to product(batch) * tiles` over `outs` (the
+/// output, and the lse when the op has one), whose iteration t computes
+/// rows first + (t mod tiles) · rows … of batch element t div tiles
+/// (row-major over the batch dims) as one flash op.
+SmallVector<Value> buildTileLoop(OpBuilder &b, Location loc,
+                                 FlashLieAttentionOp op, ValueRange outs,
+                                 ArrayRef<Value> batch, Value tiles,
+                                 Value first, int64_t rows, int64_t keyTile) {
   auto qType = cast<RankedTensorType>(op.getQueries().getType());
   unsigned rank = qType.getRank(), nb = rank - 2;
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
@@ -43,7 +46,7 @@ Value buildTileLoop(OpBuilder &b, Location loc, FlashLieAttentionOp op,
     trips = arith::MulIOp::create(b, loc, trips, extent);
 
   auto loop = scf::ForOp::create(
-      b, loc, zero, trips, one, ValueRange{out},
+      b, loc, zero, trips, one, outs,
       [&](OpBuilder &lb, Location nloc, Value t, ValueRange iterArgs) {
         // Delinearize t into (batch indices..., tile).
         Value rest = t;
@@ -82,26 +85,38 @@ Value buildTileLoop(OpBuilder &b, Location loc, FlashLieAttentionOp op,
         Value k = slice(op.getKeys(), nullptr, nullptr);
         Value v = slice(op.getValues(), nullptr, nullptr);
         Value dest = slice(iterArgs[0], row, count);
+        Value lseDest;
+        if (op.getLse())
+          lseDest = slice(iterArgs[1], row, count);
         Value offset =
             arith::AddIOp::create(lb, nloc, op.getQueryOffset(), row);
-        Value tileOut = FlashLieAttentionOp::create(
-            lb, nloc, dest.getType(), q, k, v, offset, dest, op.getGroup(),
-            op.getHeadsAttr(), op.getTauAttr(), op.getLambdaAttr(),
-            op.getCausalAttr(), lb.getI64IntegerAttr(keyTile));
+        auto tileOp = FlashLieAttentionOp::create(
+            lb, nloc, dest.getType(), lseDest ? lseDest.getType() : Type(), q,
+            k, v, offset, dest, lseDest, op.getGroup(), op.getHeadsAttr(),
+            op.getTauAttr(), op.getLambdaAttr(), op.getCausalAttr(),
+            lb.getI64IntegerAttr(keyTile));
 
-        SmallVector<OpFoldResult> offs(batchIdx), sizes(nb, lb.getIndexAttr(1)),
-            strides(rank, lb.getIndexAttr(1));
-        offs.append({row, lb.getIndexAttr(0)});
-        sizes.append(
-            {count, lb.getIndexAttr(
-                        cast<RankedTensorType>(dest.getType()).getDimSize(1))});
-        Value next = tensor::InsertSliceOp::create(
-            lb, nloc, tileOut, iterArgs[0], offs, sizes, strides);
+        // Each tile result back into its rows.
+        auto insert = [&](Value tile, Value into) {
+          SmallVector<OpFoldResult> offs(batchIdx),
+              sizes(nb, lb.getIndexAttr(1)), strides(rank, lb.getIndexAttr(1));
+          offs.append({row, lb.getIndexAttr(0)});
+          sizes.append(
+              {count,
+               lb.getIndexAttr(
+                   cast<RankedTensorType>(tile.getType()).getDimSize(1))});
+          return tensor::InsertSliceOp::create(lb, nloc, tile, into, offs,
+                                               sizes, strides)
+              .getResult();
+        };
+        SmallVector<Value> next = {insert(tileOp.getResult(), iterArgs[0])};
+        if (op.getLse())
+          next.push_back(insert(tileOp.getLse(), iterArgs[1]));
         scf::YieldOp::create(lb, nloc, next);
       });
   // Tiles write disjoint rows and keep no state between iterations.
   loop->setAttr(kParallelLoopAttr, b.getUnitAttr());
-  return loop.getResult(0);
+  return SmallVector<Value>(loop.getResults());
 }
 
 /// Replaces the untiled `op` by its tile loops.
@@ -122,15 +137,19 @@ void tileFlashAttention(FlashLieAttentionOp op, RewriterBase &rewriter) {
   Value full = arith::DivUIOp::create(rewriter, loc, len, rowsV);
   Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
 
-  Value out = buildTileLoop(rewriter, loc, op, op.getInit(), batch, full, zero,
-                            rows, keyTile);
+  SmallVector<Value> outs = {op.getInit()};
+  if (op.getLseInit())
+    outs.push_back(op.getLseInit());
+  outs =
+      buildTileLoop(rewriter, loc, op, outs, batch, full, zero, rows, keyTile);
   if (rows > 1) {
     // The rows R does not divide, one at a time.
     Value first = arith::MulIOp::create(rewriter, loc, full, rowsV);
     Value rest = arith::SubIOp::create(rewriter, loc, len, first);
-    out = buildTileLoop(rewriter, loc, op, out, batch, rest, first, 1, keyTile);
+    outs =
+        buildTileLoop(rewriter, loc, op, outs, batch, rest, first, 1, keyTile);
   }
-  rewriter.replaceOp(op, out);
+  rewriter.replaceOp(op, outs);
 }
 
 struct GeoTileAttention

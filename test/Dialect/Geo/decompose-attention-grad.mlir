@@ -1,17 +1,23 @@
 // RUN: torsor-opt %s --split-input-file --torsor-select-strategy=vector-bits=256 --geo-decompose-attention-grad --verify-diagnostics | FileCheck %s
 
 // A causal SO(3) backward, 2 heads of 4 features, f32 (8 lanes). Pass A
-// runs over query tiles (parallel): a stats loop (running max and vector
-// sums) then a gradient loop that reads keys and values feature-major and
-// accumulates dq per lane; pass B runs over key vectors (parallel) with an
-// inner loop over the queries accumulating dk (9) and dv (8) per lane.
-// Every tensor the kernel creates has at most one sequence-length dim:
-// nothing is L × L.
+// runs over query tiles (parallel): λ ≥ 0 and τ > 0, so every score
+// is ≤ 0 and the row max is the self pair's 0: the stats loop carries
+// only per-lane sums of exp(s) (4 rows × 2 heads, no running max, no
+// max reduction); then a gradient loop reads keys and values
+// feature-major and accumulates dq per lane. Pass B runs over key vectors
+// (parallel) with an inner loop over the queries
+// accumulating dk (9) and dv (8) per lane. Every tensor the kernel creates
+// has at most one sequence-length dim: nothing is L × L.
 // CHECK-LABEL: func.func @so3_causal
-//       CHECK:   linalg.transpose
+//       CHECK:   linalg.transpose {{.*}} permutation = [1, 0]
 //       CHECK:   scf.for
-//       CHECK:     scf.for {{.*}} -> (f32, f32, f32, f32, f32, f32, f32, f32, vector<8xf32>
-//       CHECK:       vector.reduction <maximumf>
+//       CHECK:     scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
+//   CHECK-NOT:       vector.reduction <maximumf>
+//       CHECK:       math.floor {{.*}} : vector<8xf32>
+//   CHECK-NOT:       vector.reduction <maximumf>
+//       CHECK:     vector.reduction <add>
+//       CHECK:     math.log
 //       CHECK:     scf.for
 //       CHECK:       vector.transfer_read {{.*}} : tensor<8x?xf32>, vector<8xf32>
 //       CHECK:       math.sqrt {{.*}} : vector<8xf32>
@@ -28,6 +34,65 @@
 func.func @so3_causal(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32>, %o: tensor<?x8xf32>, %do: tensor<?x8xf32>) -> (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>) {
   %dq, %dk, %dv = geo.flash_lie_attention_grad %q, %k, %v, %o, %do {group = #lie.group<so3>, heads = 2 : i64, tau = array<f64: 1.0, 2.0>, lambda = array<f64: 1.0, 0.5>, causal} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>) -> (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>)
   return %dq, %dk, %dv : tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>
+}
+
+// -----
+
+// A negative λ (the grad op allows it; geo.lie_attention does not): scores
+// may be positive, so the stats loop keeps the online softmax's running
+// max (one scalar per row and head, a max reduction per key vector).
+// CHECK-LABEL: func.func @so3_negative_lambda
+//       CHECK:   scf.for
+//       CHECK:     scf.for {{.*}} -> (f32, f32, f32, f32, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
+//       CHECK:       vector.reduction <maximumf>
+//       CHECK:   } {torsor.parallel}
+//       CHECK:   return
+func.func @so3_negative_lambda(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32>, %o: tensor<?x8xf32>, %do: tensor<?x8xf32>) -> (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>) {
+  %dq, %dk, %dv = geo.flash_lie_attention_grad %q, %k, %v, %o, %do {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: -0.5>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>) -> (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>)
+  return %dq, %dk, %dv : tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>
+}
+
+// -----
+
+// With the forward's log-sum-exp there is no stats loop: pass A reads
+// lse (one scalar per row and head) and runs the gradient loop only.
+// CHECK-LABEL: func.func @so3_given_lse
+//  CHECK-SAME:   %[[LSE:[^:]*]]: tensor<?x2xf32>
+//       CHECK:   scf.for
+//       CHECK:     tensor.extract %[[LSE]]
+//   CHECK-NOT:     math.log
+//       CHECK:     scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>
+//       CHECK:       vector.transfer_read {{.*}} : tensor<8x?xf32>, vector<8xf32>
+//       CHECK:   } {torsor.parallel}
+//       CHECK:   return
+func.func @so3_given_lse(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32>, %o: tensor<?x8xf32>, %do: tensor<?x8xf32>, %lse: tensor<?x2xf32>) -> (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>) {
+  %dq, %dk, %dv = geo.flash_lie_attention_grad %q, %k, %v, %o, %do lse %lse {group = #lie.group<so3>, heads = 2 : i64, tau = array<f64: 1.0, 2.0>, lambda = array<f64: 1.0, 0.5>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x2xf32>) -> (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>)
+  return %dq, %dk, %dv : tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>
+}
+
+// -----
+
+// Two batch dims: each parallel loop runs over (batch element, tile)
+// pairs, its index split into the two batch indices and the tile; every
+// access takes the batch indices first. No reshape, nothing L × L.
+// CHECK-LABEL: func.func @so3_batched
+//       CHECK:   tensor.dim %{{.*}}, %{{.*}} : tensor<2x?x9x?xf32>
+//       CHECK:   %[[B1:.*]] = tensor.dim %{{.*}}, %{{.*}} : tensor<2x?x9x?xf32>
+//       CHECK:   scf.for
+//       CHECK:     arith.remui %{{.*}}, %[[B1]]
+//       CHECK:     tensor.extract %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : tensor<2x?x?x9xf32>
+//       CHECK:   } {torsor.parallel}
+//       CHECK:   scf.for
+//       CHECK:     vector.transfer_write {{.*}} : vector<8xf32>, tensor<2x?x9x?xf32>
+//       CHECK:   } {torsor.parallel}
+//       CHECK:   linalg.transpose {{.*}} permutation = [0, 1, 3, 2]
+//   CHECK-NOT:   tensor<2x?x?x?x
+//   CHECK-NOT:   tensor.collapse_shape
+//   CHECK-NOT:   geo.flash_lie_attention_grad
+//       CHECK:   return
+func.func @so3_batched(%q: tensor<2x?x?x9xf32>, %k: tensor<2x?x9x?xf32>, %v: tensor<2x?x?x8xf32>, %o: tensor<2x?x?x8xf32>, %do: tensor<2x?x?x8xf32>) -> (tensor<2x?x?x9xf32>, tensor<2x?x9x?xf32>, tensor<2x?x?x8xf32>) {
+  %dq, %dk, %dv = geo.flash_lie_attention_grad %q, %k, %v, %o, %do {group = #lie.group<so3>, heads = 2 : i64, tau = array<f64: 1.0, 2.0>, lambda = array<f64: 1.0, 0.5>, causal} : (tensor<2x?x?x9xf32>, tensor<2x?x9x?xf32>, tensor<2x?x?x8xf32>, tensor<2x?x?x8xf32>, tensor<2x?x?x8xf32>) -> (tensor<2x?x?x9xf32>, tensor<2x?x9x?xf32>, tensor<2x?x?x8xf32>)
+  return %dq, %dk, %dv : tensor<2x?x?x9xf32>, tensor<2x?x9x?xf32>, tensor<2x?x?x8xf32>
 }
 
 // -----

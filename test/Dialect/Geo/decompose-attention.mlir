@@ -51,3 +51,20 @@ func.func @untiled(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32>
   %o = geo.flash_lie_attention %q, %k, %v, %off, %init {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, index, tensor<?x8xf32>) -> tensor<?x8xf32>
   return %o : tensor<?x8xf32>
 }
+
+// -----
+
+// With an lse result: per row and head, m + log(Σ lanes) is inserted into
+// the lse destination next to the output.
+// CHECK-LABEL: func.func @with_lse
+//  CHECK-SAME:   %[[LSE0:[^:]*]]: tensor<2x2xf32>
+//       CHECK:   vector.reduction <add>
+//       CHECK:   %[[LOG:.*]] = math.log
+//       CHECK:   %[[L:.*]] = arith.addf %{{.*}}, %[[LOG]] : f32
+//       CHECK:   tensor.insert %[[L]] into %[[LSE0]][%{{.*}}, %{{.*}}] : tensor<2x2xf32>
+//       CHECK:   return
+func.func @with_lse(%q: tensor<2x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32>, %init: tensor<2x8xf32>, %lse0: tensor<2x2xf32>) -> (tensor<2x8xf32>, tensor<2x2xf32>) {
+  %c0 = arith.constant 0 : index
+  %o, %lse = geo.flash_lie_attention %q, %k, %v, %c0, %init lse %lse0 {group = #lie.group<so3>, heads = 2 : i64, tau = array<f64: 1.0, 2.0>, lambda = array<f64: 1.0, 0.5>, key_tile = 8 : i64} : (tensor<2x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, index, tensor<2x8xf32>, tensor<2x2xf32>) -> (tensor<2x8xf32>, tensor<2x2xf32>)
+  return %o, %lse : tensor<2x8xf32>, tensor<2x2xf32>
+}

@@ -41,3 +41,45 @@ func.func @aff2(%g: tensor<?x3x3xf32>, %v: tensor<?x4xf32>) -> tensor<?x4xf32> {
   %o = geo.lie_attention %g, %v {group = #lie.group<aff2>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0, 1.0>} : (tensor<?x3x3xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
   return %o : tensor<?x4xf32>
 }
+
+// -----
+
+// A gradient of this very attention (what the rule of geo.lie_attention
+// emits: pair features of the same poses, keys transposed, same values
+// and attributes) takes the fused forward's log-sum-exp, so the backward
+// does not recompute it. Batch dims stay.
+// CHECK-LABEL: func.func @with_gradient
+//       CHECK:   %[[LSE0:.*]] = tensor.empty({{.*}}) : tensor<2x?x2xf32>
+//       CHECK:   %[[O:.*]], %[[LSE:.*]] = geo.flash_lie_attention {{.*}} lse %[[LSE0]] {{.*}} -> (tensor<2x?x8xf32>, tensor<2x?x2xf32>)
+//       CHECK:   geo.flash_lie_attention_grad {{.*}}, %[[O]], %{{.*}} lse %[[LSE]]
+func.func @with_gradient(%g: tensor<2x?x3x3xf32>, %v: tensor<2x?x8xf32>, %do: tensor<2x?x8xf32>) -> (tensor<2x?x9xf32>, tensor<2x9x?xf32>, tensor<2x?x8xf32>) {
+  %o = geo.lie_attention %g, %v {group = #lie.group<so3>, heads = 2 : i64, tau = array<f64: 1.0, 2.0>, lambda = array<f64: 1.0, 0.5>} : (tensor<2x?x3x3xf32>, tensor<2x?x8xf32>) -> tensor<2x?x8xf32>
+  %q = lie.pair_features %g {group = #lie.group<so3>} : tensor<2x?x3x3xf32> -> tensor<2x?x9xf32>
+  %k = lie.pair_features %g {group = #lie.group<so3>, key} : tensor<2x?x3x3xf32> -> tensor<2x?x9xf32>
+  %c1 = arith.constant 1 : index
+  %n = tensor.dim %g, %c1 : tensor<2x?x3x3xf32>
+  %e = tensor.empty(%n) : tensor<2x9x?xf32>
+  %kt = linalg.transpose ins(%k : tensor<2x?x9xf32>) outs(%e : tensor<2x9x?xf32>) permutation = [0, 2, 1]
+  %dq, %dk, %dv = geo.flash_lie_attention_grad %q, %kt, %v, %o, %do {group = #lie.group<so3>, heads = 2 : i64, tau = array<f64: 1.0, 2.0>, lambda = array<f64: 1.0, 0.5>} : (tensor<2x?x9xf32>, tensor<2x9x?xf32>, tensor<2x?x8xf32>, tensor<2x?x8xf32>, tensor<2x?x8xf32>) -> (tensor<2x?x9xf32>, tensor<2x9x?xf32>, tensor<2x?x8xf32>)
+  return %dq, %dk, %dv : tensor<2x?x9xf32>, tensor<2x9x?xf32>, tensor<2x?x8xf32>
+}
+
+// -----
+
+// A gradient of a different attention (other τ) gets no lse: its
+// statistics are not the forward's.
+// CHECK-LABEL: func.func @other_gradient
+//       CHECK:   geo.flash_lie_attention {{.*}} -> tensor<?x8xf32>
+//   CHECK-NOT:   lse
+//       CHECK:   return
+func.func @other_gradient(%g: tensor<?x3x3xf32>, %v: tensor<?x8xf32>, %do: tensor<?x8xf32>) -> (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>) {
+  %o = geo.lie_attention %g, %v {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>} : (tensor<?x3x3xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  %q = lie.pair_features %g {group = #lie.group<so3>} : tensor<?x3x3xf32> -> tensor<?x9xf32>
+  %k = lie.pair_features %g {group = #lie.group<so3>, key} : tensor<?x3x3xf32> -> tensor<?x9xf32>
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %g, %c0 : tensor<?x3x3xf32>
+  %e = tensor.empty(%n) : tensor<9x?xf32>
+  %kt = linalg.transpose ins(%k : tensor<?x9xf32>) outs(%e : tensor<9x?xf32>) permutation = [1, 0]
+  %dq, %dk, %dv = geo.flash_lie_attention_grad %q, %kt, %v, %o, %do {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 2.0>, lambda = array<f64: 1.0>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>) -> (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>)
+  return %dq, %dk, %dv : tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>
+}

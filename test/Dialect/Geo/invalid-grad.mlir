@@ -8,9 +8,25 @@ func.func @features(%q: tensor<?x8xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32
 
 // -----
 
-func.func @batch(%q: tensor<2x?x9xf32>, %k: tensor<2x9x?xf32>, %v: tensor<2x?x8xf32>) {
-  // expected-error @+1 {{expects rank-2 operands of one element type (no batch dims)}}
-  %a:3 = geo.flash_lie_attention_grad %q, %k, %v, %v, %v {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>} : (tensor<2x?x9xf32>, tensor<2x9x?xf32>, tensor<2x?x8xf32>, tensor<2x?x8xf32>, tensor<2x?x8xf32>) -> (tensor<2x?x9xf32>, tensor<2x9x?xf32>, tensor<2x?x8xf32>)
+func.func @batch(%q: tensor<2x?x9xf32>, %k: tensor<3x9x?xf32>, %v: tensor<2x?x8xf32>) {
+  // expected-error @+1 {{expects the operands to agree on batch dims}}
+  %a:3 = geo.flash_lie_attention_grad %q, %k, %v, %v, %v {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>} : (tensor<2x?x9xf32>, tensor<3x9x?xf32>, tensor<2x?x8xf32>, tensor<2x?x8xf32>, tensor<2x?x8xf32>) -> (tensor<2x?x9xf32>, tensor<3x9x?xf32>, tensor<2x?x8xf32>)
+  return
+}
+
+// -----
+
+func.func @rank(%q: tensor<2x?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<2x?x8xf32>) {
+  // expected-error @+1 {{expects operands of one rank >= 2 and one element type}}
+  %a:3 = geo.flash_lie_attention_grad %q, %k, %v, %v, %v {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>} : (tensor<2x?x9xf32>, tensor<9x?xf32>, tensor<2x?x8xf32>, tensor<2x?x8xf32>, tensor<2x?x8xf32>) -> (tensor<2x?x9xf32>, tensor<9x?xf32>, tensor<2x?x8xf32>)
+  return
+}
+
+// -----
+
+func.func @lse(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32>, %lse: tensor<?x1xf32>) {
+  // expected-error @+1 {{expects lse of [batch...] x L x heads (2), got 'tensor<?x1xf32>'}}
+  %a:3 = geo.flash_lie_attention_grad %q, %k, %v, %v, %v lse %lse {group = #lie.group<so3>, heads = 2 : i64, tau = array<f64: 1.0, 1.0>, lambda = array<f64: 1.0, 1.0>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x1xf32>) -> (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>)
   return
 }
 
@@ -27,5 +43,14 @@ func.func @heads(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32>) 
 func.func @result(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32>) {
   // expected-error @+1 {{expects results of the types of queries, keys and values}}
   %a:3 = geo.flash_lie_attention_grad %q, %k, %v, %v, %v {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>) -> (tensor<?x9xf32>, tensor<?x9xf32>, tensor<?x8xf32>)
+  return
+}
+
+// -----
+
+func.func @forward_lse(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32>, %lse0: tensor<?x3xf32>) {
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{expects lse_init and lse of [batch...] x rows x heads (2), got 'tensor<?x3xf32>'}}
+  %o, %lse = geo.flash_lie_attention %q, %k, %v, %c0, %v lse %lse0 {group = #lie.group<so3>, heads = 2 : i64, tau = array<f64: 1.0, 1.0>, lambda = array<f64: 1.0, 1.0>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, index, tensor<?x8xf32>, tensor<?x3xf32>) -> (tensor<?x8xf32>, tensor<?x3xf32>)
   return
 }

@@ -102,3 +102,13 @@ func.func @already_tiled(%q: tensor<4x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x
   %o = geo.flash_lie_attention %q, %k, %v, %c0, %init {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>, key_tile = 8 : i64} : (tensor<4x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, index, tensor<4x8xf32>) -> tensor<4x8xf32>
   return %o : tensor<4x8xf32>
 }
+
+// -----
+
+// The log-sum-exp result is only asked for by the CPU's flash backward.
+func.func @with_lse(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32>, %init: tensor<?x8xf32>, %lse0: tensor<?x1xf32>) -> tensor<?x1xf32> {
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{with a log-sum-exp result (for the flash backward) has no GPU kernel; gradients are compiled for the CPU}}
+  %o, %lse = geo.flash_lie_attention %q, %k, %v, %c0, %init lse %lse0 {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, index, tensor<?x8xf32>, tensor<?x1xf32>) -> (tensor<?x8xf32>, tensor<?x1xf32>)
+  return %lse : tensor<?x1xf32>
+}

@@ -81,3 +81,19 @@ func.func @relational_norm(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
   %y = geo.relational_norm %x {eps = 1.0e-5 : f64} : tensor<?x8xf32>
   return %y : tensor<?x8xf32>
 }
+
+// The fused forward with its optional log-sum-exp, and the flash backward
+// taking it, with a batch dim.
+// CHECK-LABEL: func.func @flash_with_lse
+//       CHECK:   %[[O:.*]], %[[LSE:.*]] = geo.flash_lie_attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} lse %{{.*}} {group = #lie.group<so3>
+//       CHECK:   geo.flash_lie_attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %[[O]], %{{.*}} lse %[[LSE]] {group = #lie.group<so3>
+func.func @flash_with_lse(%q: tensor<2x?x9xf32>, %k: tensor<2x9x?xf32>, %v: tensor<2x?x8xf32>,
+                          %do: tensor<2x?x8xf32>, %lse0: tensor<2x?x1xf32>)
+    -> (tensor<2x?x9xf32>, tensor<2x9x?xf32>, tensor<2x?x8xf32>) {
+  %c0 = arith.constant 0 : index
+  %o, %lse = geo.flash_lie_attention %q, %k, %v, %c0, %v lse %lse0 {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>}
+      : (tensor<2x?x9xf32>, tensor<2x9x?xf32>, tensor<2x?x8xf32>, index, tensor<2x?x8xf32>, tensor<2x?x1xf32>) -> (tensor<2x?x8xf32>, tensor<2x?x1xf32>)
+  %dq, %dk, %dv = geo.flash_lie_attention_grad %q, %k, %v, %o, %do lse %lse {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>}
+      : (tensor<2x?x9xf32>, tensor<2x9x?xf32>, tensor<2x?x8xf32>, tensor<2x?x8xf32>, tensor<2x?x8xf32>, tensor<2x?x1xf32>) -> (tensor<2x?x9xf32>, tensor<2x9x?xf32>, tensor<2x?x8xf32>)
+  return %dq, %dk, %dv : tensor<2x?x9xf32>, tensor<2x9x?xf32>, tensor<2x?x8xf32>
+}

@@ -51,3 +51,25 @@ func.func @tiled(%q: tensor<2x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x4xf32>, 
   %o = geo.flash_lie_attention %q, %k, %v, %off, %init {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>, key_tile = 8 : i64} : (tensor<2x9xf32>, tensor<9x?xf32>, tensor<?x4xf32>, index, tensor<2x4xf32>) -> tensor<2x4xf32>
   return %o : tensor<2x4xf32>
 }
+
+// -----
+
+// With an lse result (a gradient asked for it): the tile loops carry the
+// lse tensor too; each tile writes its rows of both.
+// CHECK-LABEL: func.func @with_lse
+//       CHECK:   scf.for {{.*}} -> (tensor<?x64xf32>, tensor<?x2xf32>)
+//       CHECK:     %[[LSEDEST:.*]] = tensor.extract_slice %{{.*}}[%{{.*}}, 0] [4, 2] [1, 1] : tensor<?x2xf32> to tensor<4x2xf32>
+//       CHECK:     %[[O:.*]], %[[LSE:.*]] = geo.flash_lie_attention {{.*}} lse %[[LSEDEST]] {{.*}} -> (tensor<4x64xf32>, tensor<4x2xf32>)
+//       CHECK:     tensor.insert_slice %[[O]]
+//       CHECK:     tensor.insert_slice %[[LSE]]
+//       CHECK:   } {torsor.parallel}
+//       CHECK:   scf.for {{.*}} -> (tensor<?x64xf32>, tensor<?x2xf32>)
+//       CHECK:     geo.flash_lie_attention {{.*}} -> (tensor<1x64xf32>, tensor<1x2xf32>)
+//       CHECK:   } {torsor.parallel}
+// AVX2-LABEL: func.func @with_lse
+//       AVX2:   geo.flash_lie_attention {{.*}} -> (tensor<1x64xf32>, tensor<1x2xf32>)
+func.func @with_lse(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x64xf32>, %init: tensor<?x64xf32>, %lse0: tensor<?x2xf32>) -> (tensor<?x64xf32>, tensor<?x2xf32>) {
+  %c0 = arith.constant 0 : index
+  %o, %lse = geo.flash_lie_attention %q, %k, %v, %c0, %init lse %lse0 {group = #lie.group<so3>, heads = 2 : i64, tau = array<f64: 1.0, 1.0>, lambda = array<f64: 1.0, 1.0>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x64xf32>, index, tensor<?x64xf32>, tensor<?x2xf32>) -> (tensor<?x64xf32>, tensor<?x2xf32>)
+  return %o, %lse : tensor<?x64xf32>, tensor<?x2xf32>
+}
