@@ -67,7 +67,8 @@ FlashLieAttentionGradOp findGradient(LieAttentionOp op) {
 
 /// geo.lie_attention(g, v) → flash_lie_attention(q(g), k(g)ᵀ, v, 0, empty).
 struct FuseLieAttention : OpRewritePattern<LieAttentionOp> {
-  using OpRewritePattern::OpRewritePattern;
+  FuseLieAttention(MLIRContext *ctx, bool lse)
+      : OpRewritePattern(ctx), handLse(lse) {}
 
   LogicalResult matchAndRewrite(LieAttentionOp op,
                                 PatternRewriter &rewriter) const override {
@@ -105,7 +106,7 @@ struct FuseLieAttention : OpRewritePattern<LieAttentionOp> {
     Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
 
     // The log-sum-exp, [batch...] x L x heads, when a gradient needs it.
-    FlashLieAttentionGradOp grad = findGradient(op);
+    FlashLieAttentionGradOp grad = handLse ? findGradient(op) : nullptr;
     Value lseInit;
     Type lseType;
     if (grad) {
@@ -127,13 +128,16 @@ struct FuseLieAttention : OpRewritePattern<LieAttentionOp> {
     rewriter.replaceOp(op, flash.getResult());
     return success();
   }
+
+  bool handLse;
 };
 
 struct GeoFuseAttention
     : torsor::geo::impl::GeoFuseAttentionBase<GeoFuseAttention> {
+  using Base::Base;
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<FuseLieAttention>(&getContext());
+    patterns.add<FuseLieAttention>(&getContext(), lse);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

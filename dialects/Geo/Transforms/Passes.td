@@ -24,7 +24,9 @@ def GeoFuseAttention : Pass<"geo-fuse-attention"> {
     the same poses, same values and attributes: what the gradient rule
     emits) takes the result as `out`, the fused op also returns the
     per-row log-sum-exp (`lse`) and the gradient takes it, so the backward
-    does not recompute the softmax statistics.
+    does not recompute the softmax statistics. `lse=false` leaves the
+    gradient to recompute them (the NVPTX pipeline: its attention kernel
+    has no log-sum-exp output).
 
     Before:
     ```mlir
@@ -44,6 +46,11 @@ def GeoFuseAttention : Pass<"geo-fuse-attention"> {
                            "::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect",
                            "::mlir::arith::ArithDialect"];
+  let options = [
+    Option<"lse", "lse", "bool", /*default=*/"true",
+           "Hand the forward's log-sum-exp to the gradient of the same "
+           "attention">,
+  ];
 }
 
 def GeoTileAttention : Pass<"geo-tile-attention"> {

@@ -1,4 +1,5 @@
 // RUN: torsor-opt %s --split-input-file --geo-fuse-attention | FileCheck %s
+// RUN: torsor-opt %s --split-input-file --geo-fuse-attention=lse=false | FileCheck %s --check-prefix=NOLSE
 
 // SO(3): 9 features per token on both sides, keys transposed feature-major,
 // one flash op with the attributes of the original; no L × L tensor.
@@ -52,6 +53,10 @@ func.func @aff2(%g: tensor<?x3x3xf32>, %v: tensor<?x4xf32>) -> tensor<?x4xf32> {
 //       CHECK:   %[[LSE0:.*]] = tensor.empty({{.*}}) : tensor<2x?x2xf32>
 //       CHECK:   %[[O:.*]], %[[LSE:.*]] = geo.flash_lie_attention {{.*}} lse %[[LSE0]] {{.*}} -> (tensor<2x?x8xf32>, tensor<2x?x2xf32>)
 //       CHECK:   geo.flash_lie_attention_grad {{.*}}, %[[O]], %{{.*}} lse %[[LSE]]
+// With lse=false (the NVPTX pipeline) the gradient recomputes the statistics.
+// NOLSE-LABEL: func.func @with_gradient
+//   NOLSE-NOT:   lse
+//       NOLSE:   return
 func.func @with_gradient(%g: tensor<2x?x3x3xf32>, %v: tensor<2x?x8xf32>, %do: tensor<2x?x8xf32>) -> (tensor<2x?x9xf32>, tensor<2x9x?xf32>, tensor<2x?x8xf32>) {
   %o = geo.lie_attention %g, %v {group = #lie.group<so3>, heads = 2 : i64, tau = array<f64: 1.0, 2.0>, lambda = array<f64: 1.0, 0.5>} : (tensor<2x?x3x3xf32>, tensor<2x?x8xf32>) -> tensor<2x?x8xf32>
   %q = lie.pair_features %g {group = #lie.group<so3>} : tensor<2x?x3x3xf32> -> tensor<2x?x9xf32>
