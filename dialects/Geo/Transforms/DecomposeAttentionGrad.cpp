@@ -21,7 +21,9 @@
 // memory beyond the inputs and gradients is O(L·heads) plus the
 // feature-major copies of V and dV. The derivative of the pair form is
 // buildPairBlockNormsVJP: the adjoint of the same formula the forward
-// kernel runs, on vectors (one pair per lane).
+// kernel runs, on vectors (one pair per lane), or, for a pair form that
+// builds loops (declared groups' iterative log), per lane with scalar code
+// as the forward does, with the log's derivative from the group model.
 //
 //===----------------------------------------------------------------------===//
 
@@ -63,7 +65,10 @@ public:
     heads = op.getHeads();
     headDim = dim / heads;
     lanes = strategy.lanes(elt.getWidth());
-    rows = strategy.attentionMaxQueryRows;
+    // Rows share key loads; a pair form that builds loops runs per lane in
+    // scalar code, where sharing saves nothing and every row would repeat
+    // that code (compile time).
+    rows = model.hasStraightLinePairForm() ? strategy.attentionMaxQueryRows : 1;
     blocks = model.getBlocks().size();
     for (int64_t h = 0; h < heads; ++h)
       for (unsigned b = 0; b < blocks; ++b)
@@ -125,6 +130,15 @@ private:
     }
     return nbar;
   }
+  /// The pair block norms of queries `q` (splats) against `keys`, one pair
+  /// per lane.
+  Scalars pairNorms(ScalarBuilder &vm, ValueRange q, ValueRange keys);
+  /// Their VJP (q̄, k̄) for cotangents `nbar`, zero in lanes off `mask`.
+  FailureOr<std::pair<Scalars, Scalars>> pairNormsVJP(ScalarBuilder &vm,
+                                                      ValueRange q,
+                                                      ValueRange keys,
+                                                      ValueRange nbar,
+                                                      Value mask);
   /// Pass A over query rows [first, first + count·tileRows) in tiles of
   /// `tileRows`; carries (dq, lse, dsum).
   SmallVector<Value> buildPassA(ImplicitLocOpBuilder &b, ValueRange state,
@@ -145,6 +159,96 @@ private:
   Value len, valuesT;
   bool failedVJP = false;
 };
+
+Scalars GradKernel::pairNorms(ScalarBuilder &vm, ValueRange q,
+                              ValueRange keys) {
+  if (model.hasStraightLinePairForm())
+    return model.buildPairBlockNorms(vm, q, keys);
+  // Per lane with scalar code, as the forward kernel: the model's pair
+  // form builds loops (a declared group's iterative log).
+  ImplicitLocOpBuilder &b = vm.builder();
+  SmallVector<Value> init(blocks, vm.c(0.0));
+  auto loop = scf::ForOp::create(
+      b, idx(b, 0), idx(b, lanes), idx(b, 1), init,
+      [&](OpBuilder &nested, Location loc, Value lane, ValueRange norms) {
+        ImplicitLocOpBuilder lb(loc, nested);
+        ScalarBuilder sm(lb, elt);
+        auto at = [&](ValueRange vs) {
+          Scalars out;
+          for (Value v : vs)
+            out.push_back(vector::ExtractOp::create(
+                lb, v, ArrayRef<OpFoldResult>{lane}));
+          return out;
+        };
+        Scalars pair = model.buildPairBlockNorms(sm, at(q), at(keys));
+        SmallVector<Value> next;
+        for (auto [norm, vec] : llvm::zip_equal(pair, norms))
+          next.push_back(vector::InsertOp::create(
+              lb, norm, vec, ArrayRef<OpFoldResult>{lane}));
+        scf::YieldOp::create(lb, next);
+      });
+  return Scalars(loop.getResults().begin(), loop.getResults().end());
+}
+
+FailureOr<std::pair<Scalars, Scalars>>
+GradKernel::pairNormsVJP(ScalarBuilder &vm, ValueRange q, ValueRange keys,
+                         ValueRange nbar, Value mask) {
+  if (model.hasStraightLinePairForm())
+    return lie::buildPairBlockNormsVJP(model, vm, q, keys, nbar);
+  // Per lane with scalar code: the model's adjoint of its pair form (the
+  // log's derivative from the model, Groups/Derivatives.h). Lanes off the
+  // mask (past the end, or causally hidden) hold no pair: they are
+  // skipped, so that no log of a zero key reaches the sums.
+  ImplicitLocOpBuilder &b = vm.builder();
+  SmallVector<Value> init(numQ + numK, vm.c(0.0));
+  bool ok = true;
+  auto loop = scf::ForOp::create(
+      b, idx(b, 0), idx(b, lanes), idx(b, 1), init,
+      [&](OpBuilder &nested, Location loc, Value lane, ValueRange acc) {
+        ImplicitLocOpBuilder lb(loc, nested);
+        auto at = [&](ValueRange vs) {
+          Scalars out;
+          for (Value v : vs)
+            out.push_back(vector::ExtractOp::create(
+                lb, v, ArrayRef<OpFoldResult>{lane}));
+          return out;
+        };
+        Value valid = vector::ExtractOp::create(lb, mask,
+                                                ArrayRef<OpFoldResult>{lane});
+        SmallVector<Type> types(numQ + numK, elt);
+        auto inLane = scf::IfOp::create(lb, types, valid,
+                                        /*withElseRegion=*/true);
+        {
+          OpBuilder::InsertionGuard guard(lb);
+          lb.setInsertionPointToStart(inLane.thenBlock());
+          ScalarBuilder sm(lb, elt);
+          auto vjp =
+              lie::buildPairBlockNormsVJP(model, sm, at(q), at(keys), at(nbar));
+          SmallVector<Value> out;
+          if (failed(vjp)) {
+            ok = false;
+            out.assign(numQ + numK, sm.c(0.0));
+          } else {
+            out.append(vjp->first.begin(), vjp->first.end());
+            out.append(vjp->second.begin(), vjp->second.end());
+          }
+          scf::YieldOp::create(lb, out);
+          lb.setInsertionPointToStart(inLane.elseBlock());
+          scf::YieldOp::create(lb,
+                               SmallVector<Value>(numQ + numK, sm.c(0.0)));
+        }
+        SmallVector<Value> next;
+        for (auto [x, vec] : llvm::zip_equal(inLane.getResults(), acc))
+          next.push_back(vector::InsertOp::create(
+              lb, x, vec, ArrayRef<OpFoldResult>{lane}));
+        scf::YieldOp::create(lb, next);
+      });
+  if (!ok)
+    return failure();
+  ValueRange results = loop.getResults();
+  return std::make_pair(Scalars(results.begin(), results.begin() + numQ),
+                        Scalars(results.begin() + numQ, results.end()));
+}
 
 SmallVector<Value> GradKernel::passATile(ImplicitLocOpBuilder &b,
                                          ValueRange state, Value row0,
@@ -189,7 +293,7 @@ SmallVector<Value> GradKernel::passATile(ImplicitLocOpBuilder &b,
 
   // Norms of every row against the key vector at j0.
   auto rowNorms = [&](ScalarBuilder &lm, int64_t r, ValueRange keys) {
-    return model.buildPairBlockNorms(lm, qSplat[r], keys);
+    return pairNorms(lm, qSplat[r], keys);
   };
 
   // Stats: running max (scalar) and per-lane sums per row and head.
@@ -264,8 +368,8 @@ SmallVector<Value> GradKernel::passATile(ImplicitLocOpBuilder &b,
                            vcol[h * headDim + d], dp);
             ds.push_back(lvm.mul(p, lvm.sub(dp, lvm.splat(dvec[r][h]))));
           }
-          auto vjp = lie::buildPairBlockNormsVJP(model, lvm, qSplat[r], keys,
-                                                 normBars(lvm, ds));
+          auto vjp =
+              pairNormsVJP(lvm, qSplat[r], keys, normBars(lvm, ds), mask);
           if (failed(vjp)) {
             failedVJP = true;
             break;
@@ -342,7 +446,7 @@ SmallVector<Value> GradKernel::buildPassB(ImplicitLocOpBuilder &b,
                     ib, op.getQueries(), ValueRange{i, idx(ib, f)})));
               Value mask = laneMask(ib, j0, len, op.getCausal() ? i : Value());
               SmallVector<Value> s =
-                  scores(ivm, model.buildPairBlockNorms(ivm, q, keys));
+                  scores(ivm, pairNorms(ivm, q, keys));
               SmallVector<Value> next(acc), ds, probs;
               for (int64_t h = 0; h < heads; ++h) {
                 Value lseI = tensor::ExtractOp::create(
@@ -360,8 +464,7 @@ SmallVector<Value> GradKernel::buildPassB(ImplicitLocOpBuilder &b,
                 }
                 ds.push_back(ivm.mul(p, ivm.sub(dp, ivm.splat(dI))));
               }
-              auto vjp = lie::buildPairBlockNormsVJP(model, ivm, q, keys,
-                                                     normBars(ivm, ds));
+              auto vjp = pairNormsVJP(ivm, q, keys, normBars(ivm, ds), mask);
               if (failed(vjp))
                 failedVJP = true;
               else
@@ -443,14 +546,6 @@ struct GeoDecomposeAttentionGrad
         [&](FlashLieAttentionGradOp op) { ops.push_back(op); });
     SmallVector<Operation *> approximate;
     for (FlashLieAttentionGradOp op : ops) {
-      const GroupModel &model = op.getGroup().getModel();
-      if (!model.hasStraightLinePairForm()) {
-        op.emitOpError("needs a straight-line pair form; group ")
-            << model.getDisplayName()
-            << " builds loops in it (declared groups with an iterative log "
-               "have no fused backward yet)";
-        return signalPassFailure();
-      }
       OpBuilder builder(op);
       Operation *before = op->getPrevNode();
       ImplicitLocOpBuilder b(op.getLoc(), builder);

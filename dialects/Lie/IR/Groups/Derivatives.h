@@ -112,7 +112,9 @@ mlir::FailureOr<Scalars> buildPullback(const GroupModel &model,
 
 /// The VJP of the pair block norms N_b(q, k) with cotangents n̄_b:
 /// (q̄, k̄), the gradients of the query and key features. Straight-line
-/// (and so vectorisable) whenever the model's pair form is.
+/// (and so vectorisable) whenever the model's pair form is; otherwise
+/// (a declared group's iterative log) it builds the log's loops and takes
+/// the log's derivative from the model (J_r⁻ᵀ), for scalar code per pair.
 mlir::FailureOr<std::pair<Scalars, Scalars>>
 buildPairBlockNormsVJP(const GroupModel &model, ScalarBuilder &m,
                        mlir::ValueRange q, mlir::ValueRange k,
