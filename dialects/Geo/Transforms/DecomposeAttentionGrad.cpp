@@ -35,7 +35,9 @@
 #include "dialects/Lie/IR/GroupModel.h"
 #include "dialects/Lie/IR/Groups/Derivatives.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/PatternMatch.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include <limits>
@@ -130,6 +132,11 @@ private:
     }
     return nbar;
   }
+  /// The private function that evaluates one pair in scalar code, for a
+  /// pair form that builds loops: (q, k) → N, or with `vjp` (q, k, n̄) →
+  /// (q̄, k̄). One per group and element type in the module, so that the
+  /// log's loops are emitted once, not at every call site.
+  func::FuncOp pairFunction(bool vjp);
   /// The pair block norms of queries `q` (splats) against `keys`, one pair
   /// per lane.
   Scalars pairNorms(ScalarBuilder &vm, ValueRange q, ValueRange keys);
@@ -158,31 +165,83 @@ private:
   SmallVector<double> coef; // [h][block]
   Value len, valuesT;
   bool failedVJP = false;
+
+public:
+  /// The functions pairFunction created (the pass approximates their f32
+  /// math as the kernel's).
+  SmallVector<func::FuncOp> outlined;
 };
+
+func::FuncOp GradKernel::pairFunction(bool vjp) {
+  auto module = op->getParentOfType<ModuleOp>();
+  std::string name =
+      llvm::formatv("torsor_pair_{0}_{1}_f{2}_{3:x}",
+                    vjp ? "norms_vjp" : "norms", model.getName(),
+                    elt.getWidth(),
+                    llvm::hash_value(op.getGroup().getAsOpaquePointer()))
+          .str();
+  if (auto existing = module.lookupSymbol<func::FuncOp>(name))
+    return existing;
+  unsigned numIn = numQ + numK + (vjp ? blocks : 0);
+  unsigned numOut = vjp ? numQ + numK : blocks;
+  OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
+  auto fn = func::FuncOp::create(
+      mb, op.getLoc(), name,
+      mb.getFunctionType(SmallVector<Type>(numIn, elt),
+                         SmallVector<Type>(numOut, elt)));
+  fn.setPrivate();
+  Block *entry = fn.addEntryBlock();
+  auto fb = ImplicitLocOpBuilder::atBlockEnd(op.getLoc(), entry);
+  ScalarBuilder sm(fb, elt);
+  ValueRange args = entry->getArguments();
+  ValueRange q = args.take_front(numQ), k = args.slice(numQ, numK);
+  SmallVector<Value> results;
+  if (!vjp) {
+    Scalars norms = model.buildPairBlockNorms(sm, q, k);
+    results.assign(norms.begin(), norms.end());
+  } else if (auto grads = lie::buildPairBlockNormsVJP(
+                 model, sm, q, k, args.drop_front(numQ + numK));
+             succeeded(grads)) {
+    results.append(grads->first.begin(), grads->first.end());
+    results.append(grads->second.begin(), grads->second.end());
+  } else {
+    failedVJP = true;
+    results.assign(numOut, sm.c(0.0));
+  }
+  func::ReturnOp::create(fb, results);
+  outlined.push_back(fn);
+  return fn;
+}
+
+/// Lane `lane` of every vector in `vs`.
+static SmallVector<Value> laneOf(ImplicitLocOpBuilder &b, ValueRange vs,
+                                 Value lane) {
+  SmallVector<Value> out;
+  for (Value v : vs)
+    out.push_back(
+        vector::ExtractOp::create(b, v, ArrayRef<OpFoldResult>{lane}));
+  return out;
+}
 
 Scalars GradKernel::pairNorms(ScalarBuilder &vm, ValueRange q,
                               ValueRange keys) {
   if (model.hasStraightLinePairForm())
     return model.buildPairBlockNorms(vm, q, keys);
   // Per lane with scalar code, as the forward kernel: the model's pair
-  // form builds loops (a declared group's iterative log).
+  // form builds loops (a declared group's iterative log). The code is
+  // one function per kernel, called per pair.
   ImplicitLocOpBuilder &b = vm.builder();
+  func::FuncOp fn = pairFunction(/*vjp=*/false);
   SmallVector<Value> init(blocks, vm.c(0.0));
   auto loop = scf::ForOp::create(
       b, idx(b, 0), idx(b, lanes), idx(b, 1), init,
       [&](OpBuilder &nested, Location loc, Value lane, ValueRange norms) {
         ImplicitLocOpBuilder lb(loc, nested);
-        ScalarBuilder sm(lb, elt);
-        auto at = [&](ValueRange vs) {
-          Scalars out;
-          for (Value v : vs)
-            out.push_back(vector::ExtractOp::create(
-                lb, v, ArrayRef<OpFoldResult>{lane}));
-          return out;
-        };
-        Scalars pair = model.buildPairBlockNorms(sm, at(q), at(keys));
+        SmallVector<Value> in = laneOf(lb, q, lane);
+        in.append(laneOf(lb, keys, lane));
+        auto call = func::CallOp::create(lb, fn, in);
         SmallVector<Value> next;
-        for (auto [norm, vec] : llvm::zip_equal(pair, norms))
+        for (auto [norm, vec] : llvm::zip_equal(call.getResults(), norms))
           next.push_back(vector::InsertOp::create(
               lb, norm, vec, ArrayRef<OpFoldResult>{lane}));
         scf::YieldOp::create(lb, next);
@@ -200,40 +259,27 @@ GradKernel::pairNormsVJP(ScalarBuilder &vm, ValueRange q, ValueRange keys,
   // mask (past the end, or causally hidden) hold no pair: they are
   // skipped, so that no log of a zero key reaches the sums.
   ImplicitLocOpBuilder &b = vm.builder();
+  func::FuncOp fn = pairFunction(/*vjp=*/true);
   SmallVector<Value> init(numQ + numK, vm.c(0.0));
-  bool ok = true;
   auto loop = scf::ForOp::create(
       b, idx(b, 0), idx(b, lanes), idx(b, 1), init,
       [&](OpBuilder &nested, Location loc, Value lane, ValueRange acc) {
         ImplicitLocOpBuilder lb(loc, nested);
-        auto at = [&](ValueRange vs) {
-          Scalars out;
-          for (Value v : vs)
-            out.push_back(vector::ExtractOp::create(
-                lb, v, ArrayRef<OpFoldResult>{lane}));
-          return out;
-        };
         Value valid = vector::ExtractOp::create(lb, mask,
                                                 ArrayRef<OpFoldResult>{lane});
-        SmallVector<Type> types(numQ + numK, elt);
-        auto inLane = scf::IfOp::create(lb, types, valid,
-                                        /*withElseRegion=*/true);
+        auto inLane =
+            scf::IfOp::create(lb, SmallVector<Type>(numQ + numK, elt), valid,
+                              /*withElseRegion=*/true);
         {
           OpBuilder::InsertionGuard guard(lb);
           lb.setInsertionPointToStart(inLane.thenBlock());
-          ScalarBuilder sm(lb, elt);
-          auto vjp =
-              lie::buildPairBlockNormsVJP(model, sm, at(q), at(keys), at(nbar));
-          SmallVector<Value> out;
-          if (failed(vjp)) {
-            ok = false;
-            out.assign(numQ + numK, sm.c(0.0));
-          } else {
-            out.append(vjp->first.begin(), vjp->first.end());
-            out.append(vjp->second.begin(), vjp->second.end());
-          }
-          scf::YieldOp::create(lb, out);
+          SmallVector<Value> in = laneOf(lb, q, lane);
+          in.append(laneOf(lb, keys, lane));
+          in.append(laneOf(lb, nbar, lane));
+          scf::YieldOp::create(lb, func::CallOp::create(lb, fn, in)
+                                       .getResults());
           lb.setInsertionPointToStart(inLane.elseBlock());
+          ScalarBuilder sm(lb, elt);
           scf::YieldOp::create(lb,
                                SmallVector<Value>(numQ + numK, sm.c(0.0)));
         }
@@ -243,7 +289,7 @@ GradKernel::pairNormsVJP(ScalarBuilder &vm, ValueRange q, ValueRange keys,
               lb, x, vec, ArrayRef<OpFoldResult>{lane}));
         scf::YieldOp::create(lb, next);
       });
-  if (!ok)
+  if (failedVJP)
     return failure();
   ValueRange results = loop.getResults();
   return std::make_pair(Scalars(results.begin(), results.begin() + numQ),
@@ -553,9 +599,16 @@ struct GeoDecomposeAttentionGrad
       FailureOr<SmallVector<Value>> results = kernel.build(b);
       if (failed(results))
         return signalPassFailure();
-      if (cast<RankedTensorType>(op.getValues().getType())
-              .getElementType()
-              .isF32())
+      bool f32 = cast<RankedTensorType>(op.getValues().getType())
+                     .getElementType()
+                     .isF32();
+      for (func::FuncOp fn : kernel.outlined)
+        if (f32)
+          fn.walk([&](Operation *inner) {
+            if (isa<math::MathDialect>(inner->getDialect()))
+              approximate.push_back(inner);
+          });
+      if (f32)
         for (Operation *it = before ? before->getNextNode()
                                     : &op->getBlock()->front();
              it != op.getOperation(); it = it->getNextNode())
