@@ -7,8 +7,8 @@
 // own formulas (dialects/Lie/IR/Groups/Derivatives.h), so the math of each
 // group is written once. geo.lie_attention's rule is the flash backward
 // (geo.flash_lie_attention_grad, O(L) memory) on the fused forward's pair
-// features, for every group (a pair form that builds loops runs per lane);
-// with batch dims it falls back to the unfused lowering. geo.grassmann_mix has no rule here:
+// features, for every group; with batch dims it falls back
+// to the unfused lowering. geo.grassmann_mix has no rule here:
 // torsor-differentiate lowers it with its -O0 form and the core rules
 // differentiate that.
 //

@@ -37,8 +37,8 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/PatternMatch.h"
-#include "llvm/Support/FormatVariadic.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <limits>
 
@@ -141,11 +141,9 @@ private:
   /// per lane.
   Scalars pairNorms(ScalarBuilder &vm, ValueRange q, ValueRange keys);
   /// Their VJP (q̄, k̄) for cotangents `nbar`, zero in lanes off `mask`.
-  FailureOr<std::pair<Scalars, Scalars>> pairNormsVJP(ScalarBuilder &vm,
-                                                      ValueRange q,
-                                                      ValueRange keys,
-                                                      ValueRange nbar,
-                                                      Value mask);
+  FailureOr<std::pair<Scalars, Scalars>>
+  pairNormsVJP(ScalarBuilder &vm, ValueRange q, ValueRange keys,
+               ValueRange nbar, Value mask);
   /// Pass A over query rows [first, first + count·tileRows) in tiles of
   /// `tileRows`; carries (dq, lse, dsum).
   SmallVector<Value> buildPassA(ImplicitLocOpBuilder &b, ValueRange state,
@@ -185,10 +183,10 @@ func::FuncOp GradKernel::pairFunction(bool vjp) {
   unsigned numIn = numQ + numK + (vjp ? blocks : 0);
   unsigned numOut = vjp ? numQ + numK : blocks;
   OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
-  auto fn = func::FuncOp::create(
-      mb, op.getLoc(), name,
-      mb.getFunctionType(SmallVector<Type>(numIn, elt),
-                         SmallVector<Type>(numOut, elt)));
+  auto fn =
+      func::FuncOp::create(mb, op.getLoc(), name,
+                           mb.getFunctionType(SmallVector<Type>(numIn, elt),
+                                              SmallVector<Type>(numOut, elt)));
   fn.setPrivate();
   Block *entry = fn.addEntryBlock();
   auto fb = ImplicitLocOpBuilder::atBlockEnd(op.getLoc(), entry);
@@ -265,8 +263,8 @@ GradKernel::pairNormsVJP(ScalarBuilder &vm, ValueRange q, ValueRange keys,
       b, idx(b, 0), idx(b, lanes), idx(b, 1), init,
       [&](OpBuilder &nested, Location loc, Value lane, ValueRange acc) {
         ImplicitLocOpBuilder lb(loc, nested);
-        Value valid = vector::ExtractOp::create(lb, mask,
-                                                ArrayRef<OpFoldResult>{lane});
+        Value valid =
+            vector::ExtractOp::create(lb, mask, ArrayRef<OpFoldResult>{lane});
         auto inLane =
             scf::IfOp::create(lb, SmallVector<Type>(numQ + numK, elt), valid,
                               /*withElseRegion=*/true);
@@ -276,12 +274,11 @@ GradKernel::pairNormsVJP(ScalarBuilder &vm, ValueRange q, ValueRange keys,
           SmallVector<Value> in = laneOf(lb, q, lane);
           in.append(laneOf(lb, keys, lane));
           in.append(laneOf(lb, nbar, lane));
-          scf::YieldOp::create(lb, func::CallOp::create(lb, fn, in)
-                                       .getResults());
+          scf::YieldOp::create(lb,
+                               func::CallOp::create(lb, fn, in).getResults());
           lb.setInsertionPointToStart(inLane.elseBlock());
           ScalarBuilder sm(lb, elt);
-          scf::YieldOp::create(lb,
-                               SmallVector<Value>(numQ + numK, sm.c(0.0)));
+          scf::YieldOp::create(lb, SmallVector<Value>(numQ + numK, sm.c(0.0)));
         }
         SmallVector<Value> next;
         for (auto [x, vec] : llvm::zip_equal(inLane.getResults(), acc))
@@ -491,8 +488,7 @@ SmallVector<Value> GradKernel::buildPassB(ImplicitLocOpBuilder &b,
                 q.push_back(ivm.splat(tensor::ExtractOp::create(
                     ib, op.getQueries(), ValueRange{i, idx(ib, f)})));
               Value mask = laneMask(ib, j0, len, op.getCausal() ? i : Value());
-              SmallVector<Value> s =
-                  scores(ivm, pairNorms(ivm, q, keys));
+              SmallVector<Value> s = scores(ivm, pairNorms(ivm, q, keys));
               SmallVector<Value> next(acc), ds, probs;
               for (int64_t h = 0; h < heads; ++h) {
                 Value lseI = tensor::ExtractOp::create(
