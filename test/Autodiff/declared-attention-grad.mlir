@@ -17,8 +17,9 @@
 
 // Lowered: the pair form and its adjoint run per lane (4 lanes of f64)
 // as calls of one private function each, which holds the log's loops and
-// J_r: (9 + 9 features) -> 2 block norms, and (18 features, 2 norm
-// cotangents) -> 18 feature gradients; still nothing L x L.
+// J_r: (9 + 9 features) -> 2 block norms and the 4 log coordinates, and
+// (18 features, the 4 log coordinates, 2 norm cotangents) -> 18 feature
+// gradients; still nothing L x L.
 // KERNEL-LABEL: func.func @torsor_model_backward
 //   KERNEL-NOT:   tensor<?x?x
 //       KERNEL:   scf.for
@@ -32,10 +33,10 @@
 //   KERNEL-NOT:   tensor<?x?x
 //   KERNEL-NOT:   geo.flash_lie_attention_grad
 //       KERNEL: func.func private @torsor_pair_norms_Sim2_f64
-//  KERNEL-SAME:   %arg17: f64) -> (f64, f64)
+//  KERNEL-SAME:   %arg17: f64) -> (f64, f64, f64, f64, f64, f64)
 //       KERNEL:   scf.while
 //       KERNEL: func.func private @torsor_pair_norms_vjp_Sim2_f64
-//  KERNEL-SAME:   %arg19: f64) -> (f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64)
+//  KERNEL-SAME:   %arg23: f64) -> (f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64, f64)
 func.func @SimilarityAttention(%g: tensor<?x3x3xf64> {torsor.dims = ["L", 3, 3], torsor.group = "Sim2", torsor.kind = "input", torsor.name = "g"},
                                %x: tensor<?x4xf64> {torsor.dims = ["L", 4], torsor.kind = "input", torsor.name = "x"})
     -> (tensor<?x4xf64> {torsor.dims = ["L", 4], torsor.name = "y"}) {

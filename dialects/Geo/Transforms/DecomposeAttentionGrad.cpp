@@ -133,9 +133,10 @@ private:
     return nbar;
   }
   /// The private function that evaluates one pair in scalar code, for a
-  /// pair form that builds loops: (q, k) → N, or with `vjp` (q, k, n̄) →
-  /// (q̄, k̄). One per group and element type in the module, so that the
-  /// log's loops are emitted once, not at every call site.
+  /// pair form that builds loops: (q, k) → (N, w) with w the pair's log
+  /// coordinates, or with `vjp` (q, k, w, n̄) → (q̄, k̄). One per group and
+  /// element type in the module, so that the log's loops are emitted once,
+  /// not at every call site; the adjoint reuses w instead of a second log.
   func::FuncOp pairFunction(bool vjp);
   /// The pair block norms of queries `q` (splats) against `keys`, one pair
   /// per lane.
@@ -163,6 +164,12 @@ private:
   SmallVector<double> coef; // [h][block]
   Value len, valuesT;
   bool failedVJP = false;
+  /// The last per-lane pairNorms: its query and key features and the
+  /// pairs' log coordinates (vectors), for the pairNormsVJP that follows.
+  struct {
+    Value query, key;
+    SmallVector<Value> logs;
+  } lastPair;
 
 public:
   /// The functions pairFunction created (the pass approximates their f32
@@ -180,8 +187,9 @@ func::FuncOp GradKernel::pairFunction(bool vjp) {
           .str();
   if (auto existing = module.lookupSymbol<func::FuncOp>(name))
     return existing;
-  unsigned numIn = numQ + numK + (vjp ? blocks : 0);
-  unsigned numOut = vjp ? numQ + numK : blocks;
+  unsigned dimW = model.getAlgebraDim();
+  unsigned numIn = numQ + numK + (vjp ? dimW + blocks : 0);
+  unsigned numOut = vjp ? numQ + numK : blocks + dimW;
   OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
   auto fn =
       func::FuncOp::create(mb, op.getLoc(), name,
@@ -195,10 +203,13 @@ func::FuncOp GradKernel::pairFunction(bool vjp) {
   ValueRange q = args.take_front(numQ), k = args.slice(numQ, numK);
   SmallVector<Value> results;
   if (!vjp) {
-    Scalars norms = model.buildPairBlockNorms(sm, q, k);
+    Scalars w = lie::buildPairLog(model, sm, q, k);
+    Scalars norms = model.buildBlockNorms(sm, w);
     results.assign(norms.begin(), norms.end());
+    results.append(w.begin(), w.end());
   } else if (auto grads = lie::buildPairBlockNormsVJP(
-                 model, sm, q, k, args.drop_front(numQ + numK));
+                 model, sm, q, k, args.drop_front(numQ + numK + dimW),
+                 /*norms=*/nullptr, args.slice(numQ + numK, dimW));
              succeeded(grads)) {
     results.append(grads->first.begin(), grads->first.end());
     results.append(grads->second.begin(), grads->second.end());
@@ -230,7 +241,7 @@ Scalars GradKernel::pairNorms(ScalarBuilder &vm, ValueRange q,
   // one function per kernel, called per pair.
   ImplicitLocOpBuilder &b = vm.builder();
   func::FuncOp fn = pairFunction(/*vjp=*/false);
-  SmallVector<Value> init(blocks, vm.c(0.0));
+  SmallVector<Value> init(blocks + model.getAlgebraDim(), vm.c(0.0));
   auto loop = scf::ForOp::create(
       b, idx(b, 0), idx(b, lanes), idx(b, 1), init,
       [&](OpBuilder &nested, Location loc, Value lane, ValueRange norms) {
@@ -244,7 +255,11 @@ Scalars GradKernel::pairNorms(ScalarBuilder &vm, ValueRange q,
               lb, norm, vec, ArrayRef<OpFoldResult>{lane}));
         scf::YieldOp::create(lb, next);
       });
-  return Scalars(loop.getResults().begin(), loop.getResults().end());
+  ValueRange results = loop.getResults();
+  lastPair.query = q.front();
+  lastPair.key = keys.front();
+  lastPair.logs.assign(results.begin() + blocks, results.end());
+  return Scalars(results.begin(), results.begin() + blocks);
 }
 
 FailureOr<std::pair<Scalars, Scalars>>
@@ -257,6 +272,9 @@ GradKernel::pairNormsVJP(ScalarBuilder &vm, ValueRange q, ValueRange keys,
   // mask (past the end, or causally hidden) hold no pair: they are
   // skipped, so that no log of a zero key reaches the sums.
   ImplicitLocOpBuilder &b = vm.builder();
+  if (lastPair.query != q.front() || lastPair.key != keys.front())
+    (void)pairNorms(vm, q, keys); // the kernel calls pairNorms first
+  SmallVector<Value> logs = lastPair.logs;
   func::FuncOp fn = pairFunction(/*vjp=*/true);
   SmallVector<Value> init(numQ + numK, vm.c(0.0));
   auto loop = scf::ForOp::create(
@@ -273,6 +291,7 @@ GradKernel::pairNormsVJP(ScalarBuilder &vm, ValueRange q, ValueRange keys,
           lb.setInsertionPointToStart(inLane.thenBlock());
           SmallVector<Value> in = laneOf(lb, q, lane);
           in.append(laneOf(lb, keys, lane));
+          in.append(laneOf(lb, logs, lane));
           in.append(laneOf(lb, nbar, lane));
           scf::YieldOp::create(lb,
                                func::CallOp::create(lb, fn, in).getResults());

@@ -482,9 +482,10 @@ FailureOr<Scalars> torsor::lie::buildPullback(const GroupModel &model,
 static FailureOr<std::pair<Scalars, Scalars>>
 buildLoopPairBlockNormsVJP(const GroupModel &model, ScalarBuilder &m,
                            ValueRange q, ValueRange k, ValueRange normBars,
-                           Scalars *norms) {
+                           Scalars *norms, ValueRange pairLog) {
   Scalars rel = model.buildCompose(m, q, k);
-  Scalars w = model.buildLog(m, rel);
+  Scalars w = pairLog.empty() ? model.buildLog(m, rel)
+                              : Scalars(pairLog.begin(), pairLog.end());
   FailureOr<Scalars> wbar = buildFormulaVJP(
       m, w, normBars,
       [&](ScalarBuilder &sm, ValueRange ws) {
@@ -511,12 +512,18 @@ buildLoopPairBlockNormsVJP(const GroupModel &model, ScalarBuilder &m,
                         Scalars(grads->begin() + nq, grads->end()));
 }
 
-FailureOr<std::pair<Scalars, Scalars>>
-torsor::lie::buildPairBlockNormsVJP(const GroupModel &model, ScalarBuilder &m,
-                                    ValueRange q, ValueRange k,
-                                    ValueRange normBars, Scalars *norms) {
+Scalars torsor::lie::buildPairLog(const GroupModel &model, ScalarBuilder &m,
+                                  ValueRange q, ValueRange k) {
+  if (model.hasStraightLinePairForm())
+    return {};
+  return model.buildLog(m, model.buildCompose(m, q, k));
+}
+
+FailureOr<std::pair<Scalars, Scalars>> torsor::lie::buildPairBlockNormsVJP(
+    const GroupModel &model, ScalarBuilder &m, ValueRange q, ValueRange k,
+    ValueRange normBars, Scalars *norms, ValueRange pairLog) {
   if (!model.hasStraightLinePairForm())
-    return buildLoopPairBlockNormsVJP(model, m, q, k, normBars, norms);
+    return buildLoopPairBlockNormsVJP(model, m, q, k, normBars, norms, pairLog);
   Scalars both(q.begin(), q.end());
   both.append(k.begin(), k.end());
   unsigned nq = q.size();
