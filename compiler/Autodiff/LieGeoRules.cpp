@@ -7,10 +7,9 @@
 // own formulas (dialects/Lie/IR/Groups/Derivatives.h), so the math of each
 // group is written once. geo.lie_attention's rule is the flash backward
 // (geo.flash_lie_attention_grad, O(L) memory) on the fused forward's pair
-// features; with batch dims or a pair form that builds loops it falls back
-// to the unfused lowering. geo.grassmann_mix has no rule here:
-// torsor-differentiate lowers it with its -O0 form and the core rules
-// differentiate that.
+// features, for every group and any batch dims (only a declared group
+// whose pair form builds loops, with batch dims, falls back to the unfused
+// lowering). geo.grassmann_mix's rule is GrassmannRules.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -122,9 +121,9 @@ Value allPairsLog(OpBuilder &b, Location loc, Value g, lie::GroupAttr group,
 
 /// The unfused backward of `raw`: its -O0 lowering (lie ops and linalg,
 /// with L × L intermediates) rebuilt here and swept by the other rules.
-/// For groups whose pair form builds loops (declared groups with an
-/// iterative log), which the flash backward cannot vectorise. The
-/// lowering's row loop becomes allPairsLog.
+/// Only for batch dims on groups whose pair form builds loops (declared
+/// groups with an iterative log). The lowering's row loop becomes
+/// allPairsLog.
 LogicalResult unfusedVJP(OpBuilder &b, Operation *raw, Cots cots,
                          Grads &grads) {
   Block *block = b.getInsertionBlock();
@@ -183,7 +182,7 @@ LogicalResult lieAttentionVJP(OpBuilder &b, Operation *raw, Cots cots,
   auto gType = cast<RankedTensorType>(op.getElements().getType());
   lie::GroupAttr group = op.getGroup();
   const lie::GroupModel &model = group.getModel();
-  if (!model.hasStraightLinePairForm())
+  if (gType.getRank() != 3 && !model.hasStraightLinePairForm())
     return unfusedVJP(b, raw, cots, grads);
   Type elt = gType.getElementType();
   Value g = op.getElements();

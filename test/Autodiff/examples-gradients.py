@@ -7,7 +7,7 @@
 #
 # The declared groups (Heis3 nilpotent, Sim2 not) differentiate their log
 # through the generic model's J_r⁻ᵀ (dialects/Lie/IR/Groups/GenericGrad.cpp)
-# and their attention through the unfused all-pairs form; SE(2) and SE(3)
+# and their attention through the flash backward, per lane; SE(2) and SE(3)
 # through the flash backward. Tolerance: 1e-7 relative to the gradient
 # tensor's largest entry (measured ~1e-10); invariance 1e-9 relative.
 #

@@ -23,7 +23,9 @@
 // memory beyond the inputs and gradients is O(L·heads) plus the
 // feature-major copies of V and dV. The derivative of the pair form is
 // buildPairBlockNormsVJP: the adjoint of the same formula the forward
-// kernel runs, on vectors (one pair per lane).
+// kernel runs, on vectors (one pair per lane), or, for a pair form that
+// builds loops (declared groups' iterative log), per lane with scalar code
+// as the forward does, with the log's derivative from the group model.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,8 +37,10 @@
 #include "dialects/Lie/IR/GroupModel.h"
 #include "dialects/Lie/IR/Groups/Derivatives.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <limits>
 
@@ -68,7 +72,10 @@ public:
     heads = op.getHeads();
     headDim = dim / heads;
     lanes = strategy.lanes(elt.getWidth());
-    rows = strategy.attentionMaxQueryRows;
+    // Rows share key loads; a pair form that builds loops runs per lane in
+    // scalar code, where sharing saves nothing and every row would repeat
+    // that code (compile time).
+    rows = model.hasStraightLinePairForm() ? strategy.attentionMaxQueryRows : 1;
     blocks = model.getBlocks().size();
     for (int64_t h = 0; h < heads; ++h)
       for (unsigned b = 0; b < blocks; ++b)
@@ -164,19 +171,19 @@ private:
     }
     return nbar;
   }
-  /// The pair block norms N_b(q, k) of one query (splat features) against
-  /// a key vector (one key per lane): the group model's formula.
-  Scalars pairNorms(ScalarBuilder &vm, ValueRange q, ValueRange keys) {
-    return model.buildPairBlockNorms(vm, q, keys);
-  }
-  /// Their adjoint for cotangents n̄_b: (q̄ per lane, k̄ per lane), the
-  /// reverse sweep of the same formula (Groups/Derivatives.h).
-  FailureOr<std::pair<Scalars, Scalars>> pairNormsVJP(ScalarBuilder &vm,
-                                                      ValueRange q,
-                                                      ValueRange keys,
-                                                      ValueRange nbar) {
-    return lie::buildPairBlockNormsVJP(model, vm, q, keys, nbar);
-  }
+  /// The private function that evaluates one pair in scalar code, for a
+  /// pair form that builds loops: (q, k) → (N, w) with w the pair's log
+  /// coordinates, or with `vjp` (q, k, w, n̄) → (q̄, k̄). One per group and
+  /// element type in the module, so that the log's loops are emitted once,
+  /// not at every call site; the adjoint reuses w instead of a second log.
+  func::FuncOp pairFunction(bool vjp);
+  /// The pair block norms of queries `q` (splats) against `keys`, one pair
+  /// per lane.
+  Scalars pairNorms(ScalarBuilder &vm, ValueRange q, ValueRange keys);
+  /// Their VJP (q̄, k̄) for cotangents `nbar`, zero in lanes off `mask`.
+  FailureOr<std::pair<Scalars, Scalars>>
+  pairNormsVJP(ScalarBuilder &vm, ValueRange q, ValueRange keys,
+               ValueRange nbar, Value mask);
   /// Pass A over batch elements × `count` query tiles of `tileRows` rows
   /// starting at row `first`; carries (dq, lse, dsum).
   SmallVector<Value> buildPassA(ImplicitLocOpBuilder &b, ValueRange state,
@@ -204,7 +211,153 @@ private:
   SmallVector<Value> batchDims;
   Value batches, len, valuesT;
   bool failedVJP = false;
+  /// The last per-lane pairNorms: its query and key features and the
+  /// pairs' log coordinates (vectors), for the pairNormsVJP that follows.
+  struct {
+    Value query, key;
+    SmallVector<Value> logs;
+  } lastPair;
+
+public:
+  /// The functions pairFunction created (the pass approximates their f32
+  /// math as the kernel's).
+  SmallVector<func::FuncOp> outlined;
 };
+
+func::FuncOp GradKernel::pairFunction(bool vjp) {
+  auto module = op->getParentOfType<ModuleOp>();
+  std::string name =
+      llvm::formatv("torsor_pair_{0}_{1}_f{2}_{3:x}",
+                    vjp ? "norms_vjp" : "norms", model.getName(),
+                    elt.getWidth(),
+                    llvm::hash_value(op.getGroup().getAsOpaquePointer()))
+          .str();
+  if (auto existing = module.lookupSymbol<func::FuncOp>(name))
+    return existing;
+  unsigned dimW = model.getAlgebraDim();
+  unsigned numIn = numQ + numK + (vjp ? dimW + blocks : 0);
+  unsigned numOut = vjp ? numQ + numK : blocks + dimW;
+  OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
+  auto fn =
+      func::FuncOp::create(mb, op.getLoc(), name,
+                           mb.getFunctionType(SmallVector<Type>(numIn, elt),
+                                              SmallVector<Type>(numOut, elt)));
+  fn.setPrivate();
+  Block *entry = fn.addEntryBlock();
+  auto fb = ImplicitLocOpBuilder::atBlockEnd(op.getLoc(), entry);
+  ScalarBuilder sm(fb, elt);
+  ValueRange args = entry->getArguments();
+  ValueRange q = args.take_front(numQ), k = args.slice(numQ, numK);
+  SmallVector<Value> results;
+  if (!vjp) {
+    Scalars w = lie::buildPairLog(model, sm, q, k);
+    Scalars norms = model.buildBlockNorms(sm, w);
+    results.assign(norms.begin(), norms.end());
+    results.append(w.begin(), w.end());
+  } else if (auto grads = lie::buildPairBlockNormsVJP(
+                 model, sm, q, k, args.drop_front(numQ + numK + dimW),
+                 /*norms=*/nullptr, args.slice(numQ + numK, dimW));
+             succeeded(grads)) {
+    results.append(grads->first.begin(), grads->first.end());
+    results.append(grads->second.begin(), grads->second.end());
+  } else {
+    failedVJP = true;
+    results.assign(numOut, sm.c(0.0));
+  }
+  func::ReturnOp::create(fb, results);
+  outlined.push_back(fn);
+  return fn;
+}
+
+/// Lane `lane` of every vector in `vs`.
+static SmallVector<Value> laneOf(ImplicitLocOpBuilder &b, ValueRange vs,
+                                 Value lane) {
+  SmallVector<Value> out;
+  for (Value v : vs)
+    out.push_back(
+        vector::ExtractOp::create(b, v, ArrayRef<OpFoldResult>{lane}));
+  return out;
+}
+
+Scalars GradKernel::pairNorms(ScalarBuilder &vm, ValueRange q,
+                              ValueRange keys) {
+  if (model.hasStraightLinePairForm())
+    return model.buildPairBlockNorms(vm, q, keys);
+  // Per lane with scalar code, as the forward kernel: the model's pair
+  // form builds loops (a declared group's iterative log). The code is
+  // one function per kernel, called per pair.
+  ImplicitLocOpBuilder &b = vm.builder();
+  func::FuncOp fn = pairFunction(/*vjp=*/false);
+  SmallVector<Value> init(blocks + model.getAlgebraDim(), vm.c(0.0));
+  auto loop = scf::ForOp::create(
+      b, idx(b, 0), idx(b, lanes), idx(b, 1), init,
+      [&](OpBuilder &nested, Location loc, Value lane, ValueRange norms) {
+        ImplicitLocOpBuilder lb(loc, nested);
+        SmallVector<Value> in = laneOf(lb, q, lane);
+        in.append(laneOf(lb, keys, lane));
+        auto call = func::CallOp::create(lb, fn, in);
+        SmallVector<Value> next;
+        for (auto [norm, vec] : llvm::zip_equal(call.getResults(), norms))
+          next.push_back(vector::InsertOp::create(
+              lb, norm, vec, ArrayRef<OpFoldResult>{lane}));
+        scf::YieldOp::create(lb, next);
+      });
+  ValueRange results = loop.getResults();
+  lastPair.query = q.front();
+  lastPair.key = keys.front();
+  lastPair.logs.assign(results.begin() + blocks, results.end());
+  return Scalars(results.begin(), results.begin() + blocks);
+}
+
+FailureOr<std::pair<Scalars, Scalars>>
+GradKernel::pairNormsVJP(ScalarBuilder &vm, ValueRange q, ValueRange keys,
+                         ValueRange nbar, Value mask) {
+  if (model.hasStraightLinePairForm())
+    return lie::buildPairBlockNormsVJP(model, vm, q, keys, nbar);
+  // Per lane with scalar code: the model's adjoint of its pair form (the
+  // log's derivative from the model, Groups/Derivatives.h). Lanes off the
+  // mask (past the end, or causally hidden) hold no pair: they are
+  // skipped, so that no log of a zero key reaches the sums.
+  ImplicitLocOpBuilder &b = vm.builder();
+  if (lastPair.query != q.front() || lastPair.key != keys.front())
+    (void)pairNorms(vm, q, keys); // the kernel calls pairNorms first
+  SmallVector<Value> logs = lastPair.logs;
+  func::FuncOp fn = pairFunction(/*vjp=*/true);
+  SmallVector<Value> init(numQ + numK, vm.c(0.0));
+  auto loop = scf::ForOp::create(
+      b, idx(b, 0), idx(b, lanes), idx(b, 1), init,
+      [&](OpBuilder &nested, Location loc, Value lane, ValueRange acc) {
+        ImplicitLocOpBuilder lb(loc, nested);
+        Value valid =
+            vector::ExtractOp::create(lb, mask, ArrayRef<OpFoldResult>{lane});
+        auto inLane =
+            scf::IfOp::create(lb, SmallVector<Type>(numQ + numK, elt), valid,
+                              /*withElseRegion=*/true);
+        {
+          OpBuilder::InsertionGuard guard(lb);
+          lb.setInsertionPointToStart(inLane.thenBlock());
+          SmallVector<Value> in = laneOf(lb, q, lane);
+          in.append(laneOf(lb, keys, lane));
+          in.append(laneOf(lb, logs, lane));
+          in.append(laneOf(lb, nbar, lane));
+          scf::YieldOp::create(lb,
+                               func::CallOp::create(lb, fn, in).getResults());
+          lb.setInsertionPointToStart(inLane.elseBlock());
+          ScalarBuilder sm(lb, elt);
+          scf::YieldOp::create(lb, SmallVector<Value>(numQ + numK, sm.c(0.0)));
+        }
+        SmallVector<Value> next;
+        for (auto [x, vec] : llvm::zip_equal(inLane.getResults(), acc))
+          next.push_back(vector::InsertOp::create(
+              lb, x, vec, ArrayRef<OpFoldResult>{lane}));
+        scf::YieldOp::create(lb, next);
+      });
+  if (failedVJP)
+    return failure();
+  ValueRange results = loop.getResults();
+  return std::make_pair(Scalars(results.begin(), results.begin() + numQ),
+                        Scalars(results.begin() + numQ, results.end()));
+}
 
 SmallVector<Value> GradKernel::passATile(ImplicitLocOpBuilder &b,
                                          ValueRange state, ValueRange batch,
@@ -335,7 +488,8 @@ SmallVector<Value> GradKernel::passATile(ImplicitLocOpBuilder &b,
                            vcol[h * headDim + d], dp);
             ds.push_back(lvm.mul(p, lvm.sub(dp, lvm.splat(dvec[r][h]))));
           }
-          auto vjp = pairNormsVJP(lvm, qSplat[r], k, normBars(lvm, ds));
+          auto vjp =
+              pairNormsVJP(lvm, qSplat[r], k, normBars(lvm, ds), mask);
           if (failed(vjp)) {
             failedVJP = true;
             break;
@@ -431,7 +585,7 @@ SmallVector<Value> GradKernel::buildPassB(ImplicitLocOpBuilder &b,
                 }
                 ds.push_back(ivm.mul(p, ivm.sub(dp, ivm.splat(dI))));
               }
-              auto vjp = pairNormsVJP(ivm, q, k, normBars(ivm, ds));
+              auto vjp = pairNormsVJP(ivm, q, k, normBars(ivm, ds), mask);
               if (failed(vjp))
                 failedVJP = true;
               else
@@ -525,14 +679,6 @@ struct GeoDecomposeAttentionGrad
         [&](FlashLieAttentionGradOp op) { ops.push_back(op); });
     SmallVector<Operation *> approximate;
     for (FlashLieAttentionGradOp op : ops) {
-      const GroupModel &model = op.getGroup().getModel();
-      if (!model.hasStraightLinePairForm()) {
-        op.emitOpError("needs a straight-line pair form; group ")
-            << model.getDisplayName()
-            << " builds loops in it (declared groups with an iterative log "
-               "have no fused backward yet)";
-        return signalPassFailure();
-      }
       OpBuilder builder(op);
       Operation *before = op->getPrevNode();
       ImplicitLocOpBuilder b(op.getLoc(), builder);
@@ -540,9 +686,16 @@ struct GeoDecomposeAttentionGrad
       FailureOr<SmallVector<Value>> results = kernel.build(b);
       if (failed(results))
         return signalPassFailure();
-      if (cast<RankedTensorType>(op.getValues().getType())
-              .getElementType()
-              .isF32())
+      bool f32 = cast<RankedTensorType>(op.getValues().getType())
+                     .getElementType()
+                     .isF32();
+      for (func::FuncOp fn : kernel.outlined)
+        if (f32)
+          fn.walk([&](Operation *inner) {
+            if (isa<math::MathDialect>(inner->getDialect()))
+              approximate.push_back(inner);
+          });
+      if (f32)
         for (Operation *it = before ? before->getNextNode()
                                     : &op->getBlock()->front();
              it != op.getOperation(); it = it->getNextNode())

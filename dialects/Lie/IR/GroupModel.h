@@ -105,7 +105,10 @@ public:
   virtual Scalars buildPairBlockNorms(ScalarBuilder &m, mlir::ValueRange q,
                                       mlir::ValueRange k) const;
   /// Whether buildPairBlockNorms is straight-line arith/math (no regions),
-  /// so that it can be built on vectors, one pair per lane.
+  /// so that it can be built on vectors, one pair per lane. A model whose
+  /// pair form builds loops keeps the default form (a⁻¹, b, log of their
+  /// product) and gives buildLogLeftGradient, through which
+  /// buildPairBlockNormsVJP differentiates it (per pair, scalar code).
   virtual bool hasStraightLinePairForm() const { return true; }
 
   /// How far the matrix `g` is from the group (see lie.membership_residual).
@@ -134,6 +137,15 @@ public:
   virtual std::optional<Scalars>
   buildLogLeftGradient(ScalarBuilder &m, mlir::ValueRange w,
                        mlir::ValueRange c) const {
+    return std::nullopt;
+  }
+  /// The gradient of exp at coordinates v of a left-trivialised cotangent
+  /// η of exp(v): J_r(v)ᵀ·η, since exp(v + εδ) = exp(v)·exp(ε J_r(v)δ^) +
+  /// O(ε²). For the models whose exp builds loops. Default: nullopt, and
+  /// buildPullback differentiates buildExp itself.
+  virtual std::optional<Scalars>
+  buildExpLeftGradient(ScalarBuilder &m, mlir::ValueRange v,
+                       mlir::ValueRange eta) const {
     return std::nullopt;
   }
 

@@ -439,6 +439,16 @@ FailureOr<Scalars> torsor::lie::buildPullback(const GroupModel &model,
     }
   }
 
+  // A model whose exp builds loops gives exp's derivative itself:
+  // J_r(v)ᵀη of the output's left-trivialised cotangent η.
+  if (kind == PullbackKind::Exp) {
+    Scalars y = model.buildExp(m, operands[0]);
+    Scalars eta = buildLeftTrivialGradient(model, m, y, cotangent);
+    if (std::optional<Scalars> grad =
+            model.buildExpLeftGradient(m, operands[0], eta))
+      return *grad;
+  }
+
   // A group result's ambient cotangent, projected: Ȳ ↦ η ↦ y⁻ᵀC(η).
   Scalars seed(cotangent.begin(), cotangent.end());
   if (hasGroupResult(kind)) {
@@ -464,10 +474,56 @@ FailureOr<Scalars> torsor::lie::buildPullback(const GroupModel &model,
   return *grad;
 }
 
-FailureOr<std::pair<Scalars, Scalars>>
-torsor::lie::buildPairBlockNormsVJP(const GroupModel &model, ScalarBuilder &m,
-                                    ValueRange q, ValueRange k,
-                                    ValueRange normBars, Scalars *norms) {
+/// The VJP of the default pair form N_b = Σ_{k∈b} w_k², w = log(q·k), for
+/// a model whose log builds loops (GroupModel::hasStraightLinePairForm):
+/// the log's derivative is the model's J_r(w)⁻ᵀ (buildLogLeftGradient),
+/// the straight-line rest (the block norms, the product q·k) is
+/// differentiated formula by formula, as lie.dist2's pullback does.
+static FailureOr<std::pair<Scalars, Scalars>>
+buildLoopPairBlockNormsVJP(const GroupModel &model, ScalarBuilder &m,
+                           ValueRange q, ValueRange k, ValueRange normBars,
+                           Scalars *norms, ValueRange pairLog) {
+  Scalars rel = model.buildCompose(m, q, k);
+  Scalars w = pairLog.empty() ? model.buildLog(m, rel)
+                              : Scalars(pairLog.begin(), pairLog.end());
+  FailureOr<Scalars> wbar = buildFormulaVJP(
+      m, w, normBars,
+      [&](ScalarBuilder &sm, ValueRange ws) {
+        return model.buildBlockNorms(sm, ws);
+      },
+      norms);
+  if (failed(wbar))
+    return failure();
+  std::optional<Scalars> eta = model.buildLogLeftGradient(m, w, *wbar);
+  if (!eta)
+    return failure();
+  // rel's canonical ambient cotangent, then the product's adjoint.
+  Scalars relBar = buildGroupCotangent(model, m, rel, *eta);
+  Scalars both(q.begin(), q.end());
+  both.append(k.begin(), k.end());
+  unsigned nq = q.size();
+  FailureOr<Scalars> grads =
+      buildFormulaVJP(m, both, relBar, [&](ScalarBuilder &sm, ValueRange xs) {
+        return model.buildCompose(sm, xs.take_front(nq), xs.drop_front(nq));
+      });
+  if (failed(grads))
+    return failure();
+  return std::make_pair(Scalars(grads->begin(), grads->begin() + nq),
+                        Scalars(grads->begin() + nq, grads->end()));
+}
+
+Scalars torsor::lie::buildPairLog(const GroupModel &model, ScalarBuilder &m,
+                                  ValueRange q, ValueRange k) {
+  if (model.hasStraightLinePairForm())
+    return {};
+  return model.buildLog(m, model.buildCompose(m, q, k));
+}
+
+FailureOr<std::pair<Scalars, Scalars>> torsor::lie::buildPairBlockNormsVJP(
+    const GroupModel &model, ScalarBuilder &m, ValueRange q, ValueRange k,
+    ValueRange normBars, Scalars *norms, ValueRange pairLog) {
+  if (!model.hasStraightLinePairForm())
+    return buildLoopPairBlockNormsVJP(model, m, q, k, normBars, norms, pairLog);
   Scalars both(q.begin(), q.end());
   both.append(k.begin(), k.end());
   unsigned nq = q.size();

@@ -112,11 +112,24 @@ mlir::FailureOr<Scalars> buildPullback(const GroupModel &model,
 
 /// The VJP of the pair block norms N_b(q, k) with cotangents n̄_b:
 /// (q̄, k̄), the gradients of the query and key features. Straight-line
-/// (and so vectorisable) whenever the model's pair form is.
+/// (and so vectorisable) whenever the model's pair form is; otherwise
+/// (a declared group's iterative log) it builds the log's loops and takes
+/// the log's derivative from the model (J_r⁻ᵀ), for scalar code per pair.
+/// `pairLog`, if given, is buildPairLog(q, k), which is then not built again.
 mlir::FailureOr<std::pair<Scalars, Scalars>>
 buildPairBlockNormsVJP(const GroupModel &model, ScalarBuilder &m,
                        mlir::ValueRange q, mlir::ValueRange k,
-                       mlir::ValueRange normBars, Scalars *norms = nullptr);
+                       mlir::ValueRange normBars, Scalars *norms = nullptr,
+                       mlir::ValueRange pairLog = {});
+
+/// For a pair form that builds loops (GroupModel::hasStraightLinePairForm
+/// false, so the default form): the pair's log coordinates w = log(q·k).
+/// Its block norms are model.buildBlockNorms(w), and
+/// buildPairBlockNormsVJP takes w instead of building the log again (the
+/// attention backward evaluates norms and adjoint of a pair one after the
+/// other). Empty for a straight-line pair form.
+Scalars buildPairLog(const GroupModel &model, ScalarBuilder &m,
+                     mlir::ValueRange q, mlir::ValueRange k);
 
 } // namespace torsor::lie
 

@@ -87,6 +87,10 @@ public:
   std::optional<Scalars>
   buildLogLeftGradient(ScalarBuilder &m, mlir::ValueRange w,
                        mlir::ValueRange c) const override;
+  /// J_r(v)ᵀ·η with the same J_r (the gradient of exp).
+  std::optional<Scalars>
+  buildExpLeftGradient(ScalarBuilder &m, mlir::ValueRange v,
+                       mlir::ValueRange eta) const override;
 
   /// The keyword of the built-in model the builders delegate to ("se3"),
   /// or empty when the generic builders are used.
@@ -107,6 +111,8 @@ public:
 private:
   /// Σ v_a E_a as n·n scalars (entries no generator touches are constant 0).
   Scalars buildHat(ScalarBuilder &m, mlir::ValueRange v) const;
+  /// J_r(w) = Σ_k (−ad_w)^k/(k+1)! as dim·dim row-major scalars.
+  Scalars buildRightJacobian(ScalarBuilder &m, mlir::ValueRange w) const;
   /// Inverse of the leading `size`×`size` block of the n×n matrix `g`.
   Scalars buildBlockInverse(ScalarBuilder &m, mlir::ValueRange g,
                             unsigned size) const;

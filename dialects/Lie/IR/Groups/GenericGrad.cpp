@@ -9,7 +9,9 @@
 // The log's derivative is not the adjoint of its loops: with w = log g,
 // log(g·exp(εη)) = w + ε J_r(w)⁻¹η + O(ε²), so the left-trivialised
 // gradient of a cotangent c on w is J_r(w)⁻ᵀc, a small linear solve with
-// J_r built from the structure constants ⟨D_b, [E_c, E_a]⟩.
+// J_r built from the structure constants ⟨D_b, [E_c, E_a]⟩. Likewise
+// exp(v + εδ) = exp(v)·exp(ε J_r(v)δ^) + O(ε²): exp's gradient of a
+// left-trivialised cotangent η is J_r(v)ᵀη, with no solve.
 //
 //===----------------------------------------------------------------------===//
 
@@ -89,11 +91,8 @@ static Scalars solveTransposed(ScalarBuilder &m, unsigned k, ValueRange a,
   return y;
 }
 
-std::optional<Scalars>
-GenericGroupModel::buildLogLeftGradient(ScalarBuilder &m, ValueRange w,
-                                        ValueRange c) const {
-  if (special)
-    return special->buildLogLeftGradient(m, w, c);
+Scalars GenericGroupModel::buildRightJacobian(ScalarBuilder &m,
+                                              ValueRange w) const {
   // Structure constants f[x][a][b] = ⟨D_b, [E_x, E_a]⟩ (compile time).
   auto bracketCoord = [&](unsigned x, unsigned a, unsigned b) {
     double acc = 0;
@@ -154,5 +153,31 @@ GenericGroupModel::buildLogLeftGradient(ScalarBuilder &m, ValueRange w,
       for (unsigned j = 0; j < dim; ++j)
         jr[i * dim + j] = e[i * big + dim + j];
   }
-  return solveTransposed(m, dim, jr, c);
+  return jr;
+}
+
+std::optional<Scalars>
+GenericGroupModel::buildLogLeftGradient(ScalarBuilder &m, ValueRange w,
+                                        ValueRange c) const {
+  if (special)
+    return special->buildLogLeftGradient(m, w, c);
+  return solveTransposed(m, dim, buildRightJacobian(m, w), c);
+}
+
+std::optional<Scalars>
+GenericGroupModel::buildExpLeftGradient(ScalarBuilder &m, ValueRange v,
+                                        ValueRange eta) const {
+  if (special)
+    return special->buildExpLeftGradient(m, v, eta);
+  // δ ↦ J_r(v)δ is exp's derivative in left-trivialised coordinates, so
+  // its adjoint is J_r(v)ᵀ: v̄_a = Σ_b J_ba η_b.
+  Scalars jr = buildRightJacobian(m, v);
+  Scalars out(dim);
+  for (unsigned a = 0; a < dim; ++a) {
+    Value acc = m.mul(jr[a], eta[0]);
+    for (unsigned b = 1; b < dim; ++b)
+      acc = m.fma(jr[b * dim + a], eta[b], acc);
+    out[a] = acc;
+  }
+  return out;
 }
