@@ -24,7 +24,7 @@
 //       CHECK:   } {torsor.parallel}
 //       CHECK:   scf.for
 //       CHECK:     scf.for
-//       CHECK:       vector.step
+//       CHECK:       arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7]> : vector<8xindex>
 //       CHECK:     vector.transfer_write {{.*}} : vector<8xf32>, tensor<9x?xf32>
 //       CHECK:   } {torsor.parallel}
 //   CHECK-NOT:   tensor<?x?x
