@@ -488,8 +488,7 @@ SmallVector<Value> GradKernel::passATile(ImplicitLocOpBuilder &b,
                            vcol[h * headDim + d], dp);
             ds.push_back(lvm.mul(p, lvm.sub(dp, lvm.splat(dvec[r][h]))));
           }
-          auto vjp =
-              pairNormsVJP(lvm, qSplat[r], k, normBars(lvm, ds), mask);
+          auto vjp = pairNormsVJP(lvm, qSplat[r], k, normBars(lvm, ds), mask);
           if (failed(vjp)) {
             failedVJP = true;
             break;
