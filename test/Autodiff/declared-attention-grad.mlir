@@ -1,7 +1,9 @@
 // RUN: torsor-opt %s --torsor-differentiate | FileCheck %s
 // RUN: torsor-opt %s --torsor-differentiate --torsor-select-strategy=vector-bits=256 --geo-decompose-attention-grad | FileCheck %s --check-prefix=KERNEL
 
-// lie_attention over a declared group whose log is iterative (Sim(2)):
+// lie_attention over a declared group whose log is iterative (Sim(2)
+// with `generic`, which keeps the generic model: without it, Sim(2) runs
+// on Aff(2)'s closed forms, see declared-attention-grad-recognized.mlir):
 // its gradient is the flash backward on the pair features, like a built-in
 // group's, and no tensor of the backward has two sequence dims (the
 // unfused all-pairs form, L x L x 3 x 3, is gone).
@@ -40,6 +42,6 @@
 func.func @SimilarityAttention(%g: tensor<?x3x3xf64> {torsor.dims = ["L", 3, 3], torsor.group = "Sim2", torsor.kind = "input", torsor.name = "g"},
                                %x: tensor<?x4xf64> {torsor.dims = ["L", 4], torsor.kind = "input", torsor.name = "x"})
     -> (tensor<?x4xf64> {torsor.dims = ["L", 4], torsor.name = "y"}) {
-  %y = geo.lie_attention %g, %x {group = #lie.group<"Sim2", n = 3, generators = array<f64: 0.0, -1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0>, blocks = [["rotscale", 0, 1], ["trans", 2, 3]]>, heads = 2 : i64, lambda = array<f64: 1.0, 0.5, 1.0, 0.5>, tau = array<f64: 1.0, 1.0>, causal} : (tensor<?x3x3xf64>, tensor<?x4xf64>) -> tensor<?x4xf64>
+  %y = geo.lie_attention %g, %x {group = #lie.group<"Sim2", n = 3, generators = array<f64: 0.0, -1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0>, blocks = [["rotscale", 0, 1], ["trans", 2, 3]], generic>, heads = 2 : i64, lambda = array<f64: 1.0, 0.5, 1.0, 0.5>, tau = array<f64: 1.0, 1.0>, causal} : (tensor<?x3x3xf64>, tensor<?x4xf64>) -> tensor<?x4xf64>
   return %y : tensor<?x4xf64>
 }

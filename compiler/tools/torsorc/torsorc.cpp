@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Analysis/Checkpoint.h"
+#include "compiler/Analysis/GroupReport.h"
 #include "compiler/Analysis/Redundancy.h"
 #include "compiler/Autodiff/Passes.h"
 #include "compiler/InitAll.h"
@@ -53,7 +54,7 @@ namespace cl = llvm::cl;
 
 namespace {
 enum class Emit { AST, MLIR, Opt, LLVM, Obj, SO };
-enum class Report { None, Redundancy };
+enum class Report { None, Redundancy, Groups };
 
 cl::OptionCategory torsorcCategory("torsorc options");
 
@@ -121,7 +122,9 @@ cl::opt<Report> report(
     "report", cl::desc("Print an analysis instead of compiling"),
     cl::init(Report::None),
     cl::values(clEnumValN(Report::Redundancy, "redundancy",
-                          "parameter redundancy of the attention blocks")),
+                          "parameter redundancy of the attention blocks"),
+               clEnumValN(Report::Groups, "groups",
+                          "the closed forms each declared group gets")),
     cl::cat(torsorcCategory));
 cl::opt<bool> reportJson("report-json",
                          cl::desc("Print the --report data as JSON"),
@@ -239,6 +242,10 @@ LogicalResult compile(llvm::SourceMgr &sourceMgr, MLIRContext &context,
     gpm.addPass(torsor::createTorsorDifferentiate(differentiate));
     if (failed(gpm.run(*module)))
       return failure();
+  }
+  if (report == Report::Groups) {
+    torsor::writeGroupReport(*module, os);
+    return success();
   }
   if (report == Report::Redundancy)
     return torsor::writeRedundancyReport(

@@ -25,10 +25,14 @@
 //                ‖hat(v)‖_F < π, which bounds every eigenvalue's imaginary
 //                part below π (conservative).
 //
-// Specialisation: when the declared generators are, entry for entry, the
-// basis of a built-in model (so2, se2, so3, se3, aff2, sim3) and the blocks
-// have that model's sizes, every builder delegates to the built-in closed
-// forms. The attribute keyword `generic` turns this off.
+// Built-in closed forms (GroupStructure.h): when the declared algebra is a
+// built-in's (so2, se2, so3, aff2, se3, sim3) in another basis, or a
+// subalgebra of one, log/exp/inverse/dist2 and the pairwise form are the
+// built-in's on diag(g, I), composed with the coordinate maps T and T⁺; the
+// block norms mix the built-in's when the λ blocks allow it, else the pair
+// form is the built-in's log per pair. When the generators are exactly a
+// built-in's basis with its block sizes, every builder is the built-in's
+// (bit for bit). The attribute keyword `generic` turns both off.
 //
 //===----------------------------------------------------------------------===//
 
@@ -92,61 +96,6 @@ Scalars gaussJordanInverse(ScalarBuilder &m, ValueRange g, unsigned stride,
     for (unsigned j = 0; j < size; ++j)
       inv[i * size + j] = rows[i * w + size + j];
   return inv;
-}
-
-/// A built-in model with the generator basis it uses for its coordinates.
-struct BuiltinBasis {
-  const GroupModel *model;
-  unsigned n;
-  std::vector<Matrix> gens;
-};
-
-/// The unit matrix E_ij of size n.
-Matrix unit(unsigned n, unsigned i, unsigned j, double v = 1) {
-  Matrix e(n * n, 0.0);
-  e[i * n + j] = v;
-  return e;
-}
-
-Matrix plus(Matrix a, const Matrix &b) {
-  for (size_t i = 0; i < a.size(); ++i)
-    a[i] += b[i];
-  return a;
-}
-
-/// hat(e_axis) of so(3), embedded in the top-left of an n×n matrix:
-/// hat(ω) = [[0, −ω₃, ω₂], [ω₃, 0, −ω₁], [−ω₂, ω₁, 0]].
-Matrix so3Hat(unsigned n, unsigned axis) {
-  unsigned i = (axis + 1) % 3, j = (axis + 2) % 3;
-  return plus(unit(n, j, i, 1), unit(n, i, j, -1));
-}
-
-/// The bases of the built-in models, as their files document them.
-const std::vector<BuiltinBasis> &getBuiltinBases() {
-  static const std::vector<BuiltinBasis> bases = [] {
-    std::vector<BuiltinBasis> result;
-    result.push_back({&getSO2Model(), 2, {so3Hat(2, 2)}});
-    result.push_back(
-        {&getSE2Model(), 3, {so3Hat(3, 2), unit(3, 0, 2), unit(3, 1, 2)}});
-    result.push_back(
-        {&getSO3Model(), 3, {so3Hat(3, 0), so3Hat(3, 1), so3Hat(3, 2)}});
-    result.push_back({&getSE3Model(),
-                      4,
-                      {so3Hat(4, 0), so3Hat(4, 1), so3Hat(4, 2), unit(4, 0, 3),
-                       unit(4, 1, 3), unit(4, 2, 3)}});
-    result.push_back({&getAff2Model(),
-                      3,
-                      {unit(3, 0, 0), unit(3, 0, 1), unit(3, 1, 0),
-                       unit(3, 1, 1), unit(3, 0, 2), unit(3, 1, 2)}});
-    Matrix scale(16, 0.0);
-    scale[0] = scale[5] = scale[10] = 1;
-    result.push_back({&getSim3Model(),
-                      4,
-                      {so3Hat(4, 0), so3Hat(4, 1), so3Hat(4, 2), unit(4, 0, 3),
-                       unit(4, 1, 3), unit(4, 2, 3), scale}});
-    return result;
-  }();
-  return bases;
 }
 
 /// Content key of a declaration for the model registry.
@@ -235,23 +184,24 @@ GenericGroupModel::get(StringRef name, unsigned n, ArrayRef<double> generators,
     offset += blk.size;
   }
 
-  // Specialisation: exact basis match with a built-in model.
-  if (!generic)
-    for (const BuiltinBasis &basis : getBuiltinBases()) {
-      if (basis.n != n || basis.gens.size() != k ||
-          basis.model->getBlocks().size() != model->blocks.size())
-        continue;
-      bool same = true;
-      for (unsigned a = 0; a < k && same; ++a)
-        same = basis.gens[a] == gens[a];
-      for (auto [ours, theirs] :
-           llvm::zip_equal(model->blocks, basis.model->getBlocks()))
-        same = same && ours.size == theirs.size;
-      if (same) {
-        model->special = basis.model;
-        break;
-      }
-    }
+  // Built-in closed forms through a basis change, or exactly.
+  std::vector<unsigned> sizes;
+  for (const DeclaredBlock &blk : declBlocks)
+    sizes.push_back(blk.size);
+  algebra::Facts structureFacts;
+  structureFacts.n = n;
+  structureFacts.generators = model->gens;
+  structureFacts.nilpotencyIndex = model->nilIndex;
+  model->structure = algebra::recognize(structureFacts, sizes, !generic);
+  if (model->structure.kind != algebra::Recognition::None) {
+    const GroupModel *builtin =
+        lookupBuiltinGroupModel(model->structure.builtin);
+    assert(builtin && "recognised as an unknown built-in");
+    if (model->structure.kind == algebra::Recognition::Exact)
+      model->special = builtin;
+    else
+      model->host = builtin;
+  }
 
   const GenericGroupModel *result = model.get();
   registry.emplace(std::move(key), std::move(model));
@@ -262,9 +212,72 @@ GenericGroupModel::get(StringRef name, unsigned n, ArrayRef<double> generators,
 // Builders
 //===----------------------------------------------------------------------===//
 
+//===----------------------------------------------------------------------===//
+// The host built-in (basis change or subalgebra)
+//===----------------------------------------------------------------------===//
+
+Scalars GenericGroupModel::embed(ScalarBuilder &m, ValueRange g) const {
+  unsigned bigN = structure.builtinN;
+  if (bigN == n)
+    return Scalars(g.begin(), g.end());
+  Scalars big(bigN * bigN);
+  for (unsigned i = 0; i < bigN; ++i)
+    for (unsigned j = 0; j < bigN; ++j)
+      big[i * bigN + j] = i < n && j < n ? g[i * n + j] : m.c(i == j ? 1 : 0);
+  return big;
+}
+
+Scalars GenericGroupModel::extract(ValueRange big) const {
+  unsigned bigN = structure.builtinN;
+  Scalars g(n * n);
+  for (unsigned i = 0; i < n; ++i)
+    for (unsigned j = 0; j < n; ++j)
+      g[i * n + j] = big[i * bigN + j];
+  return g;
+}
+
+/// Σ_j a[i·cols + j]·x_j for every row i of a constant matrix `a`, without
+/// the products by 0 and ±1.
+static Scalars applyConstant(ScalarBuilder &m, ArrayRef<double> a,
+                             unsigned rows, ValueRange x) {
+  unsigned cols = x.size();
+  Scalars y(rows);
+  for (unsigned i = 0; i < rows; ++i) {
+    Value acc;
+    for (unsigned j = 0; j < cols; ++j) {
+      double c = a[i * cols + j];
+      if (c == 0)
+        continue;
+      acc = !acc      ? (c == 1 ? x[j] : m.mul(m.c(c), x[j]))
+            : c == 1  ? m.add(acc, x[j])
+            : c == -1 ? m.sub(acc, x[j])
+                      : m.fma(m.c(c), x[j], acc);
+    }
+    y[i] = acc ? acc : m.c(0.0);
+  }
+  return y;
+}
+
+Scalars GenericGroupModel::fromHost(ScalarBuilder &m, ValueRange wB) const {
+  return applyConstant(m, structure.fromBuiltin, dim, wB);
+}
+
+Scalars GenericGroupModel::mixBlockNorms(ScalarBuilder &m,
+                                         ValueRange hostNorms) const {
+  return applyConstant(m, structure.blockMix, blocks.size(), hostNorms);
+}
+
 bool GenericGroupModel::isInsideChart(ArrayRef<double> v) const {
   if (special)
     return special->isInsideChart(v);
+  if (host) {
+    unsigned kB = structure.builtinDim;
+    SmallVector<double> wB(kB, 0.0);
+    for (unsigned i = 0; i < kB; ++i)
+      for (unsigned a = 0; a < dim; ++a)
+        wB[i] += structure.toBuiltin[i * dim + a] * v[a];
+    return host->isInsideChart(wB);
+  }
   if (nilIndex)
     return true;
   double norm2 = 0;
@@ -334,6 +347,8 @@ Scalars GenericGroupModel::buildBlockInverse(ScalarBuilder &m, ValueRange g,
 Scalars GenericGroupModel::buildInverse(ScalarBuilder &m, ValueRange g) const {
   if (special)
     return special->buildInverse(m, g);
+  if (host)
+    return extract(host->buildInverse(m, embed(m, g)));
   unsigned nn = n * n;
   if (nilIndex) {
     // g = I + N with N^j = 0: g⁻¹ = I − N + N² − … by Horner,
@@ -378,6 +393,8 @@ Scalars GenericGroupModel::buildInverse(ScalarBuilder &m, ValueRange g) const {
 Scalars GenericGroupModel::buildLog(ScalarBuilder &m, ValueRange g) const {
   if (special)
     return special->buildLog(m, g);
+  if (host)
+    return fromHost(m, host->buildLog(m, embed(m, g)));
   Scalars x = buildMatrixLog(m, n, g, nilIndex);
   Scalars w(dim);
   for (unsigned a = 0; a < dim; ++a) {
@@ -400,6 +417,38 @@ Value GenericGroupModel::buildMembershipResidual(ScalarBuilder &m,
                                                  ValueRange g) const {
   if (special)
     return special->buildMembershipResidual(m, g);
+  if (host) {
+    // In the host group, and (for a subalgebra) with a log inside the
+    // declared span: ‖Σ_i o_i B_i‖_F for o = w_B − T T⁺ w_B. Both parts
+    // come from the host's closed forms, so f32 elements near θ = π pass
+    // as the host's own do.
+    Scalars big = embed(m, g);
+    Value residual = host->buildMembershipResidual(m, big);
+    unsigned kB = structure.builtinDim;
+    if (kB == dim)
+      return residual;
+    Scalars wB = host->buildLog(m, big);
+    Scalars back = applyConstant(m, structure.toBuiltin, kB, fromHost(m, wB));
+    const algebra::BuiltinAlgebra *basis = nullptr;
+    for (const algebra::BuiltinAlgebra &b : algebra::getBuiltinAlgebras())
+      if (b.name == structure.builtin)
+        basis = &b;
+    unsigned bigN = structure.builtinN;
+    Value sum = m.c(0.0);
+    for (unsigned e = 0; e < bigN * bigN; ++e) {
+      Value x;
+      for (unsigned i = 0; i < kB; ++i) {
+        double c = basis->basis[i][e];
+        if (c == 0)
+          continue;
+        Value o = m.sub(wB[i], back[i]);
+        x = x ? m.fma(m.c(c), o, x) : m.mul(m.c(c), o);
+      }
+      if (x)
+        sum = m.fma(x, x, sum);
+    }
+    return m.max(residual, m.sqrt(sum));
+  }
   // The general log, not the unipotent series: the input is exactly what
   // is in question, and the finite series is only the log of unipotent
   // matrices.
@@ -427,7 +476,10 @@ Value GenericGroupModel::buildMembershipResidual(ScalarBuilder &m,
 Scalars GenericGroupModel::buildExp(ScalarBuilder &m, ValueRange v) const {
   if (special)
     return special->buildExp(m, v);
-  Scalars e = buildMatrixExp(m, n, buildHat(m, v), nilIndex);
+  Scalars e =
+      host ? extract(host->buildExp(m, applyConstant(m, structure.toBuiltin,
+                                                     structure.builtinDim, v)))
+           : buildMatrixExp(m, n, buildHat(m, v), nilIndex);
   if (affine) // Exactly [0, …, 0, 1], whatever the rounding of the series.
     for (unsigned j = 0; j < n; ++j)
       e[(n - 1) * n + j] = m.c(j + 1 == n ? 1.0 : 0.0);
@@ -445,33 +497,67 @@ Value GenericGroupModel::buildDist2(ScalarBuilder &m, ValueRange a,
                                     ValueRange b, ValueRange lambda) const {
   if (special)
     return special->buildDist2(m, a, b, lambda);
+  if (host && structure.isBlockIsotropic()) {
+    // μ_β = Σ_b λ_b c_bβ: the host's dist2 with mixed weights.
+    unsigned nb = host->getBlocks().size();
+    SmallVector<double> mixT(nb * blocks.size());
+    for (unsigned b = 0; b < blocks.size(); ++b)
+      for (unsigned beta = 0; beta < nb; ++beta)
+        mixT[beta * blocks.size() + b] = structure.blockMix[b * nb + beta];
+    Scalars mu = applyConstant(m, mixT, nb, lambda);
+    return host->buildDist2(m, embed(m, a), embed(m, b), mu);
+  }
   return GroupModel::buildDist2(m, a, b, lambda);
 }
 
+// The pairwise form. Exact: the built-in's. Block-isotropic host: the
+// host's features of diag(g, I) and its block norms, mixed. Otherwise the
+// default (a⁻¹ per query, compose and log per pair), whose inverse and log
+// are the host's closed forms when there is a host and the generic loops
+// when there is none.
+
+/// The built-in whose pairwise form serves `model` as is, or null.
+static const GroupModel *pairFormSource(const GroupModel *special,
+                                        const GroupModel *host,
+                                        const algebra::Recognition &r) {
+  if (special)
+    return special;
+  return host && r.isBlockIsotropic() ? host : nullptr;
+}
+
 unsigned GenericGroupModel::getQueryFeatureCount() const {
-  return special ? special->getQueryFeatureCount()
-                 : GroupModel::getQueryFeatureCount();
+  const GroupModel *src = pairFormSource(special, host, structure);
+  return src ? src->getQueryFeatureCount() : GroupModel::getQueryFeatureCount();
 }
 
 unsigned GenericGroupModel::getKeyFeatureCount() const {
-  return special ? special->getKeyFeatureCount()
-                 : GroupModel::getKeyFeatureCount();
+  const GroupModel *src = pairFormSource(special, host, structure);
+  return src ? src->getKeyFeatureCount() : GroupModel::getKeyFeatureCount();
 }
 
 Scalars GenericGroupModel::buildQueryFeatures(ScalarBuilder &m,
                                               ValueRange a) const {
-  return special ? special->buildQueryFeatures(m, a)
-                 : GroupModel::buildQueryFeatures(m, a);
+  if (special)
+    return special->buildQueryFeatures(m, a);
+  if (pairFormSource(special, host, structure))
+    return host->buildQueryFeatures(m, embed(m, a));
+  return GroupModel::buildQueryFeatures(m, a);
 }
 
 Scalars GenericGroupModel::buildKeyFeatures(ScalarBuilder &m,
                                             ValueRange b) const {
-  return special ? special->buildKeyFeatures(m, b)
-                 : GroupModel::buildKeyFeatures(m, b);
+  if (special)
+    return special->buildKeyFeatures(m, b);
+  if (pairFormSource(special, host, structure))
+    return host->buildKeyFeatures(m, embed(m, b));
+  return GroupModel::buildKeyFeatures(m, b);
 }
 
 Scalars GenericGroupModel::buildPairBlockNorms(ScalarBuilder &m, ValueRange q,
                                                ValueRange k) const {
-  return special ? special->buildPairBlockNorms(m, q, k)
-                 : GroupModel::buildPairBlockNorms(m, q, k);
+  if (special)
+    return special->buildPairBlockNorms(m, q, k);
+  if (pairFormSource(special, host, structure))
+    return mixBlockNorms(m, host->buildPairBlockNorms(m, q, k));
+  return GroupModel::buildPairBlockNorms(m, q, k);
 }

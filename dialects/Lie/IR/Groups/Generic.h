@@ -5,8 +5,10 @@
 // hand-written closed forms: GenericGroupModel derives everything from the
 // generators (coordinates through the dual basis, nilpotency, the affine
 // structure) and builds exp and log from the generic matrix functions of
-// MatrixFunctions.h. When the generators are exactly a built-in group's own
-// basis, the model delegates its builders to that built-in model instead.
+// MatrixFunctions.h. When the algebra is a built-in's in another basis, or
+// a subalgebra of one (GroupStructure.h), the builders are the built-in's
+// closed forms composed with the coordinate maps instead; when the
+// generators are exactly a built-in's basis, they are the built-in's.
 //
 // Models are cached per declaration (by content, so that they outlive any
 // MLIRContext) in a process-wide registry guarded by a mutex.
@@ -17,6 +19,7 @@
 #define TORSOR_DIALECTS_LIE_IR_GROUPS_GENERIC_H
 
 #include "dialects/Lie/IR/GroupModel.h"
+#include "dialects/Lie/IR/Groups/GroupStructure.h"
 
 #include <string>
 #include <vector>
@@ -73,7 +76,8 @@ public:
   Scalars buildPairBlockNorms(ScalarBuilder &m, mlir::ValueRange q,
                               mlir::ValueRange k) const override;
   bool hasStraightLinePairForm() const override {
-    return special && special->hasStraightLinePairForm();
+    const GroupModel *builtin = special ? special : host;
+    return builtin && builtin->hasStraightLinePairForm();
   }
 
   // Tangent spaces from the generators and the dual basis (GenericGrad.cpp).
@@ -97,6 +101,10 @@ public:
   llvm::StringRef getSpecialization() const {
     return special ? special->getName() : llvm::StringRef();
   }
+  /// What recognition found (GroupStructure.h), for reports.
+  const algebra::Recognition &getStructure() const { return structure; }
+  /// The built-in whose closed forms serve through a basis change, or null.
+  const GroupModel *getHost() const { return host; }
   /// k > 0 when every product of k generators vanishes (so X^k = 0 on the
   /// algebra and (g − I)^k = 0 on the group); 0 when the algebra is not
   /// nilpotent.
@@ -113,6 +121,14 @@ private:
   Scalars buildHat(ScalarBuilder &m, mlir::ValueRange v) const;
   /// J_r(w) = Σ_k (−ad_w)^k/(k+1)! as dim·dim row-major scalars.
   Scalars buildRightJacobian(ScalarBuilder &m, mlir::ValueRange w) const;
+  /// `g` (n×n) as the host's N×N element diag(g, I).
+  Scalars embed(ScalarBuilder &m, mlir::ValueRange g) const;
+  /// The top-left n×n block of a host element.
+  Scalars extract(mlir::ValueRange big) const;
+  /// Declared coordinates T⁺w_B of host coordinates.
+  Scalars fromHost(ScalarBuilder &m, mlir::ValueRange wB) const;
+  /// Declared block norms Σ_β c_bβ N_β from the host's block norms.
+  Scalars mixBlockNorms(ScalarBuilder &m, mlir::ValueRange hostNorms) const;
   /// Inverse of the leading `size`×`size` block of the n×n matrix `g`.
   Scalars buildBlockInverse(ScalarBuilder &m, mlir::ValueRange g,
                             unsigned size) const;
@@ -133,6 +149,10 @@ private:
   bool orthogonal = false;
   /// The built-in model with exactly these generators, if any.
   const GroupModel *special = nullptr;
+  /// The built-in model whose algebra contains this one through the basis
+  /// change of `structure` (Embedded), if any.
+  const GroupModel *host = nullptr;
+  algebra::Recognition structure;
 };
 
 } // namespace torsor::lie

@@ -161,6 +161,10 @@ GenericGroupModel::buildLogLeftGradient(ScalarBuilder &m, ValueRange w,
                                         ValueRange c) const {
   if (special)
     return special->buildLogLeftGradient(m, w, c);
+  // The host's closed forms are straight-line: differentiated formula by
+  // formula, like a built-in's.
+  if (host)
+    return std::nullopt;
   return solveTransposed(m, dim, buildRightJacobian(m, w), c);
 }
 
@@ -169,6 +173,10 @@ GenericGroupModel::buildExpLeftGradient(ScalarBuilder &m, ValueRange v,
                                         ValueRange eta) const {
   if (special)
     return special->buildExpLeftGradient(m, v, eta);
+  // The host's closed forms are straight-line: differentiated formula by
+  // formula, like a built-in's.
+  if (host)
+    return std::nullopt;
   // δ ↦ J_r(v)δ is exp's derivative in left-trivialised coordinates, so
   // its adjoint is J_r(v)ᵀ: v̄_a = Σ_b J_ba η_b.
   Scalars jr = buildRightJacobian(m, v);

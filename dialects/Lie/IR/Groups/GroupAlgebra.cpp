@@ -61,9 +61,9 @@ bool extend(std::vector<Matrix> &basis, const Matrix &v, double tol) {
   return true;
 }
 
-/// Inverse of the symmetric positive definite k×k matrix `a` (Gauss–Jordan
-/// with partial pivoting).
-Matrix invert(unsigned k, Matrix a) {
+} // namespace
+
+Matrix torsor::lie::algebra::invertSymmetric(unsigned k, Matrix a) {
   Matrix inv(k * k, 0.0);
   for (unsigned i = 0; i < k; ++i)
     inv[i * k + i] = 1;
@@ -93,8 +93,6 @@ Matrix invert(unsigned k, Matrix a) {
   }
   return inv;
 }
-
-} // namespace
 
 Matrix torsor::lie::algebra::multiply(unsigned n, const Matrix &a,
                                       const Matrix &b) {
@@ -167,7 +165,7 @@ Problem torsor::lie::algebra::analyze(unsigned n,
   for (unsigned a = 0; a < k; ++a)
     for (unsigned b = 0; b < k; ++b)
       gram[a * k + b] = dot(generators[a], generators[b]);
-  Matrix gramInv = invert(k, gram);
+  Matrix gramInv = invertSymmetric(k, gram);
   facts.dual.assign(k, Matrix(nn, 0.0));
   for (unsigned a = 0; a < k; ++a)
     for (unsigned b = 0; b < k; ++b)

@@ -94,6 +94,10 @@ std::string describe(const Problem &p, unsigned n,
 /// entries below 1e-12 in magnitude shown as 0.
 std::string formatMatrix(const Matrix &m, unsigned n);
 
+/// Inverse of the symmetric positive definite k×k matrix `a` (Gauss–Jordan
+/// with partial pivoting).
+Matrix invertSymmetric(unsigned k, Matrix a);
+
 /// The n×n row-major product ab.
 Matrix multiply(unsigned n, const Matrix &a, const Matrix &b);
 

@@ -1,0 +1,217 @@
+//===- GroupStructureTest.cpp - Tests for declared-group recognition ------===//
+//
+// recognize() (GroupStructure.h) decides which built-in's closed forms a
+// declared group reuses. A wrong identification is a wrong kernel, so these
+// tests pin the decision, the coordinate maps and the block-norm mix for
+// groups written in permuted, scaled and sheared bases, and the refusals:
+// a conjugated so(3) (isomorphic, but not inside a built-in's matrices), a
+// group none contains, nilpotent groups and the `generic` keyword.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Lie/IR/Groups/GroupStructure.h"
+#include "gtest/gtest.h"
+
+#include <cmath>
+
+using namespace torsor::lie::algebra;
+
+namespace {
+
+Matrix unit(unsigned n, unsigned i, unsigned j, double v = 1) {
+  Matrix m(n * n, 0.0);
+  m[i * n + j] = v;
+  return m;
+}
+
+Matrix plus(Matrix a, const Matrix &b, double s = 1) {
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] += s * b[i];
+  return a;
+}
+
+Matrix scaled(Matrix a, double s) {
+  for (double &x : a)
+    x *= s;
+  return a;
+}
+
+/// hat(e_axis) of so(3) in the corner of an n×n matrix.
+Matrix hat(unsigned n, unsigned axis) {
+  unsigned i = (axis + 1) % 3, j = (axis + 2) % 3;
+  return plus(unit(n, j, i), unit(n, i, j), -1);
+}
+
+/// The planar rotation generator in the corner of an n×n matrix.
+Matrix rot2(unsigned n) { return hat(n, 2); }
+
+/// Analyses `gens` (must be valid) and recognises them with `blocks`.
+Recognition run(unsigned n, const std::vector<Matrix> &gens,
+                const std::vector<unsigned> &blocks, Facts *out = nullptr) {
+  Facts facts;
+  Problem p = analyze(n, gens, facts);
+  EXPECT_FALSE(p) << describe(p, n);
+  if (out)
+    *out = facts;
+  return recognize(facts, blocks);
+}
+
+TEST(GroupStructure, ExactBuiltinBasis) {
+  Recognition r = run(4,
+                      {hat(4, 0), hat(4, 1), hat(4, 2), unit(4, 0, 3),
+                       unit(4, 1, 3), unit(4, 2, 3)},
+                      {3, 3});
+  EXPECT_EQ(r.kind, Recognition::Exact);
+  EXPECT_EQ(r.builtin, "se3");
+}
+
+TEST(GroupStructure, PermutedSE2InOneBlockIsIsotropic) {
+  // Translation, rotation, translation, one λ block: T is a permutation
+  // and the one block's norm is rot + trans.
+  Recognition r = run(3, {unit(3, 0, 2), rot2(3), unit(3, 1, 2)}, {3});
+  ASSERT_EQ(r.kind, Recognition::Embedded);
+  EXPECT_EQ(r.builtin, "se2");
+  ASSERT_TRUE(r.isBlockIsotropic());
+  ASSERT_EQ(r.blockMix.size(), 2u);
+  EXPECT_NEAR(r.blockMix[0], 1, 1e-14);
+  EXPECT_NEAR(r.blockMix[1], 1, 1e-14);
+  // T maps declared (Tx, R, Ty) to se2's (θ, x, y).
+  EXPECT_EQ(r.toBuiltin, (Matrix{0, 1, 0, 1, 0, 0, 0, 0, 1}));
+}
+
+TEST(GroupStructure, PermutedSE2WithSplitTranslationsNeedsThePairLog) {
+  // Blocks {Tx}, {R, Ty}: Ty's weight differs from Tx's, which no
+  // combination of se2's (rot, trans) norms expresses.
+  Recognition r = run(3, {unit(3, 0, 2), rot2(3), unit(3, 1, 2)}, {1, 2});
+  ASSERT_EQ(r.kind, Recognition::Embedded);
+  EXPECT_EQ(r.builtin, "se2");
+  EXPECT_FALSE(r.isBlockIsotropic());
+  EXPECT_NE(r.reason.find("per pair"), std::string::npos) << r.reason;
+}
+
+TEST(GroupStructure, ScaledRotationIsIsotropicShearedTranslationsAreNot) {
+  Matrix r2 = scaled(rot2(3), 2.5);
+  Recognition iso =
+      run(3, {r2, scaled(unit(3, 0, 2), 3), scaled(unit(3, 1, 2), 3)}, {1, 2});
+  ASSERT_EQ(iso.kind, Recognition::Embedded);
+  ASSERT_TRUE(iso.isBlockIsotropic());
+  // N_rot = θ'² = (θ/2.5)², N_trans = ‖ρ/3‖².
+  EXPECT_NEAR(iso.blockMix[0], 1 / 6.25, 1e-14);
+  EXPECT_NEAR(iso.blockMix[1], 0, 1e-14);
+  EXPECT_NEAR(iso.blockMix[3], 1 / 9.0, 1e-14);
+
+  Recognition shear =
+      run(3, {r2, unit(3, 0, 2), plus(unit(3, 0, 2), unit(3, 1, 2))}, {1, 2});
+  ASSERT_EQ(shear.kind, Recognition::Embedded);
+  EXPECT_EQ(shear.builtin, "se2");
+  EXPECT_FALSE(shear.isBlockIsotropic());
+  // T⁺ inverts T on the declared coordinates.
+  for (unsigned a = 0; a < 3; ++a)
+    for (unsigned c = 0; c < 3; ++c) {
+      double s = 0;
+      for (unsigned i = 0; i < 3; ++i)
+        s += shear.fromBuiltin[a * 3 + i] * shear.toBuiltin[i * 3 + c];
+      EXPECT_NEAR(s, a == c ? 1 : 0, 1e-14);
+    }
+}
+
+TEST(GroupStructure, Sim2IsAnIsotropicSubalgebraOfAff2) {
+  Matrix scale = plus(unit(3, 0, 0), unit(3, 1, 1));
+  Recognition r =
+      run(3, {rot2(3), scale, unit(3, 0, 2), unit(3, 1, 2)}, {2, 2});
+  ASSERT_EQ(r.kind, Recognition::Embedded);
+  EXPECT_EQ(r.builtin, "aff2");
+  EXPECT_EQ(r.builtinDim, 6u);
+  ASSERT_TRUE(r.isBlockIsotropic());
+  // ‖L‖²_F = 2(θ² + σ²) for L = σI + θJ.
+  EXPECT_NEAR(r.blockMix[0], 0.5, 1e-14);
+  EXPECT_NEAR(r.blockMix[1], 0, 1e-14);
+  EXPECT_NEAR(r.blockMix[2], 0, 1e-14);
+  EXPECT_NEAR(r.blockMix[3], 1, 1e-14);
+}
+
+TEST(GroupStructure, RotationTimesScaleEmbedsInSim3) {
+  Matrix identity = plus(plus(unit(3, 0, 0), unit(3, 1, 1)), unit(3, 2, 2));
+  Recognition r = run(3, {hat(3, 0), hat(3, 1), hat(3, 2), identity}, {3, 1});
+  ASSERT_EQ(r.kind, Recognition::Embedded);
+  EXPECT_EQ(r.builtin, "sim3");
+  EXPECT_EQ(r.builtinN, 4u);
+  ASSERT_TRUE(r.isBlockIsotropic());
+  // Declared (rot, scale) from sim3's (rot, trans, scale) norms.
+  EXPECT_EQ(r.blockMix, (std::vector<double>{1, 0, 0, 0, 0, 1}));
+}
+
+TEST(GroupStructure, SL2IsASubalgebraOfAff2WithThePairLog) {
+  Matrix h = plus(unit(2, 0, 0), unit(2, 1, 1), -1);
+  Recognition r = run(2, {h, unit(2, 0, 1), unit(2, 1, 0)}, {3});
+  ASSERT_EQ(r.kind, Recognition::Embedded);
+  EXPECT_EQ(r.builtin, "aff2");
+  EXPECT_EQ(r.builtinN, 3u);
+  // ‖L‖² = 2h² + e² + f² is not h² + e² + f².
+  EXPECT_FALSE(r.isBlockIsotropic());
+}
+
+TEST(GroupStructure, ConjugatedSO3IsRefusedWithTheNearestBuiltin) {
+  // D·so(3)·D⁻¹ for D = diag(1, 2, 3): a valid algebra isomorphic to so(3),
+  // but its elements are not rotations, so no built-in closed form applies.
+  std::vector<Matrix> gens;
+  double d[3] = {1, 2, 3};
+  for (unsigned axis = 0; axis < 3; ++axis) {
+    Matrix g = hat(3, axis);
+    for (unsigned i = 0; i < 3; ++i)
+      for (unsigned j = 0; j < 3; ++j)
+        g[i * 3 + j] *= d[i] / d[j];
+    gens.push_back(g);
+  }
+  Recognition r = run(3, gens, {3});
+  EXPECT_EQ(r.kind, Recognition::None);
+  EXPECT_NE(r.reason.find("nearest"), std::string::npos) << r.reason;
+}
+
+TEST(GroupStructure, SlightlyPerturbedSO3IsRefused) {
+  // so(3) conjugated by a rotation-free matrix 1e-6 from the identity:
+  // closed under the bracket, but 1e-6 outside so(3)'s matrices.
+  double eps = 1e-6;
+  std::vector<Matrix> gens;
+  for (unsigned axis = 0; axis < 3; ++axis) {
+    Matrix g = hat(3, axis);
+    for (unsigned i = 0; i < 3; ++i)
+      for (unsigned j = 0; j < 3; ++j)
+        g[i * 3 + j] *= (1 + eps * i) / (1 + eps * j);
+    gens.push_back(g);
+  }
+  EXPECT_EQ(run(3, gens, {3}).kind, Recognition::None);
+}
+
+TEST(GroupStructure, GalileanGroupIsNotContained) {
+  // Rotation of (x, y), boosts x += v t, translations in x, y, t (4×4 on
+  // homogeneous (x, y, t, 1)): no built-in has boosts.
+  Recognition r = run(4,
+                      {rot2(4), unit(4, 0, 2), unit(4, 1, 2), unit(4, 0, 3),
+                       unit(4, 1, 3), unit(4, 2, 3)},
+                      {1, 2, 3});
+  EXPECT_EQ(r.kind, Recognition::None);
+}
+
+TEST(GroupStructure, NilpotentAndGenericAreNotRecognised) {
+  std::vector<Matrix> heis = {unit(3, 0, 1), unit(3, 1, 2), unit(3, 0, 2)};
+  Recognition r = run(3, heis, {3});
+  EXPECT_EQ(r.kind, Recognition::None);
+  EXPECT_NE(r.reason.find("nilpotent"), std::string::npos);
+
+  Facts facts;
+  ASSERT_FALSE(analyze(3, {rot2(3), unit(3, 0, 2), unit(3, 1, 2)}, facts));
+  Recognition off = recognize(facts, {1, 2}, /*allowed=*/false);
+  EXPECT_EQ(off.kind, Recognition::None);
+  EXPECT_NE(off.reason.find("generic"), std::string::npos);
+}
+
+TEST(GroupStructure, DescribeNamesTheBuiltinAndTheBasis) {
+  Facts facts;
+  Recognition r = run(3, {unit(3, 0, 2), rot2(3), unit(3, 1, 2)}, {3}, &facts);
+  std::string text = describe(r, facts, {"Tx", "R", "Ty"});
+  EXPECT_NE(text.find("a basis change of se2"), std::string::npos) << text;
+  EXPECT_NE(text.find("R = [1, 0, 0]"), std::string::npos) << text;
+}
+
+} // namespace
