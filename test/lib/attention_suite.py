@@ -112,7 +112,7 @@ class GroupCase:
     """
 
     def __init__(self, name, rotation=None, tiny=None, large=None, pi_has_log=True,
-                 conformal=None):
+                 conformal=None, linear=False):
         self.name = name
         # Aff2: a sampler of elements with a rotation-scale linear part. Near
         # -I a general linear part has real negative eigenvalues (out of the
@@ -122,7 +122,9 @@ class GroupCase:
         self.tsr = os.path.join(INPUTS, name.lower() + ".tsr")
         self.rotation, self._tiny, self.large = rotation, tiny, large
         self.pi_has_log = pi_has_log
-        self.affine = name not in ("SO2", "SO3")  # elements [[A, t], [0, 1]]
+        # Elements [[A, t], [0, 1]], unless the group is linear (SO2, SO3 and
+        # the declared CO3).
+        self.affine = name not in ("SO2", "SO3") and not linear
         self.generators = None  # declared groups: filled from the .tsr
         self.ill_near_pi = not pi_has_log
 
@@ -189,6 +191,11 @@ CASES = {
                       affine(_scale(rng, eps) * rot3(_rand_axis(rng), th), _trans(rng, 3, eps))),
     "Sim2": GroupCase("Sim2", rotation=lambda rng, th, eps=None:
                       affine(_scale(rng, eps) * rot2(th), _trans(rng, 2, eps)), pi_has_log=False),
+    # Declared groups that run on a built-in's closed forms (GroupStructure.h).
+    "CO3": GroupCase("CO3", rotation=lambda rng, th, eps=None: _scale(rng, eps) * rot3(_rand_axis(rng), th),
+                     linear=True),
+    "SE2p": GroupCase("SE2p", rotation=lambda rng, th, eps=None: affine(rot2(th), _trans(rng, 2, eps))),
+    "SE2s": GroupCase("SE2s", rotation=lambda rng, th, eps=None: affine(rot2(th), _trans(rng, 2, eps))),
     "Heis3": GroupCase("Heis3", tiny=lambda rng, eps: _heis(*(rng.standard_normal(3) * eps)),
                        large=lambda rng: _heis(*(rng.standard_normal(3) * 5.0))),
     "Aff1": GroupCase("Aff1",
@@ -354,14 +361,16 @@ def _mp_project(name):
     import mpmath
     from lie_reference import mp_polar
 
-    d = {"SO2": 2, "SE2": 2, "SO3": 3, "SE3": 3, "Sim3": 3}.get(name)
+    # (The declared CO3, SE2p and SE2s are rotation(-scale) groups too.)
+    d = {"SO2": 2, "SE2": 2, "SO3": 3, "SE3": 3, "Sim3": 3, "CO3": 3, "SE2p": 2,
+         "SE2s": 2}.get(name)
     if d is None:
         return None
 
     def project(M):
         P = M.copy()
         A = mpmath.matrix([[M[i, j] for j in range(d)] for i in range(d)])
-        s = mpmath.det(A) ** (mpmath.mpf(1) / d) if name == "Sim3" else 1
+        s = mpmath.det(A) ** (mpmath.mpf(1) / d) if name in ("Sim3", "CO3") else 1
         R = mp_polar(A / s) * s
         for i in range(d):
             for j in range(d):
