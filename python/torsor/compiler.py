@@ -3,38 +3,44 @@
 The cache key is a SHA-256 of the model's source text, the torsorc options
 (dtype, opt, target, extra flags) and the identity of the torsorc binary
 (path, size, modification time), so a rebuilt compiler never serves stale
-code. Each entry is a folder <cache>/<key>/ with model.so, model.json, the
-source (model.tsr) and, written last, entry.json: a record of the source's
-hash, the options, the compiler's identity, the manifest's model name and
-the SHA-256 of model.so and model.json. An entry is served only when that
-record matches the request and the files on disk (source text equal, hashes
-equal, manifest naming the recorded model); any other entry (truncated,
-tampered with, replaced by another model's files, half deleted) is rebuilt.
-An entry is built in a temporary folder and renamed into place, so
-concurrent compiles (threads or processes) never see a half entry; a
-rebuild first renames the old entry aside. `cache=False` always recompiles
-and replaces the entry. The cache lives in $TORSOR_CACHE_DIR, else
+code. An entry is a record <cache>/<key>.json and the build folder it
+names, <cache>/<key>-<id>/ with model.so, model.json and the source
+(model.tsr). The record holds the source's hash, the options, the
+compiler's identity, the manifest's model name and the SHA-256 of model.so
+and model.json; an entry is served only when the record matches the
+request and the files on disk (source text equal, hashes equal, manifest
+naming the recorded model). Any other entry (truncated, tampered with,
+replaced by another model's files, half deleted, of an older layout) is
+rebuilt. A build goes into a fresh folder and is published by replacing
+the record atomically, after the folder is complete, so concurrent
+compiles (threads or processes) never see a half entry, and a rebuilt
+entry never reuses a library path (the dynamic loader returns an already
+loaded library for a path it has seen). Folders no record names are
+removed an hour after they were built. `cache=False` always recompiles and
+publishes the new build. The cache lives in $TORSOR_CACHE_DIR, else
 $XDG_CACHE_HOME/torsor, else ~/.cache/torsor; delete it at any time.
 
 A compile interrupted on the Python side (Ctrl-C, any exception) stops
 torsorc with SIGTERM, so it removes its temporary files, and only after a
 grace period with SIGKILL.
 """
-import errno
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
+import time
 
 from . import _locate
+from ._files import write_atomic
 from .errors import CompileError, TorsorError, TorsorIOError
 from .model import Model
 
 _TEXT_NAME = "<source>"
-_RECORD = "entry.json"
 _RECORD_FORMAT = 1
+_STALE_S = 3600  # unnamed build folders older than this are removed
 _TERM_GRACE_S = 5.0  # SIGTERM -> SIGKILL
 
 
@@ -97,77 +103,108 @@ def _sha256_file(path):
     return h.hexdigest()
 
 
-def _entry_problem(entry, want, source_bytes):
-    """None when the cache entry `entry` may be served for the request
-    `want` (the record fields that must match), else what is wrong with it
-    (for messages and tests)."""
+def _entry_problem(folder, key, want, source_bytes):
+    """(None, library path) when the cache entry `key` may be served for the
+    request `want` (the record fields that must match), else (what is wrong
+    with it, None)."""
     try:
-        with open(os.path.join(entry, _RECORD), "rb") as f:
+        with open(os.path.join(folder, key + ".json"), "rb") as f:
             record = json.loads(f.read().decode("utf-8"))
+    except FileNotFoundError:
+        return "no entry", None
     except (OSError, ValueError) as e:
-        return "no readable entry record (%s)" % e
+        return "unreadable entry record (%s)" % e, None
     if not isinstance(record, dict) or record.get("format") != _RECORD_FORMAT:
-        return "entry record of another format"
+        return "entry record of another format", None
     for field, value in want.items():
         if record.get(field) != value:
-            return "recorded %s differs" % field
+            return "recorded %s differs" % field, None
+    build = record.get("dir")
+    if not isinstance(build, str) or not re.fullmatch(re.escape(key) + "-[0-9a-f]{16}",
+                                                      build):
+        return "no build folder named in the record", None
+    build = os.path.join(folder, build)
     try:
-        with open(os.path.join(entry, "model.tsr"), "rb") as f:
+        with open(os.path.join(build, "model.tsr"), "rb") as f:
             if f.read() != source_bytes:
-                return "stored source differs"
+                return "stored source differs", None
         files = record.get("files") or {}
         for name in ("model.so", "model.json"):
-            if _sha256_file(os.path.join(entry, name)) != files.get(name):
-                return "%s does not match its recorded hash" % name
-        with open(os.path.join(entry, "model.json"), "rb") as f:
+            if _sha256_file(os.path.join(build, name)) != files.get(name):
+                return "%s does not match its recorded hash" % name, None
+        with open(os.path.join(build, "model.json"), "rb") as f:
             manifest = json.loads(f.read().decode("utf-8"))
     except (OSError, ValueError) as e:
-        return "unreadable entry (%s)" % e
+        return "unreadable entry (%s)" % e, None
     if not isinstance(manifest, dict) or manifest.get("model") != record.get("model"):
-        return "manifest names another model"
-    return None
+        return "manifest names another model than the record", None
+    declared = _declared_models(source_bytes.decode("utf-8", "surrogateescape"))
+    if declared and manifest.get("model") not in declared:
+        return ("manifest names model %r, the source declares %s"
+                % (manifest.get("model"), ", ".join(sorted(declared)))), None
+    return None, os.path.join(build, "model.so")
 
 
-def _remove(path):
-    """Removes a folder tree or a file, ignoring errors."""
-    if os.path.isdir(path) and not os.path.islink(path):
-        shutil.rmtree(path, ignore_errors=True)
-    else:
+def _declared_models(text):
+    """The names after `model` in source text (`//` comments skipped):
+    `model` is a reserved word, so this finds every model declaration."""
+    text = re.sub(r"//[^\n]*", "", text)
+    return set(re.findall(r"\bmodel\s+([A-Za-z_][A-Za-z0-9_]*)", text))
+
+
+def _remove_stale_builds(folder, key, keep):
+    """Removes build folders of entry `key` other than `keep` that are
+    older than _STALE_S: replaced builds (a Model loaded from one keeps
+    working, but its path is gone) and builds interrupted midway."""
+    now = time.time()
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        if name == keep or not name.startswith(key + "-"):
+            continue
+        path = os.path.join(folder, name)
         try:
-            os.unlink(path)
+            if now - os.stat(path).st_mtime > _STALE_S:
+                shutil.rmtree(path, ignore_errors=True)
         except OSError:
             pass
 
 
-def _install(tmp, entry, accept_existing):
-    """Renames the complete entry folder `tmp` to `entry`. An entry already
-    there is kept when accept_existing(entry) says it is good (another
-    process built the same thing first: `tmp` is then dropped), else moved
-    aside and removed. Returns True when `tmp` became the entry."""
-    for _ in range(8):
-        try:
-            os.rename(tmp, entry)
-            return True
-        except OSError as e:
-            if e.errno not in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR,
-                               errno.EISDIR):
-                raise TorsorIOError("cannot install the compile cache entry '%s': %s"
-                                    % (entry, e.strerror or e)) from e
-        if accept_existing(entry):
-            return False
-        trash = "%s.old-%s" % (entry, os.urandom(6).hex())
-        try:
-            os.rename(entry, trash)
-        except FileNotFoundError:
-            continue  # someone else moved it: try again
-        except OSError as e:
-            raise TorsorIOError("cannot replace the compile cache entry '%s': %s; "
-                                "delete it" % (entry, e.strerror or e)) from e
-        _remove(trash)
-    if accept_existing(entry):
-        return False
-    raise TorsorIOError("cannot install the compile cache entry '%s': other "
-                        "processes keep replacing it; try again" % entry)
+def _build_entry(folder, key, want, torsorc, text, source_bytes, path, args):
+    """Compiles into a fresh build folder and publishes it as entry `key`
+    (the record last, atomically). Returns the library's path."""
+    name = "%s-%s" % (key, os.urandom(8).hex())
+    build = os.path.join(folder, name)
+    try:
+        os.mkdir(build)
+    except OSError as e:
+        raise TorsorIOError("cannot create a build folder in the compile cache "
+                            "'%s': %s" % (folder, e.strerror or e)) from e
+    try:
+        so = os.path.join(build, "model.so")
+        _run_torsorc(torsorc, text, path, args, so)
+        if path is not None:
+            with open(path, "rb") as f:
+                if f.read() != source_bytes:
+                    raise CompileError(
+                        "%s changed while torsorc compiled it; compile it again"
+                        % path, command=[torsorc, path])
+        with open(os.path.join(build, "model.tsr"), "wb") as f:
+            f.write(source_bytes)
+        with open(os.path.join(build, "model.json"), "rb") as f:
+            model = json.loads(f.read().decode("utf-8")).get("model")
+        record = dict(want, format=_RECORD_FORMAT, model=model, dir=name, files={
+            n: _sha256_file(os.path.join(build, n)) for n in ("model.so", "model.json")})
+        write_atomic(os.path.join(folder, key + ".json"),
+                     json.dumps(record, indent=1).encode("utf-8"),
+                     "compile cache record")
+    except BaseException:
+        shutil.rmtree(build, ignore_errors=True)
+        raise
+    _remove_stale_builds(folder, key, name)
+    return so
 
 
 def compile(source, dtype="f32", opt=None, target="cpu", flags=(), output=None,
@@ -219,41 +256,16 @@ def compile(source, dtype="f32", opt=None, target="cpu", flags=(), output=None,
          str(st.st_mtime_ns)]).encode("utf-8", "surrogateescape")).hexdigest()[:32]
     want = {"source_sha256": hashlib.sha256(source_bytes).hexdigest(),
             "args": args, "torsorc": identity}
-    entry = os.path.join(folder, key)
-    so = os.path.join(entry, "model.so")
-    good = lambda e: _entry_problem(e, want, source_bytes) is None  # noqa: E731
-
-    if cache and good(entry):
-        try:
-            m = Model(so)
-            m.cached = True
-            return m
-        except TorsorError:
-            pass  # e.g. a runtime of another ABI since: rebuild the entry
-    tmp = tempfile.mkdtemp(prefix=".%s.tmp-" % key, dir=folder)
-    try:
-        built = os.path.join(tmp, "model.so")
-        _run_torsorc(torsorc, text, path, args, built)
-        if path is not None:
-            with open(path, "rb") as f:
-                if f.read() != source_bytes:
-                    raise CompileError(
-                        "%s changed while torsorc compiled it; compile it again"
-                        % path, command=[torsorc, path])
-        with open(os.path.join(tmp, "model.tsr"), "wb") as f:
-            f.write(source_bytes)
-        with open(os.path.join(tmp, "model.json"), "rb") as f:
-            name = json.loads(f.read().decode("utf-8")).get("model")
-        record = dict(want, format=_RECORD_FORMAT, model=name, files={
-            n: _sha256_file(os.path.join(tmp, n)) for n in ("model.so", "model.json")})
-        with open(os.path.join(tmp, _RECORD), "w", encoding="utf-8") as f:
-            json.dump(record, f, indent=1)  # last: the entry is complete
-        # cache=False: our build replaces whatever is there. Otherwise an
-        # entry that became good meanwhile (another process) is served.
-        _install(tmp, entry, (lambda e: False) if not cache else good)
-    finally:
-        _remove(tmp)
-    m = Model(so)
+    if cache:
+        problem, so = _entry_problem(folder, key, want, source_bytes)
+        if problem is None:
+            try:
+                m = Model(so)
+                m.cached = True
+                return m
+            except TorsorError:
+                pass  # e.g. a runtime of another ABI since: rebuild the entry
+    m = Model(_build_entry(folder, key, want, torsorc, text, source_bytes, path, args))
     m.cached = False
     return m
 
