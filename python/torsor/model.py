@@ -93,6 +93,29 @@ def _torch_layout_problem(label, value):
     return None
 
 
+def _torch_memoryless_problem(label, value):
+    """An InvalidArgumentError for a tensor subclass that has no memory of
+    its own to lend (FakeTensor, FunctionalTensor, wrapper subclasses such
+    as DTensor): their data_ptr() is not their values. None otherwise."""
+    torch = sys.modules["torch"]
+    if type(value) is torch.Tensor or type(value) is torch.nn.Parameter:
+        return None
+    memoryless = False
+    try:
+        from torch._subclasses.fake_tensor import is_fake
+        from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+        memoryless = is_fake(value) or is_traceable_wrapper_subclass(value)
+    except Exception:  # noqa: BLE001 - an older torch without these helpers
+        pass
+    if not memoryless:
+        return None
+    return InvalidArgumentError(
+        "%s: a %s has no memory of its own holding its values (a fake, "
+        "functional or wrapper tensor, e.g. while torch.compile traces); pass "
+        "a plain dense CPU tensor, or call the model through torsor.torch's "
+        "custom op" % (label, type(value).__name__))
+
+
 def _resolved_torch(value):
     """`value`, or a copy whose memory holds its values: a tensor with the
     lazy negation or conjugation bit (`z.conj().imag`, `x.neg()` views) or
@@ -132,7 +155,8 @@ def _tensor_struct(label, value, want_dtype):
             raise InvalidArgumentError(
                 "%s: tensor is on device '%s'; Torsor's CPU models take CPU "
                 "tensors (use .cpu())" % (label, value.device))
-        problem = _torch_layout_problem(label, value)
+        problem = (_torch_layout_problem(label, value)
+                   or _torch_memoryless_problem(label, value))
         if problem is not None:
             raise problem
         code = _TORCH_DTYPES.get(str(value.dtype))
@@ -363,8 +387,8 @@ class Model:
             for name, value in params.items():
                 spec = self._by_name.get(name)
                 if spec is not None and spec.kind == "param":
-                    arr = np.array(_to_numpy(value), dtype=spec.numpy_dtype,
-                                   order="C", copy=True)
+                    arr = np.array(_to_numpy(value, "param '%s'" % name),
+                                   dtype=spec.numpy_dtype, order="C", copy=True)
                 else:  # unknown name: let the runtime say so
                     arr = np.zeros((0,), np.float32)
                 t, keep = _tensor_struct("param '%s'" % name, arr, None)
@@ -378,9 +402,13 @@ class Model:
         absolute tolerance `tol`, and that float inputs, params and
         cotangents hold no NaN or Inf (on by default; False passes them
         through unchecked)."""
+        tol = float(tol)
+        if not (tol >= 0 and np.isfinite(tol)):
+            raise InvalidArgumentError(
+                "set_check_groups: tol must be a finite number >= 0, got %r" % tol)
         with self._lock as native:
             self._lib.torsorModuleSetCheckGroups(self._handle, 1 if enable else 0,
-                                                 float(tol))
+                                                 tol)
             native.check_inputs = bool(enable)
         return self
 

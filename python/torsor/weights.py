@@ -131,7 +131,7 @@ def save_weights(path, params, dtype=None, what="weights bundle"):
     from .model import _to_numpy
     header, chunks, offset = {}, [], 0
     for name in sorted(params):
-        arr = _to_numpy(params[name])
+        arr = _to_numpy(params[name], "'%s'" % name)
         if dtype is not None and np.issubdtype(arr.dtype, np.floating):
             arr = arr.astype({"f32": np.float32, "f64": np.float64}[dtype])
         arr = np.ascontiguousarray(arr).astype(arr.dtype.newbyteorder("<"), copy=False)

@@ -481,6 +481,11 @@ class Integers(unittest.TestCase):
             self.assertEqual(torsor.get_num_threads(), before)
         with self.assertRaisesRegex(torsor.InvalidArgumentError, "must be an integer, got 2.5"):
             torsor.set_num_threads(2.5)
+        m = torsor.compile(DOUBLE)
+        for tol in (float("nan"), float("inf"), -1.0):
+            with self.assertRaisesRegex(torsor.InvalidArgumentError,
+                                        "tol must be a finite number >= 0"):
+                m.set_check_groups(True, tol)
         torsor.set_num_threads(np.int64(before))  # NumPy integers are integers
         self.assertEqual(torsor.get_num_threads(), before)
 
@@ -646,6 +651,17 @@ class TorchViews(unittest.TestCase):
             with self.assertRaisesRegex(torsor.InvalidArgumentError,
                                         "input 'x': torch tensor has layout _mkldnn"):
                 self.m(x=self.x.to_mkldnn())
+        # Tensors without memory of their own (fake ones, as torch.compile
+        # traces) are refused instead of lending a meaningless pointer.
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        with FakeTensorMode():
+            fake = torch.empty(2, 3)
+        with self.assertRaisesRegex(torsor.InvalidArgumentError,
+                                    "input 'x': a FakeTensor has no memory of its own"):
+            self.m(x=fake)
+        # A lazy zero tensor is materialised.
+        zero = torch._efficientzerotensor((2, 3))
+        self.assertTrue(torch.equal(self.m(x=zero), torch.zeros(2, 3)))
         # Copies (set_params) take them by value.
         fit = torsor.compile(FIT, dtype="f32")
         fit.set_params({"W": torch.ones(3, 2).to_sparse(), "b": torch.zeros(2)})
