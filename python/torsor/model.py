@@ -118,7 +118,7 @@ def _torch_memoryless_problem(label, value):
 
 def _resolved_torch(value):
     """`value`, or a copy whose memory holds its values: a tensor with the
-    lazy negation or conjugation bit (`z.conj().imag`, `x.neg()` views) or
+    lazy negation or conjugation bit (`z.conj().imag`, `torch._neg_view`) or
     a lazy zero tensor stores something else than it reads as, so its raw
     memory must never be lent to the runtime."""
     if value.is_neg():

@@ -11,7 +11,6 @@ batch iterators and unusable cache folders. Every test writes only inside
 its own temporary folder (CI runs as root).
 """
 import copy
-import io
 import json
 import os
 import pickle
@@ -29,7 +28,7 @@ import unittest
 
 import numpy as np
 
-import common
+import common  # noqa: F401  (puts test/lib on sys.path)
 from common import torsor
 from torsor import _files
 from torsor.train import SGD, Adam, TrainingDivergedError, train

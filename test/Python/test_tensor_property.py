@@ -31,7 +31,7 @@ import unittest
 
 import numpy as np
 
-import common
+import common  # noqa: F401  (puts test/lib on sys.path)
 from common import torsor
 from torsor import _capi
 from torsor.model import _tensor_struct
