@@ -16,7 +16,7 @@ the record atomically, after the folder is complete, so concurrent
 compiles (threads or processes) never see a half entry, and a rebuilt
 entry never reuses a library path (the dynamic loader returns an already
 loaded library for a path it has seen). Folders no record names are
-removed an hour after they were built. `cache=False` always recompiles and
+removed by the next rebuild of their entry once they are an hour old. `cache=False` always recompiles and
 publishes the new build. The cache lives in $TORSOR_CACHE_DIR, else
 $XDG_CACHE_HOME/torsor, else ~/.cache/torsor; delete it at any time.
 
@@ -64,7 +64,9 @@ def _ensure_cache_dir(folder):
         cause = e.strerror or str(e)
     else:
         cause = "File exists"
-    if os.path.lexists(folder) and not os.path.isdir(folder):
+    if os.path.islink(folder) and not os.path.exists(folder):
+        cause = "it is a symlink to '%s', which does not exist" % os.readlink(folder)
+    elif os.path.lexists(folder) and not os.path.isdir(folder):
         cause = "it is a file, not a folder"
     else:
         parent = folder
