@@ -519,7 +519,7 @@ def work():
             bad[0] += 1
 t = threading.Thread(target=work)
 t.start()
-while done[0] < 3:
+while done[0] < 3 and t.is_alive():
     time.sleep(0.001)
 m.close()   # while a call runs on the other thread
 t.join()
