@@ -84,3 +84,13 @@ test-sanitize: build-sanitize
 # Every torsor-fuzz-* target for FUZZ_SECONDS on its seed corpus.
 fuzz: build-sanitize
 	@scripts/fuzz.sh $(SAN_BUILD) $(FUZZ_SECONDS)
+
+# The Python layer's tensor conversion (docs/reliability.md): the seeded
+# property test of test/Python/test_tensor_property.py with about
+# FUZZ_SECONDS x 1000 random arrays and views per kind (PYTHON with torch
+# adds the torch cases).
+.PHONY: fuzz-python
+fuzz-python: build
+	TENSOR_PROPERTY_CASES=$$(( $(FUZZ_SECONDS) * 1000 )) \
+	  TENSOR_PROPERTY_SEED=$${FUZZ_SEED:-1} \
+	  $(PYTHON) test/Python/run_tests.py --build $(BUILD) --in-place -k test_tensor_property

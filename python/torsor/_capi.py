@@ -14,9 +14,10 @@ RTLD_GLOBAL before dlopen-ing a model, so models resolve
 torsor_parallel_for even though ctypes loads it RTLD_LOCAL.
 """
 import ctypes
+import operator
 
 from . import _locate
-from .errors import from_status
+from .errors import InvalidArgumentError, from_status
 
 INPUT, PARAM, OUTPUT = 0, 1, 2
 KINDS = {INPUT: "input", PARAM: "param", OUTPUT: "output"}
@@ -101,3 +102,34 @@ def check(status):
 def encode(text):
     """A Python str as the bytes a C string argument needs."""
     return text.encode("utf-8") if isinstance(text, str) else bytes(text)
+
+
+INT32_RANGE = (-2 ** 31, 2 ** 31 - 1)
+INT64_RANGE = (-2 ** 63, 2 ** 63 - 1)
+
+
+def _checked_int(value, what, hint, bounds, ctype):
+    """`value` as a Python int inside `bounds`: ctypes converts integers to
+    C types modulo 2^N without a word (2**32 + 3 becomes 3 in an int32_t),
+    so every integer bound for the C API is checked here first."""
+    try:
+        n = operator.index(value)  # ints and NumPy integers, not floats
+    except TypeError:
+        raise InvalidArgumentError("%s must be an integer, got %r%s"
+                                   % (what, value, "; " + hint if hint else "")) from None
+    lo, hi = bounds
+    if not lo <= n <= hi:
+        raise InvalidArgumentError(
+            "%s = %d is out of range: the C API takes a %s (%d to %d)%s"
+            % (what, n, ctype, lo, hi, "; " + hint if hint else ""))
+    return n
+
+
+def int32(value, what, hint=""):
+    """`value` checked to fit the C API's int32_t (see _checked_int)."""
+    return _checked_int(value, what, hint, INT32_RANGE, "int32_t")
+
+
+def int64(value, what, hint=""):
+    """`value` checked to fit the C API's int64_t (see _checked_int)."""
+    return _checked_int(value, what, hint, INT64_RANGE, "int64_t")

@@ -12,6 +12,7 @@ become the exceptions of torsor.errors unchanged.
 import ctypes
 import json
 import os
+import sys
 import threading
 from dataclasses import dataclass
 from typing import Optional, Tuple, Union
@@ -61,7 +62,11 @@ class TensorSpec:
 
 
 def _is_torch_tensor(value):
-    """Duck-typed so that NumPy-only users never import torch."""
+    """Whether `value` is a torch tensor (a subclass included), without
+    importing torch: only an already imported torch can have made one."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, getattr(torch, "Tensor", ())):
+        return True
     return (type(value).__module__.startswith("torch")
             and hasattr(value, "data_ptr") and hasattr(value, "stride"))
 
@@ -71,26 +76,110 @@ _TORCH_DTYPES = {"torch.float32": "f32", "torch.float64": "f64",
 _NUMPY_DTYPES = {"float32": "f32", "float64": "f64", "int64": "i64"}
 
 
+def _torch_layout_problem(label, value):
+    """An InvalidArgumentError for a tensor whose memory is not a dense
+    strided array (sparse, mkldnn, nested), else None."""
+    if getattr(value, "is_nested", False):
+        return InvalidArgumentError(
+            "%s: torch nested tensors are not supported; Torsor takes dense "
+            "strided tensors (pad it with torch.nested.to_padded_tensor, or "
+            "call the model per element)" % label)
+    layout = str(getattr(value, "layout", "torch.strided"))
+    if layout != "torch.strided":
+        return InvalidArgumentError(
+            "%s: torch tensor has layout %s; Torsor takes dense strided "
+            "tensors (convert it with .to_dense())"
+            % (label, layout.replace("torch.", "")))
+    return None
+
+
+def _torch_memoryless_problem(label, value):
+    """An InvalidArgumentError for a tensor subclass that has no memory of
+    its own to lend (FakeTensor, FunctionalTensor, wrapper subclasses such
+    as DTensor): their data_ptr() is not their values. None otherwise."""
+    torch = sys.modules["torch"]
+    if type(value) is torch.Tensor or type(value) is torch.nn.Parameter:
+        return None
+    memoryless = False
+    try:
+        from torch._subclasses.fake_tensor import is_fake
+        from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+        memoryless = is_fake(value) or is_traceable_wrapper_subclass(value)
+    except Exception:  # noqa: BLE001 - an older torch without these helpers
+        pass
+    if not memoryless:
+        return None
+    return InvalidArgumentError(
+        "%s: a %s has no memory of its own holding its values (a fake, "
+        "functional or wrapper tensor, e.g. while torch.compile traces); pass "
+        "a plain dense CPU tensor, or call the model through torsor.torch's "
+        "custom op" % (label, type(value).__name__))
+
+
+def _resolved_torch(value):
+    """`value`, or a copy whose memory holds its values: a tensor with the
+    lazy negation or conjugation bit (`z.conj().imag`, `torch._neg_view`) or
+    a lazy zero tensor stores something else than it reads as, so its raw
+    memory must never be lent to the runtime."""
+    if value.is_neg():
+        value = value.resolve_neg()
+    if value.is_conj():
+        value = value.resolve_conj()
+    is_zero = getattr(value, "_is_zerotensor", None)
+    if is_zero is not None and is_zero():
+        import torch
+        value = torch.zeros(tuple(value.shape), dtype=value.dtype)
+    return value
+
+
+def _checked_int64s(label, values):
+    """`values` as a tuple of ints, each checked to fit in int64."""
+    return tuple(_capi.int64(v, "%s: extent or stride" % label) for v in values)
+
+
 def _tensor_struct(label, value, want_dtype):
     """(TorsorTensor, keep-alive tuple) lending `value`'s memory.
 
     `label` ("input 'x'") prefixes our own messages; `want_dtype` (a
     manifest dtype or None) converts lists and scalars, never arrays: an
-    array of the wrong dtype is passed through so the runtime reports it."""
+    array of the wrong dtype is passed through so the runtime reports it.
+    keep-alive[0] is the array or tensor whose memory is lent.
+
+    Only memory that holds the values is lent: torch tensors with a lazy
+    negation or conjugation bit are resolved into a copy; sparse, mkldnn,
+    nested and masked arrays are refused with a message naming `label`;
+    unaligned NumPy arrays and strides that are not whole elements are
+    copied."""
     if _is_torch_tensor(value):
         if value.device.type != "cpu":
             raise InvalidArgumentError(
                 "%s: tensor is on device '%s'; Torsor's CPU models take CPU "
                 "tensors (use .cpu())" % (label, value.device))
+        problem = (_torch_layout_problem(label, value)
+                   or _torch_memoryless_problem(label, value))
+        if problem is not None:
+            raise problem
         code = _TORCH_DTYPES.get(str(value.dtype))
         if code is None:
             raise InvalidArgumentError(
                 "%s: torch dtype %s is not supported; expected %s"
                 % (label, str(value.dtype).replace("torch.", ""),
                    want_dtype or "f32, f64 or i64"))
-        data, shape, strides = value.data_ptr(), tuple(value.shape), value.stride()
+        value = _resolved_torch(value)
+        try:
+            data = value.data_ptr()
+        except RuntimeError as e:  # fake, functional or other data-less tensors
+            raise InvalidArgumentError(
+                "%s: cannot read this tensor's memory (%s); pass a plain dense "
+                "CPU tensor" % (label, str(e).split("\n")[0])) from None
+        shape, strides = tuple(value.shape), value.stride()
         keep = value
     else:
+        if isinstance(value, np.ma.MaskedArray):
+            raise InvalidArgumentError(
+                "%s: a NumPy masked array; its masked elements have no values "
+                "to compute on. Pass arr.filled(fill_value), or arr.data to "
+                "ignore the mask" % label)
         if isinstance(value, np.ndarray):
             arr = value
         else:
@@ -104,26 +193,110 @@ def _tensor_struct(label, value, want_dtype):
                 "%s: NumPy dtype %s is not supported; expected %s"
                 % (label, arr.dtype.name, want_dtype or "f32, f64 or i64"))
         item = arr.dtype.itemsize
-        if any(s % item for s in arr.strides):
-            arr = np.ascontiguousarray(arr)
+        if any(s % item for s in arr.strides) or not arr.flags.aligned:
+            arr = arr.copy(order="C")
         data, shape = arr.ctypes.data, arr.shape
         strides = tuple(s // item for s in arr.strides)
         keep = arr
-    rank = len(shape)
-    c_shape = (ctypes.c_int64 * max(rank, 1))(*shape)
-    c_strides = (ctypes.c_int64 * max(rank, 1))(*strides)
+    rank = _capi.int32(len(shape), "%s: rank" % label)
+    c_shape = (ctypes.c_int64 * max(rank, 1))(*_checked_int64s(label, shape))
+    c_strides = (ctypes.c_int64 * max(rank, 1))(*_checked_int64s(label, strides))
     t = _capi.Tensor(data, c_shape, c_strides, rank, _capi.DTYPE_CODES[code])
     return t, (keep, c_shape, c_strides)
 
 
-def _to_numpy(value):
-    """Any array-like (torch tensors included, on any device) as NumPy."""
+def _to_numpy(value, label="tensor"):
+    """Any array-like (torch tensors included, on any device) as NumPy.
+    Torch tensors are read by value: sparse and mkldnn ones are made dense
+    and lazy negation/conjugation bits resolved first."""
     if _is_torch_tensor(value):
-        t = value.detach().cpu()
+        t = value.detach()
+        if getattr(t, "is_nested", False):
+            raise _torch_layout_problem(label, t)
+        if str(getattr(t, "layout", "torch.strided")) != "torch.strided":
+            t = t.to_dense()
+        t = _resolved_torch(t.cpu())
         if str(t.dtype) == "torch.bfloat16":
             t = t.float()
-        return t.numpy()
+        try:
+            return t.numpy()
+        except (RuntimeError, TypeError) as e:
+            raise InvalidArgumentError("%s: cannot read this torch tensor (%s)"
+                                       % (label, str(e).split("\n")[0])) from None
     return np.asarray(value)
+
+
+def _first_non_finite(arr):
+    """(flat index, index tuple, "NaN"/"+Inf"/"-Inf") of the first
+    non-finite element of a float NumPy array, or None."""
+    if not np.issubdtype(arr.dtype, np.floating):
+        return None
+    finite = np.isfinite(arr)
+    if finite.all():
+        return None
+    flat = int(np.argmin(finite.ravel(order="C")))
+    index = np.unravel_index(flat, arr.shape) if arr.ndim else ()
+    v = arr[index] if arr.ndim else arr[()]
+    return flat, tuple(int(i) for i in index), (
+        "NaN" if np.isnan(v) else ("+Inf" if v > 0 else "-Inf"))
+
+
+class _Native:
+    """One loaded TorsorModule, shared by a Model and its copies
+    (copy.copy, copy.deepcopy): it is freed when its last owner closes.
+    `call` admits one call at a time across all owners; `caller` is the
+    thread inside a call; `params` keeps bound params' memory alive."""
+
+    def __init__(self, lib, ptr):
+        self.lib, self.ptr = lib, ptr
+        self.owners = 1
+        self.mutex = threading.Lock()  # owners, ptr
+        self.call = threading.Lock()
+        self.caller = None
+        self.free_pending = False
+        self.params = {}
+        self.check_inputs = True
+
+    def free(self):
+        """Frees the module (the call lock held, or no call possible)."""
+        ptr, self.ptr = self.ptr, None
+        self.params = {}
+        if ptr:
+            self.lib.torsorModuleFree(ptr)
+
+
+class _Call:
+    """`with model._lock:` - one call on the model's native module: refused
+    with a clear error once the Model is closed, serialised with every other
+    call on the module, and holding off close() until it ends."""
+
+    def __init__(self, model):
+        self.model = model
+        self.native = None
+
+    def __enter__(self):
+        model = self.model
+        native = model._native_if_open()
+        if native.caller == threading.get_ident():
+            raise FailedPreconditionError(
+                "model '%s' is already running a call on this thread (from a "
+                "signal handler or a callback?); one call at a time" % model.name)
+        native.call.acquire()
+        if model._closed:  # closed while this call waited
+            native.call.release()
+            model._native_if_open()
+        native.caller = threading.get_ident()
+        self.native = native
+        return native
+
+    def __exit__(self, *exc):
+        native = self.native
+        native.caller = None
+        if native.free_pending:
+            native.free_pending = False
+            native.free()
+        native.call.release()
+        return False
 
 
 class Model:
@@ -141,16 +314,24 @@ class Model:
     Outputs are NumPy arrays, or torch tensors when any input was one.
     One call at a time per Model (a lock serialises threads); separate
     Models may run concurrently from separate threads.
+
+    Lifetime: m.close() (or the end of a `with` block) waits for a call
+    running on another thread, then unloads; any use after close raises
+    FailedPreconditionError. copy.copy(m) and copy.deepcopy(m) give further
+    handles to the same loaded module (params bound through one are seen by
+    all; one call at a time across them), which is unloaded when the last
+    of them is closed or collected; torsor.load(m.path) gives an
+    independent one. Models cannot be pickled (pickle m.path instead).
     """
 
     def __init__(self, path):
         self.path = os.fspath(path)
         self._lib = _capi.lib()
-        self._lock = threading.Lock()
-        self._params = {}
-        self._handle = ctypes.c_void_p()
+        self._closed = False
+        handle = ctypes.c_void_p()
         _capi.check(self._lib.torsorModuleLoad(_capi.encode(self.path),
-                                               ctypes.byref(self._handle)))
+                                               ctypes.byref(handle)))
+        self._native = _Native(self._lib, handle)
         manifest_path = os.path.splitext(self.path)[0] + ".json"
         with open(manifest_path) as f:
             self.manifest = json.load(f)
@@ -206,8 +387,8 @@ class Model:
             for name, value in params.items():
                 spec = self._by_name.get(name)
                 if spec is not None and spec.kind == "param":
-                    arr = np.array(_to_numpy(value), dtype=spec.numpy_dtype,
-                                   order="C", copy=True)
+                    arr = np.array(_to_numpy(value, "param '%s'" % name),
+                                   dtype=spec.numpy_dtype, order="C", copy=True)
                 else:  # unknown name: let the runtime say so
                     arr = np.zeros((0,), np.float32)
                 t, keep = _tensor_struct("param '%s'" % name, arr, None)
@@ -217,10 +398,18 @@ class Model:
         return self
 
     def set_check_groups(self, enable=True, tol=1e-4):
-        """Makes every run check that group inputs (built-in groups) are in
-        their group to absolute tolerance `tol` (off by default)."""
-        self._lib.torsorModuleSetCheckGroups(self._handle, 1 if enable else 0,
-                                             float(tol))
+        """Makes every run check that group inputs are in their group to
+        absolute tolerance `tol`, and that float inputs, params and
+        cotangents hold no NaN or Inf (on by default; False passes them
+        through unchecked)."""
+        tol = float(tol)
+        if not (tol >= 0 and np.isfinite(tol)):
+            raise InvalidArgumentError(
+                "set_check_groups: tol must be a finite number >= 0, got %r" % tol)
+        with self._lock as native:
+            self._lib.torsorModuleSetCheckGroups(self._handle, 1 if enable else 0,
+                                                 tol)
+            native.check_inputs = bool(enable)
         return self
 
     # -- running ---------------------------------------------------------------
@@ -259,7 +448,8 @@ class Model:
     @property
     def has_backward(self):
         """Whether the model was compiled with grad=True (torsorc --grad)."""
-        return bool(self._lib.torsorModuleHasBackward(self._handle))
+        with self._lock:
+            return bool(self._lib.torsorModuleHasBackward(self._handle))
 
     def backward(self, inputs, cotangents):
         """Gradients of <cotangents, outputs> (a vector-Jacobian product).
@@ -275,6 +465,14 @@ class Model:
             raise FailedPreconditionError(
                 "model '%s' has no backward entry; compile it with grad=True"
                 % self.name)
+        missing = [s.name for s in self.inputs if s.name not in inputs]
+        if missing:
+            raise InvalidArgumentError(
+                "backward: missing input%s %s; backward takes every input of "
+                "the model, as run() does (inputs: %s)"
+                % ("s" if len(missing) > 1 else "",
+                   ", ".join("'%s'" % n for n in missing),
+                   ", ".join(s.name for s in self.inputs)))
         with self._lock:
             keep = []
             try:
@@ -301,6 +499,7 @@ class Model:
                                          spec.numpy_dtype)
                     t, k = _tensor_struct("cotangent '%s'" % spec.name,
                                           value, spec.dtype)
+                    self._check_finite("cotangent '%s'" % spec.name, k[0])
                     structs[i] = t
                     keep.append(k)
                 _capi.check(self._lib.torsorModuleRunBackward(
@@ -312,6 +511,20 @@ class Model:
             finally:
                 self._lib.torsorModuleUnbindInputs(self._handle)
 
+    def _check_finite(self, label, value):
+        """While input checks are on, refuses a NaN or Inf in `value` (the
+        array or tensor lent to the runtime) with the runtime's wording."""
+        if not self._native.check_inputs:
+            return
+        arr = value.numpy() if _is_torch_tensor(value) else np.asarray(value)
+        bad = _first_non_finite(arr)
+        if bad is not None:
+            raise InvalidArgumentError(
+                "%s element %d (index [%s]) is %s; non-finite values are "
+                "rejected while input checks are on (turn them off with "
+                "Model.set_check_groups(False) to pass them through)"
+                % (label, bad[0], ", ".join(str(i) for i in bad[1]), bad[2]))
+
     def _dims_from(self, inputs):
         """Symbolic dims read off the input arrays' shapes."""
         dims = {}
@@ -319,7 +532,9 @@ class Model:
             value = inputs.get(spec.name)
             if value is None:
                 continue
-            for d, n in zip(spec.shape, np.shape(_to_numpy(value))):
+            shape = (tuple(value.shape) if _is_torch_tensor(value)
+                     else np.shape(value))
+            for d, n in zip(spec.shape, shape):
                 if isinstance(d, str):
                     dims.setdefault(d, int(n))
         return dims
@@ -367,12 +582,84 @@ class Model:
         return np.frombuffer(buf, dtype).reshape(shape).copy()
 
     # -- lifetime --------------------------------------------------------------
+    # A Model owns a share of a _Native (the loaded module). Every use of
+    # the module goes through `self._lock` (a _Call: waits its turn, refused
+    # after close) and `self._handle` (the module, or the closed error).
+
+    @property
+    def _lock(self):
+        return _Call(self)
+
+    @property
+    def _handle(self):
+        return self._native_if_open().ptr
+
+    @property
+    def _params(self):
+        return self._native_if_open().params
+
+    @property
+    def closed(self):
+        """Whether close() was called on this Model."""
+        return self.__dict__.get("_closed", True)
+
+    def _native_if_open(self):
+        """The shared native module; raises when this Model is closed."""
+        native = self.__dict__.get("_native")
+        if native is None or self._closed or not native.ptr:
+            raise FailedPreconditionError(
+                "model '%s' (%s) is closed; load it again with torsor.load(%r)"
+                % (self.__dict__.get("name", "?"), self.path, self.path))
+        return native
 
     def close(self):
-        """Unloads the model (also done when the object is collected)."""
-        handle, self._handle = getattr(self, "_handle", None), None
-        if handle:
-            self._lib.torsorModuleFree(handle)
+        """Gives up this Model's share of the loaded module; the module is
+        unloaded when no copy holds it any more. Waits for a call running on
+        another thread to finish first. Closing twice is a no-op; any other
+        use after close raises FailedPreconditionError."""
+        native = self.__dict__.get("_native")
+        if native is None:
+            return
+        with native.mutex:
+            if self._closed:
+                return
+            self._closed = True  # new calls are refused from here on
+            native.owners -= 1
+            last = native.owners == 0
+        if not last:
+            return
+        if native.caller == threading.get_ident():
+            # Inside a call of this module on this very thread (a signal
+            # handler, a callback): unload when that call returns.
+            native.free_pending = True
+            return
+        with native.call:  # waits for a running call
+            native.free()
+
+    def _share(self):
+        """A new Model object owning a further share of the same module."""
+        native = self._native_if_open()
+        with native.mutex:
+            if self._closed or not native.ptr:
+                self._native_if_open()
+            native.owners += 1
+        other = object.__new__(type(self))
+        other.__dict__.update(self.__dict__)
+        other._closed = False
+        return other
+
+    def __copy__(self):
+        return self._share()
+
+    def __deepcopy__(self, memo):
+        return self._share()
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError(
+            "cannot pickle torsor.Model '%s': it holds a loaded native module. "
+            "Pickle its path (%r) and call torsor.load(path) on the other side, "
+            "then bind its params again" % (self.__dict__.get("name", "?"),
+                                            self.__dict__.get("path")))
 
     def __del__(self):
         try:
@@ -401,8 +688,11 @@ def load(path):
 def set_num_threads(n):
     """Sizes the runtime's thread pool (the calling thread included) for
     every model; n <= 0 selects the hardware concurrency. Not while a
-    model runs."""
-    _capi.check(_capi.lib().torsorSetNumThreads(int(n)))
+    model runs. `n` must be an integer in the C API's int32 range (the
+    runtime refuses values above its own limit)."""
+    n = _capi.int32(n, "set_num_threads(n)",
+                    "pass a thread count, or n <= 0 for the hardware concurrency")
+    _capi.check(_capi.lib().torsorSetNumThreads(n))
 
 
 def get_num_threads():

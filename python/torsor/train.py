@@ -18,9 +18,34 @@ import time
 
 import numpy as np
 
+from ._files import check_destination
+from .errors import InvalidArgumentError, TorsorError
 from .weights import save_weights
 
-__all__ = ["SGD", "Adam", "init_params", "train"]
+__all__ = ["SGD", "Adam", "TrainingDivergedError", "init_params", "train"]
+
+
+class TrainingDivergedError(TorsorError, FloatingPointError):
+    """A training step produced a non-finite loss, gradient or param.
+
+    `step` is the step (1-based); `checkpoint_step` the step of the last
+    checkpoint written by this run (0 if none), which holds finite params:
+    a non-finite checkpoint is never written."""
+
+    def __init__(self, message, step=0, checkpoint_step=0):
+        super().__init__(message)
+        self.step = step
+        self.checkpoint_step = checkpoint_step
+
+
+def _first_non_finite(arrays):
+    """(name, kind) of the first array of {name: array} holding a NaN
+    ("NaN") or an infinity ("Inf"), or None when all are finite."""
+    for name, a in arrays.items():
+        a = np.asarray(a)
+        if np.issubdtype(a.dtype, np.floating) and not np.all(np.isfinite(a)):
+            return name, "NaN" if np.any(np.isnan(a)) else "Inf"
+    return None
 
 
 class SGD:
@@ -115,24 +140,81 @@ def train(model, params, batches, optimizer, steps, loss="loss", log_every=10,
     loss of the steps since the previous line (one batch's loss is noisy),
     and writes
     `checkpoint` (.safetensors) every `checkpoint_every` steps and at the
-    end. Gradients of inputs are computed but not used."""
+    end. Gradients of inputs are computed but not used.
+
+    A checkpoint is written to a temporary beside it and renamed over it
+    when complete, so the previous one survives a failure; a step whose
+    loss, gradient or updated params are not finite stops the run with
+    TrainingDivergedError before anything non-finite is written.
+    `batches` running out before `steps` is an InvalidArgumentError."""
+    outputs = [s.name for s in model.outputs]
+    if loss not in outputs:
+        raise InvalidArgumentError(
+            "train: the model has no output '%s' (loss=); its outputs are: %s"
+            % (loss, ", ".join(outputs)))
+    try:
+        batches = iter(batches)
+    except TypeError:
+        raise InvalidArgumentError(
+            "train: batches must be an iterable of {input name: array} "
+            "(one per step), got %s" % type(batches).__name__) from None
+    if checkpoint:
+        # A FIFO, a device or a missing folder is refused now, not after
+        # the first `checkpoint_every` steps.
+        check_destination(checkpoint, "checkpoint")
     grads_of = {"grad." + s.name: s.name for s in model.params}
     loss_dtype = next(s for s in model.outputs if s.name == loss).numpy_dtype
     seed = {loss: np.array(1.0, dtype=loss_dtype)}
     history = []
     start = time.perf_counter()
     tokens = 0
+    saved = [0]  # the step of the last checkpoint written
+
+    def diverged(step, what):
+        where = ("'%s' keeps the params of step %d" % (checkpoint, saved[0])
+                 if saved[0] else
+                 "no checkpoint was written by this run" if checkpoint else
+                 "no checkpoint was requested")
+        raise TrainingDivergedError(
+            "train: step %d: %s; stopped (%s, and a non-finite checkpoint is "
+            "never written). Lower the learning rate, clip the gradient "
+            "(clip=...) or check the batch" % (step, what, where),
+            step=step, checkpoint_step=saved[0])
+
+    def save(step):
+        bad = _first_non_finite(params)
+        if bad is not None:
+            diverged(step, "param '%s' holds %s" % bad)
+        save_weights(checkpoint, params, what="checkpoint")
+        saved[0] = step
+
     for step in range(1, steps + 1):
-        batch = next(batches)
+        try:
+            batch = next(batches)
+        except StopIteration:
+            raise InvalidArgumentError(
+                "train: batches ran out after %d of steps=%d steps; pass an "
+                "iterator that yields at least `steps` batches (for a fixed "
+                "list, itertools.cycle(batches))" % (step - 1, steps)) from None
         model.set_params(params)
         value = float(model.run(batch)[loss])
+        if not np.isfinite(value):
+            diverged(step, "the loss '%s' is %s" % (loss, value))
         grads = model.backward(batch, seed)
         grads = {grads_of[k]: v for k, v in grads.items() if k in grads_of}
+        bad = _first_non_finite(grads)
+        if bad is not None:
+            diverged(step, "the gradient of param '%s' holds %s" % bad)
         if clip is not None:
             norm = np.sqrt(sum(float(np.sum(g * g)) for g in grads.values()))
             if norm > clip:
                 grads = {k: g * (clip / norm) for k, g in grads.items()}
-        optimizer.step(params, grads)
+        with np.errstate(over="ignore", invalid="ignore"):
+            optimizer.step(params, grads)
+        bad = _first_non_finite(params)
+        if bad is not None:
+            diverged(step, "the update made param '%s' %s (learning rate %r)"
+                     % (bad[0], bad[1], getattr(optimizer, "lr", None)))
         history.append(value)
         tokens += _tokens(model, batch)
         if step % log_every == 0 or step == steps:
@@ -141,7 +223,7 @@ def train(model, params, batches, optimizer, steps, loss="loss", log_every=10,
             out("step %d loss %.4f (%.0f tokens/s)"
                 % (step, float(np.mean(recent)), rate))
         if checkpoint and checkpoint_every and step % checkpoint_every == 0:
-            save_weights(checkpoint, params)
-    if checkpoint:
-        save_weights(checkpoint, params)
+            save(step)
+    if checkpoint and not (steps > 0 and saved[0] == steps):
+        save(steps)
     return history

@@ -16,11 +16,11 @@ would silently transpose it:
 Works on torch tensors and NumPy arrays alike (torch is never imported).
 """
 import json
-import os
 import struct
 
 import numpy as np
 
+from ._files import write_atomic
 from .errors import InvalidArgumentError
 
 
@@ -118,14 +118,20 @@ def map_state_dict(state_dict, mapping, model=None, strict=True):
 _ST_DTYPES = {"float32": "F32", "float64": "F64", "int64": "I64"}
 
 
-def save_weights(path, params, dtype=None):
+def save_weights(path, params, dtype=None, what="weights bundle"):
     """Writes {name: array} as a .safetensors bundle for Model.load_weights
     (or torsor-run --weights). `dtype` ("f32"/"f64") converts every float
-    array; otherwise each keeps its own (float32, float64, int64)."""
+    array; otherwise each keeps its own (float32, float64, int64).
+
+    The file is complete or absent: it is written to a temporary beside the
+    real target (symlinks resolved) and renamed over it, so a failure leaves
+    the previous file as it was; a FIFO, device or other non-regular file
+    at `path` is refused (docs/reliability.md). `what` names the file in
+    messages."""
     from .model import _to_numpy
     header, chunks, offset = {}, [], 0
     for name in sorted(params):
-        arr = _to_numpy(params[name])
+        arr = _to_numpy(params[name], "'%s'" % name)
         if dtype is not None and np.issubdtype(arr.dtype, np.floating):
             arr = arr.astype({"f32": np.float32, "f64": np.float64}[dtype])
         arr = np.ascontiguousarray(arr).astype(arr.dtype.newbyteorder("<"), copy=False)
@@ -139,10 +145,11 @@ def save_weights(path, params, dtype=None):
         offset += len(data)
     text = json.dumps(header).encode()
     text += b" " * ((8 - len(text) % 8) % 8)
-    tmp = os.fspath(path) + ".tmp"
-    with open(tmp, "wb") as f:
+
+    def write(f):
         f.write(struct.pack("<Q", len(text)))
         f.write(text)
         for c in chunks:
             f.write(c)
-    os.replace(tmp, path)
+
+    write_atomic(path, write, what)
