@@ -189,8 +189,10 @@ CASES = {
                                                    _trans(rng, 2, None))),
     "Sim3": GroupCase("Sim3", rotation=lambda rng, th, eps=None:
                       affine(_scale(rng, eps) * rot3(_rand_axis(rng), th), _trans(rng, 3, eps))),
+    # Sim2 runs on the sim2 closed forms (GroupStructure.h): a half turn
+    # z = −s has the logs σ ± iπ, with one dist2, as in SE2.
     "Sim2": GroupCase("Sim2", rotation=lambda rng, th, eps=None:
-                      affine(_scale(rng, eps) * rot2(th), _trans(rng, 2, eps)), pi_has_log=False),
+                      affine(_scale(rng, eps) * rot2(th), _trans(rng, 2, eps))),
     # Declared groups that run on a built-in's closed forms (GroupStructure.h).
     "CO3": GroupCase("CO3", rotation=lambda rng, th, eps=None: _scale(rng, eps) * rot3(_rand_axis(rng), th),
                      linear=True),
@@ -363,14 +365,14 @@ def _mp_project(name):
 
     # (The declared CO3, SE2p and SE2s are rotation(-scale) groups too.)
     d = {"SO2": 2, "SE2": 2, "SO3": 3, "SE3": 3, "Sim3": 3, "CO3": 3, "SE2p": 2,
-         "SE2s": 2}.get(name)
+         "SE2s": 2, "Sim2": 2}.get(name)
     if d is None:
         return None
 
     def project(M):
         P = M.copy()
         A = mpmath.matrix([[M[i, j] for j in range(d)] for i in range(d)])
-        s = mpmath.det(A) ** (mpmath.mpf(1) / d) if name in ("Sim3", "CO3") else 1
+        s = mpmath.det(A) ** (mpmath.mpf(1) / d) if name in ("Sim3", "CO3", "Sim2") else 1
         R = mp_polar(A / s) * s
         for i in range(d):
             for j in range(d):

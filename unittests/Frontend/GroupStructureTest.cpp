@@ -115,19 +115,35 @@ TEST(GroupStructure, ScaledRotationIsIsotropicShearedTranslationsAreNot) {
     }
 }
 
-TEST(GroupStructure, Sim2IsAnIsotropicSubalgebraOfAff2) {
+TEST(GroupStructure, Sim2HasItsOwnClosedFormsNeverExact) {
+  // The shipped example's basis is the sim2 host's own; sim2 is not a
+  // keyword, so the result is Embedded (T = I), not Exact.
   Matrix scale = plus(unit(3, 0, 0), unit(3, 1, 1));
   Recognition r =
       run(3, {rot2(3), scale, unit(3, 0, 2), unit(3, 1, 2)}, {2, 2});
   ASSERT_EQ(r.kind, Recognition::Embedded);
-  EXPECT_EQ(r.builtin, "aff2");
-  EXPECT_EQ(r.builtinDim, 6u);
+  EXPECT_EQ(r.builtin, "sim2");
   ASSERT_TRUE(r.isBlockIsotropic());
-  // ‖L‖²_F = 2(θ² + σ²) for L = σI + θJ.
-  EXPECT_NEAR(r.blockMix[0], 0.5, 1e-14);
-  EXPECT_NEAR(r.blockMix[1], 0, 1e-14);
-  EXPECT_NEAR(r.blockMix[2], 0, 1e-14);
-  EXPECT_NEAR(r.blockMix[3], 1, 1e-14);
+  EXPECT_EQ(r.blockMix, (std::vector<double>{1, 0, 0, 1}));
+}
+
+TEST(GroupStructure, RotationScaleOfThePlaneEmbedsInSim2) {
+  // SO(2) × ℝ⁺ as 2×2 matrices: diag(g, 1) is a Sim(2) element.
+  Recognition r = run(2, {rot2(2), plus(unit(2, 0, 0), unit(2, 1, 1))}, {2});
+  ASSERT_EQ(r.kind, Recognition::Embedded);
+  EXPECT_EQ(r.builtin, "sim2");
+  EXPECT_EQ(r.builtinN, 3u);
+  EXPECT_EQ(r.blockMix, (std::vector<double>{1, 0}));
+}
+
+TEST(GroupStructure, GeneralLinearPartsNeedAff2) {
+  // Scale and a shear (not conformal) with translations: aff(2) hosts it.
+  Recognition r = run(3,
+                      {plus(unit(3, 0, 0), unit(3, 1, 1)), unit(3, 0, 1),
+                       unit(3, 0, 2), unit(3, 1, 2)},
+                      {2, 2});
+  ASSERT_EQ(r.kind, Recognition::Embedded);
+  EXPECT_EQ(r.builtin, "aff2");
 }
 
 TEST(GroupStructure, RotationTimesScaleEmbedsInSim3) {

@@ -195,7 +195,9 @@ GenericGroupModel::get(StringRef name, unsigned n, ArrayRef<double> generators,
   model->structure = algebra::recognize(structureFacts, sizes, !generic);
   if (model->structure.kind != algebra::Recognition::None) {
     const GroupModel *builtin =
-        lookupBuiltinGroupModel(model->structure.builtin);
+        model->structure.builtin == "sim2"
+            ? &getSim2ClosedFormModel()
+            : lookupBuiltinGroupModel(model->structure.builtin);
     assert(builtin && "recognised as an unknown built-in");
     if (model->structure.kind == algebra::Recognition::Exact)
       model->special = builtin;

@@ -49,6 +49,12 @@ Matrix so3Hat(unsigned n, unsigned axis) {
   return e;
 }
 
+Matrix plus(Matrix a, const Matrix &b) {
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] += b[i];
+  return a;
+}
+
 /// `m` (n×n) in the top-left corner of an N×N zero matrix.
 Matrix embed(const Matrix &m, unsigned n, unsigned bigN) {
   Matrix e(bigN * bigN, 0.0);
@@ -199,11 +205,11 @@ bool tryBuiltin(const Facts &facts, const std::vector<unsigned> &declSizes,
       for (unsigned i = 0; i < kB; ++i)
         tt[a * k + c] += t[i * k + a] * t[i * k + c];
   Matrix ttInv = invertSymmetric(k, tt);
-  Matrix plus(k * kB, 0.0);
+  Matrix pinv(k * kB, 0.0);
   for (unsigned a = 0; a < k; ++a)
     for (unsigned i = 0; i < kB; ++i)
       for (unsigned c = 0; c < k; ++c)
-        plus[a * kB + i] += ttInv[a * k + c] * t[i * k + c];
+        pinv[a * kB + i] += ttInv[a * k + c] * t[i * k + c];
 
   r = Recognition();
   r.kind = Recognition::Embedded;
@@ -211,11 +217,11 @@ bool tryBuiltin(const Facts &facts, const std::vector<unsigned> &declSizes,
   r.builtinN = b.n;
   r.builtinDim = kB;
   r.toBuiltin = t;
-  r.fromBuiltin = plus;
+  r.fromBuiltin = pinv;
   r.blockMix = solveBlockMix(t, kB, k, declSizes, b.blockSizes);
 
   // Exact: the built-in's own basis with its block sizes.
-  bool exact = b.n == n && kB == k && declSizes == b.blockSizes;
+  bool exact = !b.hostOnly && b.n == n && kB == k && declSizes == b.blockSizes;
   for (unsigned a = 0; a < k && exact; ++a)
     exact = facts.generators[a] == b.basis[a];
   if (exact)
@@ -242,7 +248,7 @@ bool tryBuiltin(const Facts &facts, const std::vector<unsigned> &declSizes,
     for (unsigned a = 0; a < k; ++a) {
       double back = 0;
       for (unsigned i = 0; i < kB; ++i)
-        back += plus[a * kB + i] * wB[i];
+        back += pinv[a * kB + i] * wB[i];
       dv += (back - v[a]) * (back - v[a]);
       vn += v[a] * v[a];
     }
@@ -302,6 +308,12 @@ const std::vector<BuiltinAlgebra> &torsor::lie::algebra::getBuiltinAlgebras() {
         {"se2", 3, {so3Hat(3, 2), unit(3, 0, 2), unit(3, 1, 2)}, sizes("se2")});
     result.push_back(
         {"so3", 3, {so3Hat(3, 0), so3Hat(3, 1), so3Hat(3, 2)}, sizes("so3")});
+    result.push_back({"sim2",
+                      3,
+                      {so3Hat(3, 2), plus(unit(3, 0, 0), unit(3, 1, 1)),
+                       unit(3, 0, 2), unit(3, 1, 2)},
+                      {2, 2},
+                      /*hostOnly=*/true});
     result.push_back({"aff2",
                       3,
                       {unit(3, 0, 0), unit(3, 0, 1), unit(3, 1, 0),

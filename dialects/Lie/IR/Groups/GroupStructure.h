@@ -59,6 +59,9 @@ struct BuiltinAlgebra {
   std::vector<Matrix> basis;
   /// The sizes of the model's λ blocks, in order.
   std::vector<unsigned> blockSizes;
+  /// A closed form that is not a `#lie.group<...>` keyword (sim2): it only
+  /// hosts declared groups, and is never an Exact specialisation.
+  bool hostOnly = false;
 };
 
 /// The built-in algebras, in the order recognition tries them (smaller

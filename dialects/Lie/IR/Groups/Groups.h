@@ -20,6 +20,10 @@ const GroupModel &getSE3Model();
 const GroupModel &getAff2Model();
 const GroupModel &getSim3Model();
 
+/// Closed forms that serve declared groups only (GroupStructure.h), not
+/// keywords of `#lie.group<...>`: the planar similarities Sim(2).
+const GroupModel &getSim2ClosedFormModel();
+
 /// Every built-in model, in the order diagnostics list them.
 llvm::ArrayRef<const GroupModel *> getBuiltinGroupModels();
 
