@@ -1,8 +1,9 @@
-# lie_attention over declared groups whose log is iterative (Sim(2) affine,
-# SL(2) linear with non-orthonormal generators), compiled with --grad in
-# f64: the flash backward with the pair form evaluated per lane in scalar
-# code and the log's derivative J_r(w)⁻ᵀ from the group model
-# (docs/lie-gradients.md). Sim(2) full attention, SL(2) causal (one
+# lie_attention over declared groups (Sim(2) affine, SL(2) linear with
+# non-orthonormal generators, rotation × scale of ℝ³, SE(2) in a scaled and
+# sheared basis), compiled with --grad in f64. All four are recognised
+# (GroupStructure.h): the flash backward differentiates the host built-in's
+# closed-form pair form formula by formula (docs/lie-gradients.md).
+# Sim(2) and CO3 full attention, SL(2) and SE2s causal (one
 # attention per model keeps the compile time down; the kernel code is the
 # same for every group). Gradients against fourth-order central
 # differences: the group input along g_i ↦ g_i·exp(ε·hat(e_k))
@@ -12,13 +13,17 @@
 # poses, and at L = 5 on poses all within ~1e-4 of one another (every pair
 # near the identity, where J_r → I; closer sets make the pose gradients so
 # small that the differences' rounding, ~1e-12 absolute, exceeds the
-# bound). Tolerance 1e-7 relative to the gradient's largest entry.
+# bound), and at L = 5 on poses of which every other one is turned by
+# π − 1e-2 (pairs next to a half turn). Tolerance 1e-7 relative to the
+# gradient's largest entry.
 # Left-invariance: with every pose left-multiplied by one random h, every
 # gradient is unchanged (1e-9 relative).
 #
 # RUN: env TORSOR_CACHE_DIR=%t.cache %python %s | FileCheck %s
 # CHECK: ok Sim2
 # CHECK: ok SL2 causal
+# CHECK: ok CO3
+# CHECK: ok SE2s causal
 # CHECK: all declared-group attention gradients match
 import re
 
@@ -26,6 +31,17 @@ import numpy as np
 from scipy.linalg import expm
 
 import gradcheck
+
+# The coordinates of a rotation by π − 1e-2 in each group's basis (the
+# near-π poses: the fourth-order differences stay on one side of the cut,
+# where dist2 has a kink).
+NEAR_PI = np.pi - 1e-2
+PI_COORDS = {
+    "Sim2": [NEAR_PI, 0, 0, 0],
+    "SL2": [0, -NEAR_PI / 2, NEAR_PI],       # F − E/2 = [[0, −1], [1, 0]]
+    "CO3": [0, 0, NEAR_PI, 0],
+    "SE2s": [NEAR_PI / 2.5, 0, 0],
+}
 
 GROUPS = {
     # name: (declaration, lambda, causal)
@@ -48,6 +64,28 @@ group SL2 {
   norm diag = H;
   norm off = E, F;
 }""", "[1.0, 0.5]", True),
+    # Recognised in other bases (GroupStructure.h): rotation × scale of ℝ³
+    # on Sim(3)'s closed forms, SE(2) scaled and sheared on SE(2)'s log per
+    # pair.
+    "CO3": ("""
+group CO3 {
+  matrix 3;
+  generator Wx = [[0, 0, 0], [0, 0, -1], [0, 1, 0]];
+  generator Wy = [[0, 0, 1], [0, 0, 0], [-1, 0, 0]];
+  generator Wz = [[0, -1, 0], [1, 0, 0], [0, 0, 0]];
+  generator S = [[1, 0, 0], [0, 1, 0], [0, 0, 1]];
+  norm rot = Wx, Wy, Wz;
+  norm scale = S;
+}""", "[[1.0, 0.5], [0.25, 2.0]]", False),
+    "SE2s": ("""
+group SE2s {
+  matrix 3;
+  generator R = [[0, -2.5, 0], [2.5, 0, 0], [0, 0, 0]];
+  generator T1 = [[0, 0, 1], [0, 0, 0], [0, 0, 0]];
+  generator T2 = [[0, 0, 1], [0, 0, 1], [0, 0, 0]];
+  norm rot = R;
+  norm trans = T1, T2;
+}""", "[1.0, 0.5]", True),
 }
 
 
@@ -68,13 +106,21 @@ def generators(decl):
             for m in re.finditer(r"generator\s+\w+\s*=\s*(\[\[.*?\]\])\s*;", decl)]
 
 
-def poses(rng, hat, k, L, kind):
+def poses(rng, hat, k, L, kind, pi_coords=None):
     base = rng.standard_normal(k) * 0.4
     out = []
-    for _ in range(L):
+    for i in range(L):
         v = rng.standard_normal(k) * 0.5
         if kind == "near-identity":
             v = base + 1e-4 * rng.standard_normal(k)
+        if kind == "near-pi":
+            # Every other pose turned by π − 1e-2, all within 1e-4 of the
+            # identity otherwise: pairs of opposite parity are next to a
+            # half turn (and SL(2)'s stay in the image of exp).
+            v = 1e-4 * rng.standard_normal(k)
+            if i % 2:
+                out.append(expm(hat(v)) @ expm(hat(np.asarray(pi_coords, float))))
+                continue
         out.append(expm(hat(v)))
     return np.array(out)
 
@@ -88,9 +134,14 @@ def fd(f, h=1e-3):
     return (8 * (f(h) - f(-h)) - (f(2 * h) - f(-2 * h))) / (12 * h)
 
 
-def check(model, hat, k, L, kind, rng):
-    """Worst relative error of the gradients of g and x."""
-    g = poses(rng, hat, k, L, kind)
+def check(model, hat, k, L, kind, rng, pi_coords=None):
+    """Worst relative error of the gradients of g and x. Next to a half
+    turn the differences take steps of 3e-5: SL(2)'s log is conditioned
+    like 1/(π − θ) = 100 there, and with 1e-3 steps the differences' own
+    truncation (measured: 1e-2, 9e-5, 1e-6, 9e-9 at 1e-3, 3e-4, 1e-4, 3e-5)
+    exceeds the bound."""
+    h = 3e-5 if kind == "near-pi" else 1e-3
+    g = poses(rng, hat, k, L, kind, pi_coords)
     x = rng.standard_normal((L, 4))
     ins = {"g": g, "x": x}
     cots = {o: rng.standard_normal(np.shape(v)) for o, v in model.run(ins).items()}
@@ -104,7 +155,7 @@ def check(model, hat, k, L, kind, rng):
                 gi = g.copy()
                 gi[i] = g[i] @ expm(hat(np.eye(k)[c] * eps))
                 return objective(model, {"g": gi, "x": x}, cots)
-            fd_g[i, c] = fd(f)
+            fd_g[i, c] = fd(f, h)
     fd_x = grads["grad.x"].copy()  # 6 entries checked
     for idx in list(np.ndindex(*x.shape))[::max(1, x.size // 6)]:
         def f(eps):
@@ -142,8 +193,8 @@ for name, (decl, lam, causal) in GROUPS.items():
     rng = np.random.default_rng(7)
     results = []
     for L, kind in ((1, "random"), (3, "random"), (4, "random"), (5, "random"),
-                    (9, "random"), (5, "near-identity")):
-        err = check(model, hat, k, L, kind, rng)
+                    (9, "random"), (5, "near-identity"), (5, "near-pi")):
+        err = check(model, hat, k, L, kind, rng, PI_COORDS[name])
         results.append(err)
         if not err <= 1e-7:
             print("FAIL %s L=%d %s: max relative error %.2e" % (name, L, kind, err))
