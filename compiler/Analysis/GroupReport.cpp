@@ -59,7 +59,7 @@ void torsor::writeGroupReport(ModuleOp module, llvm::raw_ostream &os) {
         std::to_string(nq) + " query + " + std::to_string(nk) + " key features";
     bool straight = model.hasStraightLinePairForm();
     if (r.kind == lie::algebra::Recognition::Exact) {
-      os << r.builtin << "'s factored form, closed form (" << counts << ")\n";
+      os << r.builtin << "'s pair form, closed form (" << counts << ")\n";
       continue;
     }
     if (r.kind == lie::algebra::Recognition::None) {
@@ -76,7 +76,7 @@ void torsor::writeGroupReport(ModuleOp module, llvm::raw_ostream &os) {
     }
     const lie::GroupModel *host = model.getHost();
     ArrayRef<lie::AlgebraBlock> hostBlocks = host->getBlocks();
-    os << r.builtin << "'s factored form, closed form (" << counts
+    os << r.builtin << "'s pair form, closed form (" << counts
        << "); block norms";
     for (auto [b, blk] : llvm::enumerate(model.getBlocks())) {
       os << (b ? ", " : " ") << blk.name << " =";

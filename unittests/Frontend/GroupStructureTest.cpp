@@ -199,14 +199,35 @@ TEST(GroupStructure, SlightlyPerturbedSO3IsRefused) {
   EXPECT_EQ(run(3, gens, {3}).kind, Recognition::None);
 }
 
-TEST(GroupStructure, GalileanGroupIsNotContained) {
+TEST(GroupStructure, GalileanGroupIsSE2WithTranslations) {
   // Rotation of (x, y), boosts x += v t, translations in x, y, t (4×4 on
-  // homogeneous (x, y, t, 1)): no built-in has boosts.
+  // homogeneous (x, y, t, 1)): the linear part [[R, v], [0, 1]] is an
+  // SE(2) element, so the group is se2x = SE(2) ⋉ ℝ³.
   Recognition r = run(4,
                       {rot2(4), unit(4, 0, 2), unit(4, 1, 2), unit(4, 0, 3),
                        unit(4, 1, 3), unit(4, 2, 3)},
                       {1, 2, 3});
+  ASSERT_EQ(r.kind, Recognition::Embedded);
+  EXPECT_EQ(r.builtin, "se2x");
+  EXPECT_TRUE(r.isBlockIsotropic());
+}
+
+TEST(GroupStructure, BoostsWithoutRotationAreNilpotent) {
+  // Galilean boosts and translations alone: nilpotent, not recognised.
+  Recognition r = run(4, {unit(4, 0, 2), unit(4, 0, 3), unit(4, 2, 3)}, {1, 2});
   EXPECT_EQ(r.kind, Recognition::None);
+  EXPECT_NE(r.reason.find("nilpotent"), std::string::npos);
+}
+
+TEST(GroupStructure, ScaledSpaceTimeIsNotContained) {
+  // Rotation, a dilation of (x, y) only, and translations in x, y, t:
+  // closed, but the dilation leaves se2x and no built-in has it with a
+  // 3-D translation part.
+  Matrix dil = plus(unit(4, 0, 0), unit(4, 1, 1));
+  Recognition r = run(
+      4, {rot2(4), dil, unit(4, 0, 3), unit(4, 1, 3), unit(4, 2, 3)}, {2, 3});
+  EXPECT_EQ(r.kind, Recognition::None);
+  EXPECT_NE(r.reason.find("nearest"), std::string::npos) << r.reason;
 }
 
 TEST(GroupStructure, NilpotentAndGenericAreNotRecognised) {

@@ -194,10 +194,11 @@ GenericGroupModel::get(StringRef name, unsigned n, ArrayRef<double> generators,
   structureFacts.nilpotencyIndex = model->nilIndex;
   model->structure = algebra::recognize(structureFacts, sizes, !generic);
   if (model->structure.kind != algebra::Recognition::None) {
-    const GroupModel *builtin =
-        model->structure.builtin == "sim2"
-            ? &getSim2ClosedFormModel()
-            : lookupBuiltinGroupModel(model->structure.builtin);
+    const std::string &hostName = model->structure.builtin;
+    const GroupModel *builtin = hostName == "sim2" ? &getSim2ClosedFormModel()
+                                : hostName == "se2x"
+                                    ? &getSE2TranslationsModel()
+                                    : lookupBuiltinGroupModel(hostName);
     assert(builtin && "recognised as an unknown built-in");
     if (model->structure.kind == algebra::Recognition::Exact)
       model->special = builtin;

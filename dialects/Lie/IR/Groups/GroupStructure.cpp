@@ -329,6 +329,13 @@ const std::vector<BuiltinAlgebra> &torsor::lie::algebra::getBuiltinAlgebras() {
                       {so3Hat(4, 0), so3Hat(4, 1), so3Hat(4, 2), unit(4, 0, 3),
                        unit(4, 1, 3), unit(4, 2, 3), scale},
                       sizes("sim3")});
+    // SE(2) as 3×3 linear maps, with translations of ℝ³ (AffineExtension.cpp).
+    result.push_back({"se2x",
+                      4,
+                      {so3Hat(4, 2), unit(4, 0, 2), unit(4, 1, 2),
+                       unit(4, 0, 3), unit(4, 1, 3), unit(4, 2, 3)},
+                      {1, 2, 3},
+                      /*hostOnly=*/true});
     return result;
   }();
   return all;

@@ -59,8 +59,8 @@ struct BuiltinAlgebra {
   std::vector<Matrix> basis;
   /// The sizes of the model's λ blocks, in order.
   std::vector<unsigned> blockSizes;
-  /// A closed form that is not a `#lie.group<...>` keyword (sim2): it only
-  /// hosts declared groups, and is never an Exact specialisation.
+  /// A closed form that is not a `#lie.group<...>` keyword (sim2, se2x): it
+  /// only hosts declared groups, and is never an Exact specialisation.
   bool hostOnly = false;
 };
 
