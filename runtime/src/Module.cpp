@@ -1,107 +1,53 @@
-//===- Runtime.cpp - Torsor runtime C API ---------------------------------===//
+//===- Module.cpp - Load, bind and run a compiled model -------------------===//
 //
-// Implements torsor/runtime.h: loads OUT.so with dlopen and OUT.json beside
-// it, keeps the bound inputs/params, and on run resolves the symbolic dims,
+// Implements Module.h: loads OUT.so with dlopen and OUT.json beside it,
+// keeps the bound inputs/params, and on run resolves the symbolic dims,
 // optionally checks group inputs, allocates the outputs and calls the
 // model's entry point with one MLIR strided-memref descriptor per tensor
 // ({allocated, aligned, offset, sizes[rank], strides[rank]}) in the order
-// inputs, params, outputs.
+// inputs, params, outputs. The C API over it is CApi.cpp.
 //
 //===----------------------------------------------------------------------===//
 
-#include "torsor/runtime.h"
+#include "Module.h"
 
-#include "Binding.h"
 #include "ElfCheck.h"
 #include "GroupCheck.h"
-#include "Manifest.h"
 #include "ManifestMatch.h"
 #include "ModelMemory.h"
 #include "NonFinite.h"
 #include "SafeTensors.h"
-#include "ThreadPool.h"
-#include "cuda/GpuModule.h"
 
-#include <atomic>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
 #include <link.h>
-#include <new>
 #include <sys/stat.h>
 
 using namespace torsor::rt;
 
-/// The C status object: a code and a message.
-struct TorsorStatus {
-  TorsorStatusCode code;
-  std::string message;
-};
-
-/// A loaded model and its bindings.
-struct TorsorModule {
-  Manifest manifest;
-  std::string soPath;
-  void *handle = nullptr;
-  void (*entry)(void **) = nullptr;
-  /// Measures declared-group inputs (null when the model has none).
-  void (*residualEntry)(void **) = nullptr;
-  /// torsorc --grad's torsor_backward, and the gradients of its last run.
-  void (*backwardEntry)(void **) = nullptr;
-  std::vector<HostTensor> gradients;
-  std::vector<std::vector<int64_t>> gradientStrides;
-  bool haveGradients = false;
-  std::vector<BoundTensor> inputs, params;
-  std::vector<HostTensor> outputs;
-  std::vector<std::vector<int64_t>> outputStrides;
-  /// Output shapes of the last run of an nvptx model.
-  std::vector<std::vector<int64_t>> outputShapes;
-  bool haveOutputs = false;
-  /// On by default: a malformed pose gives garbage silently otherwise.
-  bool checkGroups = true;
-  double groupTol = 1e-4;
-  /// Device state of an nvptx model (ABI 2); null for CPU models.
-  std::unique_ptr<cuda::GpuModule> gpu;
-  /// Set while a call owns the module (run, bind, load weights): a module
-  /// runs one call at a time, and a second one is refused, not raced.
-  std::atomic<bool> busy{false};
-  /// Most bytes compiled code may hold during a run (0: no limit), and the
-  /// peak of the last run (ModelMemory.h).
-  uint64_t memoryLimit = 0;
-  uint64_t lastPeak = 0;
-
-  /// Unloads the model library (outputs and owned params free themselves).
-  /// An nvptx model's destructors unload its GPU binary, so they run with
-  /// the device current.
-  ~TorsorModule() {
-    if (handle && gpu) {
-      Status s = gpu->scoped("unloading model '" + soPath + "'",
-                             [this] { dlclose(handle); });
-      if (!s.ok())
-        std::fprintf(stderr, "torsor runtime: %s\n", s.message.c_str());
-    } else if (handle) {
-      dlclose(handle);
-    }
+TorsorModule::~TorsorModule() {
+  if (handle && gpu) {
+    Status s = gpu->scoped("unloading model '" + soPath + "'",
+                           [this] { dlclose(handle); });
+    if (!s.ok())
+      std::fprintf(stderr, "torsor runtime: %s\n", s.message.c_str());
+  } else if (handle) {
+    dlclose(handle);
   }
-};
-
-namespace {
-
-/// Converts an internal Status into the C form (NULL on success).
-TorsorStatus *toC(const Status &s) {
-  if (s.ok())
-    return nullptr;
-  return new TorsorStatus{s.code, s.message};
 }
 
-/// The manifest path for a model path: "m.so" -> "m.json".
+namespace torsor::rt {
+
 std::string manifestPathFor(const std::string &soPath) {
   std::string base = soPath;
   if (base.size() > 3 && base.compare(base.size() - 3, 3, ".so") == 0)
     base.erase(base.size() - 3);
   return base + ".json";
 }
+
+namespace {
 
 /// Makes this runtime library's symbols (torsor_parallel_for) visible to
 /// models loaded later, even when a host loaded the runtime RTLD_LOCAL
@@ -172,8 +118,9 @@ Status checkEmbeddedManifest(TorsorModule &m, const std::string &soPath) {
   return matchManifests(m.manifest, own, soPath);
 }
 
-/// Reads the manifest beside `soPath`, dlopens the model and checks its ABI.
-Status load(const std::string &soPath, TorsorModule &m) {
+} // namespace
+
+Status loadModule(const std::string &soPath, TorsorModule &m) {
   struct stat st;
   if (stat(soPath.c_str(), &st) != 0)
     return ioError("cannot open model '" + soPath + "': no such file");
@@ -261,6 +208,8 @@ Status load(const std::string &soPath, TorsorModule &m) {
   m.params.resize(m.manifest.params.size());
   return Status();
 }
+
+namespace {
 
 /// Appends the memref descriptor of a row-major tensor to `storage`.
 void appendDescriptor(std::vector<int64_t> &storage, void *data,
@@ -405,8 +354,9 @@ Status checkInputsFinite(const TorsorModule &m) {
   return Status();
 }
 
-/// Validates the bindings, allocates the outputs and calls the entry point.
-Status run(TorsorModule &m) {
+} // namespace
+
+Status runModule(TorsorModule &m) {
   m.haveOutputs = false;
   std::map<std::string, int64_t> dims;
   Status s = resolveDims(m.manifest, m.inputs, m.params, dims);
@@ -467,23 +417,6 @@ Status run(TorsorModule &m) {
   return Status();
 }
 
-/// Claims a module for one call; a second concurrent call is refused.
-class Claim {
-public:
-  explicit Claim(TorsorModule *m) : m(m), owned(!m->busy.exchange(true)) {}
-  ~Claim() {
-    if (owned)
-      m->busy.store(false);
-  }
-  /// False when another call holds the module.
-  explicit operator bool() const { return owned; }
-
-private:
-  TorsorModule *m;
-  bool owned;
-};
-
-/// The error for a call that finds the module busy.
 Status busyError() {
   return Status(TORSOR_FAILED_PRECONDITION,
                 "the module is busy: another call is running it (a module "
@@ -491,135 +424,76 @@ Status busyError() {
                 "run it concurrently)");
 }
 
-/// Runs `body` (returning a C status) with C++ exceptions turned into
-/// statuses: nothing may throw across the C API.
-template <typename F> TorsorStatus *guarded(F body) {
-#if defined(__cpp_exceptions)
-  try {
-    return body();
-  } catch (const std::bad_alloc &) {
-    return new (std::nothrow)
-        TorsorStatus{TORSOR_OUT_OF_MEMORY, "out of memory"};
-  } catch (const std::exception &e) {
-    return new (std::nothrow) TorsorStatus{
-        TORSOR_INVALID_ARGUMENT, std::string("internal error: ") + e.what()};
-  }
-#else
-  return body();
-#endif
-}
-
-/// The spec list of `kind`, or nullptr for a bad module or kind.
-const std::vector<TensorSpec> *specList(const TorsorModule *m,
-                                        TorsorTensorKind kind) {
-  if (!m || kind < TORSOR_INPUT || kind > TORSOR_OUTPUT)
-    return nullptr;
-  return &m->manifest.list(kind);
-}
-
-/// Spec `index` of `kind`, or nullptr.
-const TensorSpec *spec(const TorsorModule *m, TorsorTensorKind kind,
-                       int32_t index) {
-  const std::vector<TensorSpec> *list = specList(m, kind);
-  if (!list || index < 0 || static_cast<size_t>(index) >= list->size())
-    return nullptr;
-  return &(*list)[index];
-}
-
-/// Shared body of the two bind functions.
-TorsorStatus *bind(TorsorModule *m, int kind, const char *name,
-                   const TorsorTensor *t) {
-  if (!m || !name)
-    return toC(invalidArg("module or name is NULL"));
-  Claim claim(m);
-  if (!claim)
-    return toC(busyError());
-  const std::vector<TensorSpec> &list = m->manifest.list(kind);
+Status bindHost(TorsorModule &m, int kind, const char *name,
+                const TorsorTensor *t) {
+  const std::vector<TensorSpec> &list = m.manifest.list(kind);
   size_t index;
   Status s = findTensor(list, kind, name, index);
   if (!s.ok())
-    return toC(s);
-  std::vector<BoundTensor> &bound =
-      kind == TORSOR_INPUT ? m->inputs : m->params;
+    return s;
+  std::vector<BoundTensor> &bound = kind == TORSOR_INPUT ? m.inputs : m.params;
   BoundTensor b;
   s = bindTensor(kind, list[index], t, b);
   if (!s.ok())
-    return toC(s);
+    return s;
   bound[index] = std::move(b);
-  if (m->gpu)
-    m->gpu->noteBound(kind, index, /*onDevice=*/false);
-  return nullptr;
+  if (m.gpu)
+    m.gpu->noteBound(kind, index, /*onDevice=*/false);
+  return Status();
 }
 
-/// Shared body of the two device-bind functions: the same checks as a host
-/// bind, but the data is a device address and must be row-major.
-TorsorStatus *bindDevice(TorsorModule *m, int kind, const char *name,
-                         const TorsorTensor *t) {
-  if (!m || !name || !t)
-    return toC(invalidArg("module, name or tensor is NULL"));
-  if (!m->gpu)
-    return toC(Status(TORSOR_FAILED_PRECONDITION,
-                      format("model '%s' runs on the CPU (target '%s'); "
-                             "bind host memory with torsorModuleBind%s",
-                             m->soPath.c_str(), m->manifest.target.c_str(),
-                             kind == TORSOR_INPUT ? "Input" : "Param")));
-  Claim claim(m);
-  if (!claim)
-    return toC(busyError());
-  const std::vector<TensorSpec> &list = m->manifest.list(kind);
+Status bindDevice(TorsorModule &m, int kind, const char *name,
+                  const TorsorTensor *t) {
+  const std::vector<TensorSpec> &list = m.manifest.list(kind);
   size_t index;
   Status s = findTensor(list, kind, name, index);
   if (!s.ok())
-    return toC(s);
+    return s;
   if (t->rank < 0 || (t->rank > 0 && !t->shape))
-    return toC(invalidArg(
-        format("%s '%s': bad rank or NULL shape", kindWord(kind), name)));
+    return invalidArg(
+        format("%s '%s': bad rank or NULL shape", kindWord(kind), name));
   std::vector<int64_t> shape(t->shape, t->shape + t->rank);
   if (!(s = checkAgainstSpec(kind, list[index], t->dtype, shape)).ok())
-    return toC(s);
+    return s;
   std::vector<int64_t> strides = rowMajorStrides(shape);
   if (t->strides && !std::equal(strides.begin(), strides.end(), t->strides))
-    return toC(invalidArg(format("%s '%s': device memory must be row-major "
-                                 "(the runtime cannot re-layout it)",
-                                 kindWord(kind), name)));
+    return invalidArg(format("%s '%s': device memory must be row-major "
+                             "(the runtime cannot re-layout it)",
+                             kindWord(kind), name));
   BoundTensor b;
   b.bound = true;
   b.dtype = t->dtype;
   b.shape = std::move(shape);
   b.strides = std::move(strides);
   b.data = t->data;
-  (kind == TORSOR_INPUT ? m->inputs : m->params)[index] = std::move(b);
-  m->gpu->noteBound(kind, index, /*onDevice=*/true);
-  return nullptr;
+  (kind == TORSOR_INPUT ? m.inputs : m.params)[index] = std::move(b);
+  m.gpu->noteBound(kind, index, /*onDevice=*/true);
+  return Status();
 }
 
-/// Body of torsorModuleLoadWeights.
-TorsorStatus *loadWeights(TorsorModule *module, const char *safetensorsPath) {
-  Claim claim(module);
-  if (!claim)
-    return toC(busyError());
+Status loadWeights(TorsorModule &m, const char *safetensorsPath) {
   TensorBundle bundle;
   Status s = readSafeTensors(safetensorsPath, bundle);
   if (!s.ok())
-    return toC(s);
+    return s;
   std::string prefix = std::string(safetensorsPath) + ": ";
   for (auto &[name, tensor] : bundle) {
     size_t index;
-    s = findTensor(module->manifest.params, TORSOR_PARAM, name, index);
+    s = findTensor(m.manifest.params, TORSOR_PARAM, name, index);
     if (!s.ok())
-      return toC(s.withPrefix(prefix));
-    s = bindOwned(TORSOR_PARAM, module->manifest.params[index],
-                  std::move(tensor), module->params[index]);
+      return s.withPrefix(prefix);
+    s = bindOwned(TORSOR_PARAM, m.manifest.params[index], std::move(tensor),
+                  m.params[index]);
     if (!s.ok())
-      return toC(s.withPrefix(prefix));
-    if (module->gpu)
-      module->gpu->noteBound(TORSOR_PARAM, index, /*onDevice=*/false);
+      return s.withPrefix(prefix);
+    if (m.gpu)
+      m.gpu->noteBound(TORSOR_PARAM, index, /*onDevice=*/false);
   }
-  return nullptr;
+  return Status();
 }
 
-/// Calls torsor_backward: inputs, params, cotangents, then gradients.
-Status runBackward(TorsorModule &m, const TorsorTensor *cots, int32_t n) {
+/// Arguments: inputs, params, cotangents, then gradients.
+Status runModuleBackward(TorsorModule &m, const TorsorTensor *cots, int32_t n) {
   m.haveGradients = false;
   if (!m.backwardEntry)
     return Status(TORSOR_UNAVAILABLE,
@@ -697,296 +571,4 @@ Status runBackward(TorsorModule &m, const TorsorTensor *cots, int32_t n) {
   return Status();
 }
 
-} // namespace
-
-extern "C" {
-
-TorsorStatusCode torsorStatusCode(const TorsorStatus *status) {
-  return status ? status->code : TORSOR_OK;
-}
-
-const char *torsorStatusMessage(const TorsorStatus *status) {
-  return status ? status->message.c_str() : "";
-}
-
-void torsorStatusFree(TorsorStatus *status) { delete status; }
-
-const char *torsorDTypeName(int32_t dtype) { return dtypeName(dtype); }
-
-TorsorStatus *torsorModuleLoad(const char *soPath, TorsorModule **module) {
-  if (!soPath || !module)
-    return toC(invalidArg("model path or output pointer is NULL"));
-  *module = nullptr;
-  return guarded([&]() -> TorsorStatus * {
-    std::unique_ptr<TorsorModule> m(new TorsorModule());
-    Status s = load(soPath, *m);
-    if (!s.ok())
-      return toC(s);
-    *module = m.release();
-    return nullptr;
-  });
-}
-
-void torsorModuleFree(TorsorModule *module) { delete module; }
-
-const char *torsorModuleName(const TorsorModule *module) {
-  return module ? module->manifest.model.c_str() : nullptr;
-}
-
-int32_t torsorModuleNumTensors(const TorsorModule *module,
-                               TorsorTensorKind kind) {
-  const std::vector<TensorSpec> *list = specList(module, kind);
-  return list ? static_cast<int32_t>(list->size()) : 0;
-}
-
-const char *torsorModuleTensorName(const TorsorModule *module,
-                                   TorsorTensorKind kind, int32_t index) {
-  const TensorSpec *s = spec(module, kind, index);
-  return s ? s->name.c_str() : nullptr;
-}
-
-int32_t torsorModuleTensorDType(const TorsorModule *module,
-                                TorsorTensorKind kind, int32_t index) {
-  const TensorSpec *s = spec(module, kind, index);
-  return s ? s->dtype : -1;
-}
-
-int32_t torsorModuleTensorRank(const TorsorModule *module,
-                               TorsorTensorKind kind, int32_t index) {
-  const TensorSpec *s = spec(module, kind, index);
-  return s ? static_cast<int32_t>(s->shape.size()) : -1;
-}
-
-int64_t torsorModuleTensorDimExtent(const TorsorModule *module,
-                                    TorsorTensorKind kind, int32_t index,
-                                    int32_t dim) {
-  const TensorSpec *s = spec(module, kind, index);
-  if (!s || dim < 0 || static_cast<size_t>(dim) >= s->shape.size())
-    return -1;
-  return s->shape[dim].isSymbolic() ? -1 : s->shape[dim].extent;
-}
-
-const char *torsorModuleTensorDimSymbol(const TorsorModule *module,
-                                        TorsorTensorKind kind, int32_t index,
-                                        int32_t dim) {
-  const TensorSpec *s = spec(module, kind, index);
-  if (!s || dim < 0 || static_cast<size_t>(dim) >= s->shape.size() ||
-      !s->shape[dim].isSymbolic())
-    return nullptr;
-  return s->shape[dim].symbol.c_str();
-}
-
-const char *torsorModuleTensorGroup(const TorsorModule *module,
-                                    TorsorTensorKind kind, int32_t index) {
-  const TensorSpec *s = spec(module, kind, index);
-  return s && !s->group.empty() ? s->group.c_str() : nullptr;
-}
-
-TorsorStatus *torsorModuleBindInput(TorsorModule *module, const char *name,
-                                    const TorsorTensor *tensor) {
-  return guarded([&] { return bind(module, TORSOR_INPUT, name, tensor); });
-}
-
-TorsorStatus *torsorModuleBindParam(TorsorModule *module, const char *name,
-                                    const TorsorTensor *tensor) {
-  return guarded([&] { return bind(module, TORSOR_PARAM, name, tensor); });
-}
-
-void torsorModuleUnbindInputs(TorsorModule *module) {
-  if (!module)
-    return;
-  for (BoundTensor &b : module->inputs)
-    b = BoundTensor();
-  if (module->gpu)
-    module->gpu->unbindInputs();
-}
-
-TorsorStatus *torsorModuleLoadWeights(TorsorModule *module,
-                                      const char *safetensorsPath) {
-  if (!module || !safetensorsPath)
-    return toC(invalidArg("module or weights path is NULL"));
-  return guarded([&] { return loadWeights(module, safetensorsPath); });
-}
-
-void torsorModuleSetCheckGroups(TorsorModule *module, int32_t enable,
-                                double tol) {
-  if (!module)
-    return;
-  module->checkGroups = enable != 0;
-  module->groupTol = tol;
-}
-
-TorsorStatus *torsorModuleRun(TorsorModule *module) {
-  if (!module)
-    return toC(invalidArg("module is NULL"));
-  return guarded([&] {
-    Claim claim(module);
-    return toC(claim ? run(*module) : busyError());
-  });
-}
-
-void torsorModuleSetMemoryLimit(TorsorModule *module, uint64_t bytes) {
-  if (module)
-    module->memoryLimit = bytes;
-}
-
-uint64_t torsorModulePeakBytes(const TorsorModule *module) {
-  return module ? module->lastPeak : 0;
-}
-
-TorsorStatus *torsorModuleGetOutput(const TorsorModule *module,
-                                    const char *name, TorsorTensor *tensor) {
-  if (!module || !name || !tensor)
-    return toC(invalidArg("module, name or tensor is NULL"));
-  size_t index;
-  Status s = findTensor(module->manifest.outputs, TORSOR_OUTPUT, name, index);
-  if (!s.ok())
-    return toC(s);
-  if (!module->haveOutputs)
-    return toC(Status(TORSOR_FAILED_PRECONDITION,
-                      format("output '%s' is not available: the model has "
-                             "not run successfully",
-                             name)));
-  if (module->gpu && !module->gpu->hostCopies())
-    return toC(Status(TORSOR_FAILED_PRECONDITION,
-                      format("output '%s' stayed on the device "
-                             "(torsorModuleSetHostOutputs(module, 0)); read "
-                             "it with torsorModuleGetOutputDevice",
-                             name)));
-  *tensor = module->outputs[index].view(module->outputStrides[index]);
-  return nullptr;
-}
-
-TorsorStatus *torsorSetNumThreads(int32_t n) {
-  if (n > 4096)
-    return toC(
-        invalidArg(format("thread count %d is too large (max 4096)", n)));
-  return guarded([&] { return toC(setGlobalThreadCount(n)); });
-}
-
-int32_t torsorGetNumThreads(void) { return globalThreadCount(); }
-
-TorsorStatus *torsorCudaAvailable(void) {
-  const cuda::Device *device = nullptr;
-  return toC(cuda::openDevice(device));
-}
-
-int32_t torsorModuleDevice(const TorsorModule *module) {
-  if (!module)
-    return -1;
-  return module->gpu ? TORSOR_DEVICE_CUDA : TORSOR_DEVICE_CPU;
-}
-
-const char *torsorModuleTarget(const TorsorModule *module) {
-  return module ? module->manifest.target.c_str() : nullptr;
-}
-
-const char *torsorModuleGpuArch(const TorsorModule *module) {
-  return module && !module->manifest.gpuArch.empty()
-             ? module->manifest.gpuArch.c_str()
-             : nullptr;
-}
-
-void *torsorModuleCudaStream(const TorsorModule *module) {
-  return module && module->gpu ? module->gpu->stream() : nullptr;
-}
-
-TorsorStatus *torsorModuleBindInputDevice(TorsorModule *module,
-                                          const char *name,
-                                          const TorsorTensor *tensor) {
-  return bindDevice(module, TORSOR_INPUT, name, tensor);
-}
-
-TorsorStatus *torsorModuleBindParamDevice(TorsorModule *module,
-                                          const char *name,
-                                          const TorsorTensor *tensor) {
-  return bindDevice(module, TORSOR_PARAM, name, tensor);
-}
-
-TorsorStatus *torsorModuleSetHostOutputs(TorsorModule *module, int32_t enable) {
-  if (!module)
-    return toC(invalidArg("module is NULL"));
-  if (!module->gpu)
-    return enable ? nullptr
-                  : toC(Status(TORSOR_FAILED_PRECONDITION,
-                               "model '" + module->soPath +
-                                   "' runs on the CPU: its outputs are "
-                                   "always in host memory"));
-  module->gpu->setHostCopies(enable != 0);
-  module->haveOutputs = false; // the host copies no longer follow runs
-  return nullptr;
-}
-
-TorsorStatus *torsorModuleGetOutputDevice(const TorsorModule *module,
-                                          const char *name,
-                                          TorsorTensor *tensor) {
-  if (!module || !name || !tensor)
-    return toC(invalidArg("module, name or tensor is NULL"));
-  size_t index;
-  Status s = findTensor(module->manifest.outputs, TORSOR_OUTPUT, name, index);
-  if (!s.ok())
-    return toC(s);
-  if (!module->gpu)
-    return toC(Status(TORSOR_FAILED_PRECONDITION,
-                      "model '" + module->soPath +
-                          "' runs on the CPU: read its outputs with "
-                          "torsorModuleGetOutput"));
-  if (!module->haveOutputs)
-    return toC(Status(TORSOR_FAILED_PRECONDITION,
-                      format("output '%s' is not available: the model has "
-                             "not run successfully",
-                             name)));
-  const std::vector<int64_t> &shape = module->outputShapes[index];
-  tensor->data = reinterpret_cast<void *>(
-      static_cast<uintptr_t>(module->gpu->outputPtr(index)));
-  tensor->shape = shape.data();
-  tensor->strides = nullptr;
-  tensor->rank = static_cast<int32_t>(shape.size());
-  tensor->dtype = module->manifest.outputs[index].dtype;
-  return nullptr;
-}
-
-int32_t torsorModuleHasBackward(const TorsorModule *module) {
-  return module && module->backwardEntry ? 1 : 0;
-}
-
-int32_t torsorModuleNumGradients(const TorsorModule *module) {
-  return module ? static_cast<int32_t>(module->manifest.gradients.size()) : 0;
-}
-
-const char *torsorModuleGradientName(const TorsorModule *module,
-                                     int32_t index) {
-  if (!module || index < 0 ||
-      static_cast<size_t>(index) >= module->manifest.gradients.size())
-    return nullptr;
-  return module->manifest.gradients[index].name.c_str();
-}
-
-TorsorStatus *torsorModuleRunBackward(TorsorModule *module,
-                                      const TorsorTensor *cotangents,
-                                      int32_t numCotangents) {
-  if (!module)
-    return toC(invalidArg("module is NULL"));
-  return toC(runBackward(*module, cotangents, numCotangents));
-}
-
-TorsorStatus *torsorModuleGetGradient(const TorsorModule *module,
-                                      const char *name, TorsorTensor *tensor) {
-  if (!module || !name || !tensor)
-    return toC(invalidArg("module, name or tensor is NULL"));
-  const std::vector<TensorSpec> &list = module->manifest.gradients;
-  for (size_t i = 0; i < list.size(); ++i) {
-    if (list[i].name != name)
-      continue;
-    if (!module->haveGradients)
-      return toC(Status(TORSOR_FAILED_PRECONDITION,
-                        format("gradient '%s' is not available: backward has "
-                               "not run successfully",
-                               name)));
-    *tensor = module->gradients[i].view(module->gradientStrides[i]);
-    return nullptr;
-  }
-  return toC(invalidArg(format("unknown gradient '%s'", name)));
-}
-
-} // extern "C"
+} // namespace torsor::rt
