@@ -354,6 +354,23 @@ Status checkInputsFinite(const TorsorModule &m) {
   return Status();
 }
 
+/// The input checks of a CPU run (on while checkGroups is set): group
+/// membership of built-in and declared group inputs, then NaN and Inf in
+/// every float input and param.
+Status checkHostInputs(TorsorModule &m) {
+  for (size_t i = 0; i < m.inputs.size(); ++i) {
+    const TensorSpec &spec = m.manifest.inputs[i];
+    if (spec.group.empty())
+      continue;
+    Status s = checkGroupTensor("input '" + spec.name + "'", spec.group,
+                                m.inputs[i].view(), m.groupTol);
+    if (!s.ok())
+      return s;
+  }
+  Status s = checkResiduals(m);
+  return s.ok() ? checkInputsFinite(m) : s;
+}
+
 } // namespace
 
 Status runModule(TorsorModule &m) {
@@ -364,21 +381,8 @@ Status runModule(TorsorModule &m) {
     return s;
   if (m.gpu)
     return runOnDevice(m, dims);
-  if (m.checkGroups) {
-    for (size_t i = 0; i < m.inputs.size(); ++i) {
-      const TensorSpec &spec = m.manifest.inputs[i];
-      if (spec.group.empty())
-        continue;
-      s = checkGroupTensor("input '" + spec.name + "'", spec.group,
-                           m.inputs[i].view(), m.groupTol);
-      if (!s.ok())
-        return s;
-    }
-    if (!(s = checkResiduals(m)).ok())
-      return s;
-    if (!(s = checkInputsFinite(m)).ok())
-      return s;
-  }
+  if (m.checkGroups && !(s = checkHostInputs(m)).ok())
+    return s;
   size_t numOut = m.manifest.outputs.size();
   m.outputs.resize(numOut);
   m.outputStrides.resize(numOut);
@@ -523,9 +527,16 @@ Status runModuleBackward(TorsorModule &m, const TorsorTensor *cots, int32_t n) {
       s = invalidArg(format("cotangent '%s' does not have the shape of its "
                             "output (%s with this run's dims)",
                             spec.name.c_str(), spec.shapeString().c_str()));
+    // A NaN or Inf cotangent makes every gradient NaN: refused like a
+    // non-finite input while input checks are on.
+    if (s.ok() && m.checkGroups)
+      s = checkFinite("cotangent '" + spec.name + "'", bound[i]);
     if (!s.ok())
       return s;
   }
+  // The backward reads the inputs too, and may run without a forward run.
+  if (m.checkGroups && !m.gpu && !(s = checkHostInputs(m)).ok())
+    return s;
   size_t numGrads = m.manifest.gradients.size();
   m.gradients.resize(numGrads);
   m.gradientStrides.resize(numGrads);

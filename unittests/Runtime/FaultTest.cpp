@@ -323,4 +323,21 @@ TEST(StagedFilesFaults, AFailedOutputLeavesNothingBehind) {
   EXPECT_EQ(rmdir(dir), 0) << "temporaries were left in " << dir;
 }
 
+// A write error is a status, not a signal: a pipe whose reader is gone
+// gives EPIPE (SIGPIPE, which would end this test binary, is held back and
+// consumed), the same path as ENOSPC or EIO on a disk.
+TEST(StagedFilesFaults, WriteErrorsAreStatusesNotSignals) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  ASSERT_EQ(close(fds[0]), 0);
+  Status s = writeAll(fds[1], std::string(100, 'x'), "out.npy");
+  EXPECT_EQ(s.code, TORSOR_IO_ERROR);
+  EXPECT_EQ(s.message, "cannot write 'out.npy': Broken pipe (the reader of "
+                       "the pipe closed it)");
+  close(fds[1]);
+  // A descriptor that refuses writes altogether.
+  s = writeAll(-1, "x", "bad.npy");
+  EXPECT_EQ(s.message, "cannot write 'bad.npy': Bad file descriptor");
+}
+
 } // namespace
