@@ -17,6 +17,7 @@
 #include "ModelMemory.h"
 #include "NonFinite.h"
 #include "SafeTensors.h"
+#include "cuda/CudaDevice.h"
 
 #include <climits>
 #include <cstdlib>
@@ -98,11 +99,13 @@ void *ownSymbol(void *handle, const char *name) {
   return std::strcmp(info.dli_fname, own->l_name) == 0 ? sym : nullptr;
 }
 
-/// Requires the manifest the compiler embedded in the library
-/// (`torsor_model_manifest()`) and checks OUT.json against it.
-Status checkEmbeddedManifest(TorsorModule &m, const std::string &soPath) {
+/// Requires the manifest the compiler embedded in the library behind
+/// `handle` (`torsor_model_manifest()`) and checks OUT.json (`file`)
+/// against it.
+Status checkEmbeddedManifest(void *handle, const Manifest &file,
+                             const std::string &soPath) {
   auto embedded = reinterpret_cast<const char *(*)()>(
-      ownSymbol(m.handle, "torsor_model_manifest"));
+      ownSymbol(handle, "torsor_model_manifest"));
   if (!embedded)
     return Status(TORSOR_ABI_ERROR,
                   "model '" + soPath +
@@ -115,7 +118,24 @@ Status checkEmbeddedManifest(TorsorModule &m, const std::string &soPath) {
       parseManifest(text ? text : "", soPath + " (embedded manifest)", own);
   if (!s.ok())
     return Status(TORSOR_ABI_ERROR, s.message);
-  return matchManifests(m.manifest, own, soPath);
+  return matchManifests(file, own, soPath);
+}
+
+/// Opens an nvptx model only to compare OUT.json with its embedded
+/// manifest, with its GPU binary left unloaded (cuda::InspectOnly): used
+/// when OUT.json's gpu_arch does not run on this GPU, so that an edited
+/// arch is reported as an edit and not stated as fact.
+Status inspectEmbeddedManifest(const std::string &openPath,
+                               const std::string &soPath,
+                               const Manifest &file) {
+  cuda::InspectOnly inspect;
+  void *handle = dlopen(openPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle)
+    return Status(TORSOR_ABI_ERROR,
+                  "cannot load model '" + soPath + "': " + dlerror());
+  Status s = checkEmbeddedManifest(handle, file, soPath);
+  dlclose(handle);
+  return s;
 }
 
 } // namespace
@@ -133,12 +153,6 @@ Status loadModule(const std::string &soPath, TorsorModule &m) {
     return s;
   if (!(s = checkTarget(soPath, m.manifest)).ok())
     return s;
-  // An nvptx model loads its GPU binary from a constructor (mgpuModuleLoad)
-  // while dlopen runs, so the device must be ready, and errors captured,
-  // before the library is opened.
-  if (m.manifest.target == "nvptx" &&
-      !(s = cuda::GpuModule::create(m.manifest, soPath, m.gpu)).ok())
-    return s;
   promoteRuntimeSymbols();
   // A bare name would make dlopen search the library path instead.
   std::string openPath =
@@ -147,6 +161,20 @@ Status loadModule(const std::string &soPath, TorsorModule &m) {
   s = checkElfFile(openPath, "model '" + soPath + "'");
   if (!s.ok())
     return s;
+  // An nvptx model loads its GPU binary from a constructor (mgpuModuleLoad)
+  // while dlopen runs, so the device must be ready, and errors captured,
+  // before the library is opened.
+  if (m.manifest.target == "nvptx") {
+    if (!(s = cuda::GpuModule::create(m.manifest, soPath, m.gpu)).ok())
+      return s;
+    // The arch comes from OUT.json: before saying the model was compiled
+    // for it, check OUT.json against the library's own manifest.
+    Status arch = cuda::checkArch(m.manifest.gpuArch, m.gpu->device(), soPath);
+    if (!arch.ok()) {
+      Status own = inspectEmbeddedManifest(openPath, soPath, m.manifest);
+      return own.ok() ? arch : own;
+    }
+  }
   m.soPath = soPath;
   Status gpuLoad;
   if (m.gpu)
@@ -180,7 +208,7 @@ Status loadModule(const std::string &soPath, TorsorModule &m) {
                          "'%s' says %lld; rebuild both with torsorc",
                          soPath.c_str(), v, jsonPath.c_str(),
                          (long long)m.manifest.abi));
-  if (!(s = checkEmbeddedManifest(m, soPath)).ok())
+  if (!(s = checkEmbeddedManifest(m.handle, m.manifest, soPath)).ok())
     return s;
   m.entry = reinterpret_cast<void (*)(void **)>(
       ownSymbol(m.handle, m.manifest.entry.c_str()));
