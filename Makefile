@@ -8,7 +8,7 @@ export CCACHE_DIR ?= $(HOME)/.cache/torsor-ccache
 export CCACHE_NOHASHDIR := 1
 
 .PHONY: all deps configure build test demo train-demo format check-format clean \
-	test-sanitize build-sanitize fuzz
+	test-sanitize build-sanitize fuzz fuzz-nightly
 
 all: build
 
@@ -84,3 +84,11 @@ test-sanitize: build-sanitize
 # Every torsor-fuzz-* target for FUZZ_SECONDS on its seed corpus.
 fuzz: build-sanitize
 	@scripts/fuzz.sh $(SAN_BUILD) $(FUZZ_SECONDS)
+
+# The nightly run (not in CI): every target for FUZZ_NIGHTLY_SECONDS with a
+# fresh seed, growing a corpus kept between nights in
+# $(SAN_BUILD)/fuzz-corpus/. Expected execution counts: docs/reliability.md.
+FUZZ_NIGHTLY_SECONDS ?= 1800
+fuzz-nightly: build-sanitize
+	@FUZZ_SEED=0 FUZZ_KEEP_CORPUS=$(abspath $(SAN_BUILD))/fuzz-corpus \
+	  scripts/fuzz.sh $(SAN_BUILD) $(FUZZ_NIGHTLY_SECONDS)
