@@ -1,6 +1,7 @@
 //===- FileIO.h - How the compiler reads and writes files -----*- C++ -*-===//
 //
-// One place for the file rules of torsorc (docs/compiler.md, "Files"):
+// One place for the file rules of torsorc (docs/runtime.md, "Output files";
+// docs/reliability.md, classes 1 and 9):
 //
 // Reading. A model source or weight file must be a regular file: a device
 // (/dev/zero, /dev/urandom) or a FIFO would be read without a bound. Model
