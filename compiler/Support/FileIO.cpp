@@ -213,6 +213,23 @@ OutputFile::resolve(llvm::StringRef path, bool allowSpecial,
   } else if (!realPath(out->given, target)) {
     if (!isLink || errno != ENOENT)
       return fileError("write", path, std::strerror(errno));
+    struct stat named;
+    if (::stat(out->given.c_str(), &named) == 0) {
+      // A link stat follows but realpath cannot name (/dev/stdout through
+      // /proc/self/fd/1 to "pipe:[N]"): a stream, written in place.
+      if (!(S_ISFIFO(named.st_mode) || S_ISCHR(named.st_mode)) || !allowSpecial)
+        return fileError("write", path,
+                         llvm::Twine("it is a link to ") +
+                             fileKind(named.st_mode) + "; " + what +
+                             " must be a regular file with a path");
+      out->target = out->given;
+      out->exists = true;
+      out->device = named.st_dev;
+      out->inode = named.st_ino;
+      out->mode = named.st_mode;
+      out->special = true;
+      return out;
+    }
     // A dangling link: follow it to the name it would create.
     std::string link = out->given;
     for (int hop = 0;; ++hop) {

@@ -154,7 +154,16 @@ Status resolveDestination(const std::string &path, Destination &out) {
   if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
     // Follow the link: to the file it names, or (dangling) to the name
     // it would create.
-    if (!realPath(path, target)) {
+    struct stat named;
+    if (!realPath(path, target) && ::stat(path.c_str(), &named) == 0) {
+      // A link that stat follows but realpath cannot name: /dev/stdout
+      // through /proc/self/fd/1 to "pipe:[N]". Written in place if it is a
+      // pipe or device; a regular file there has no directory to stage in.
+      if (!S_ISFIFO(named.st_mode) && !S_ISCHR(named.st_mode))
+        return writeError(path, "it is a link whose target has no path to "
+                                "stage beside; name the file itself");
+      target = path;
+    } else if (target.empty()) {
       std::string last;
       Status s = followDangling(path, path, last);
       if (!s.ok())

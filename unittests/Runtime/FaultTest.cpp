@@ -323,6 +323,29 @@ TEST(StagedFilesFaults, AFailedOutputLeavesNothingBehind) {
   EXPECT_EQ(rmdir(dir), 0) << "temporaries were left in " << dir;
 }
 
+// A link that stat follows but realpath cannot name, as /dev/stdout is when
+// stdout is a pipe (/proc/self/fd/1 -> "pipe:[N]"): written in place, not
+// staged in /proc or replaced. The pipe is this test's own.
+TEST(StagedFilesFaults, MagicLinksToPipesAreWrittenInPlace) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  std::string link = "/proc/self/fd/" + std::to_string(fds[1]);
+  struct stat st;
+  if (lstat(link.c_str(), &st) != 0 || !S_ISLNK(st.st_mode))
+    GTEST_SKIP() << "no /proc/self/fd links here";
+  Destination d;
+  ASSERT_TRUE(resolveDestination(link, d).ok());
+  EXPECT_TRUE(d.special);
+  EXPECT_EQ(d.target, link);
+  Status s = writeFileSafely(link, "bytes");
+  EXPECT_TRUE(s.ok()) << s.message;
+  char buf[8] = {};
+  EXPECT_EQ(read(fds[0], buf, sizeof(buf)), 5);
+  EXPECT_STREQ(buf, "bytes");
+  close(fds[0]);
+  close(fds[1]);
+}
+
 // A write error is a status, not a signal: a pipe whose reader is gone
 // gives EPIPE (SIGPIPE, which would end this test binary, is held back and
 // consumed), the same path as ENOSPC or EIO on a disk.
