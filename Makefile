@@ -8,7 +8,7 @@ export CCACHE_DIR ?= $(HOME)/.cache/torsor-ccache
 export CCACHE_NOHASHDIR := 1
 
 .PHONY: all deps configure build test demo train-demo format check-format clean \
-	test-sanitize build-sanitize fuzz
+	test-sanitize build-sanitize fuzz fuzz-nightly
 
 all: build
 
@@ -81,16 +81,26 @@ build-sanitize: deps $(SAN_BUILD)/build.ninja
 test-sanitize: build-sanitize
 	@scripts/test-sanitize.sh $(SAN_BUILD) $(JOBS)
 
-# Every torsor-fuzz-* target for FUZZ_SECONDS on its seed corpus.
+# Every torsor-fuzz-* target for FUZZ_SECONDS on its seed corpus, then the
+# Python layer's tensor-conversion property test (fuzz-python).
 fuzz: build-sanitize
 	@scripts/fuzz.sh $(SAN_BUILD) $(FUZZ_SECONDS)
+	@$(MAKE) --no-print-directory fuzz-python FUZZ_SECONDS=$(FUZZ_SECONDS)
 
 # The Python layer's tensor conversion (docs/reliability.md): the seeded
 # property test of test/Python/test_tensor_property.py with about
 # FUZZ_SECONDS x 1000 random arrays and views per kind (PYTHON with torch
 # adds the torch cases).
-.PHONY: fuzz-python
+.PHONY: fuzz-python fuzz-nightly
 fuzz-python: build
 	TENSOR_PROPERTY_CASES=$$(( $(FUZZ_SECONDS) * 1000 )) \
 	  TENSOR_PROPERTY_SEED=$${FUZZ_SEED:-1} \
 	  $(PYTHON) test/Python/run_tests.py --build $(BUILD) --in-place -k test_tensor_property
+
+# The nightly run (not in CI): every target for FUZZ_NIGHTLY_SECONDS with a
+# fresh seed, growing a corpus kept between nights in
+# $(SAN_BUILD)/fuzz-corpus/. Expected execution counts: docs/reliability.md.
+FUZZ_NIGHTLY_SECONDS ?= 1800
+fuzz-nightly: build-sanitize
+	@FUZZ_SEED=0 FUZZ_KEEP_CORPUS=$(abspath $(SAN_BUILD))/fuzz-corpus \
+	  scripts/fuzz.sh $(SAN_BUILD) $(FUZZ_NIGHTLY_SECONDS)

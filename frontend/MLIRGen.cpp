@@ -271,6 +271,45 @@ static DictionaryAttr groupsAttr(OpBuilder &b, const Module &module) {
   return b.getDictionaryAttr(groups);
 }
 
+/// Checks that the generators of a declared group are within the range the
+/// model computes its elements in (`ft`): the group check, log and
+/// distance of a declared group work with the generators' Gram matrix and
+/// projections on them, products of two generator-sized numbers and their
+/// squares, so each generator's Frobenius norm must lie within [1/R, R],
+/// R = 2^31 for f32 and 2^255 for f64 (the runtime's range for Aff2 and
+/// Sim3 scales, runtime/src/GroupCheck.cpp). A group with 1e-40 generators
+/// in an f32 model would otherwise compile and then refuse every element.
+static bool checkGeneratorRange(const GroupInfo &group, mlir::Type elt,
+                                Location l, StringRef input) {
+  auto ft = dyn_cast<FloatType>(elt);
+  if (!ft || group.builtin)
+    return true;
+  bool f32 = ft.getWidth() <= 32;
+  double range = std::ldexp(1.0, f32 ? 31 : 255);
+  for (size_t i = 0; i < group.generators.size(); ++i) {
+    double scale = 0, sum = 0;
+    for (double x : group.generators[i])
+      scale = std::fmax(scale, std::fabs(x));
+    for (double x : group.generators[i])
+      sum += (x / scale) * (x / scale);
+    double norm = scale * std::sqrt(sum);
+    if (norm >= 1 / range && norm <= range)
+      continue;
+    std::string text;
+    llvm::raw_string_ostream(text) << llvm::format(
+        "generator '%s' of group '%s' has norm %.1e, outside the range "
+        "[%.1e, %.1e] that %s elements are computed in (products of "
+        "generators and their squares must stay normal %s numbers); "
+        "rescale the generator (the group stays the same)%s",
+        group.generatorNames[i].c_str(), group.name.c_str(), norm, 1 / range,
+        range, f32 ? "f32" : "f64", f32 ? "f32" : "f64",
+        f32 ? " or compile with --dtype=f64" : "");
+    mlir::emitError(l) << "input '" << input << "': " << text;
+    return false;
+  }
+  return true;
+}
+
 OwningOpRef<ModuleOp> MLIRGenImpl::emitModule(const Module &module) {
   Location moduleLoc = module.models.empty() ? b.getUnknownLoc()
                                              : loc(module.models.front()->loc);
@@ -308,6 +347,10 @@ void MLIRGenImpl::emitModel(const ModelDecl &model) {
         env.values[decl.name] =
             addArgument(decl.name, decl.type,
                         kind == Stmt::Input ? "input" : "param", decl.getLoc());
+        if (decl.type.isGroup() &&
+            !checkGeneratorRange(*decl.type.group, elementType(decl.type.dtype),
+                                 loc(decl.getLoc()), decl.name))
+          hadError = true;
         if (decl.type.isGroup()) {
           argAttrs.back().set("torsor.group",
                               b.getStringAttr(decl.type.group->name));

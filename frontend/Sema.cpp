@@ -463,9 +463,16 @@ void Sema::checkGroup(GroupDecl &group) {
   algebra::Problem problem =
       algebra::analyze(unsigned(n), info.generators, facts);
   if (problem.kind == algebra::Problem::Dependent) {
+    // The first generator has none before it: it can only be zero.
+    bool zero = llvm::all_of(info.generators[problem.a],
+                             [](double x) { return x == 0; });
     diags.emitError(group.generators[problem.a].loc,
-                    "generator '" + info.generatorNames[problem.a] +
-                        "' is linearly dependent on the generators before it");
+                    zero ? "generator '" + info.generatorNames[problem.a] +
+                               "' is the zero matrix; a generator must be "
+                               "nonzero"
+                         : "generator '" + info.generatorNames[problem.a] +
+                               "' is linearly dependent on the generators "
+                               "before it");
     return;
   }
   if (problem.kind == algebra::Problem::NotClosed) {

@@ -8,6 +8,11 @@
 # per target and the total; exits non-zero on any crash, timeout, leak, OOM
 # or sanitizer report, leaving the reproducer in BUILD_DIR/fuzz-artifacts/.
 #
+# FUZZ_SEED: libFuzzer's seed (default 1, repeatable; 0 asks for a fresh
+# one). FUZZ_KEEP_CORPUS=DIR: grow the corpus in DIR/<name>/ and keep it
+# for the next run instead of a scratch directory (make fuzz-nightly).
+# FUZZ_TARGETS: space-separated names to run (default: every target).
+#
 #===----------------------------------------------------------------------===#
 set -uo pipefail
 BUILD=${1:?usage: fuzz.sh BUILD_DIR SECONDS}
@@ -32,8 +37,16 @@ failed=0
 printf '%-24s %12s %10s %8s\n' target executions exec/s cov
 for exe in "${targets[@]}"; do
   name=${exe##*/torsor-fuzz-}
+  if [ -n "${FUZZ_TARGETS:-}" ] && [[ " $FUZZ_TARGETS " != *" $name "* ]]; then
+    continue
+  fi
   seeds=$ROOT/fuzz/corpus/$name
-  work=$(mktemp -d)
+  if [ -n "${FUZZ_KEEP_CORPUS:-}" ]; then
+    work=$FUZZ_KEEP_CORPUS/$name
+    mkdir -p "$work"
+  else
+    work=$(mktemp -d)
+  fi
   log=$BUILD/fuzz-$name.log
   # A fixed seed (FUZZ_SEED, default 1) makes CI runs repeatable; 0 asks
   # libFuzzer for a fresh one.
@@ -48,7 +61,7 @@ for exe in "${targets[@]}"; do
   LD_PRELOAD=${asan_rt:+$asan_rt}${LD_PRELOAD:+:$LD_PRELOAD} \
     "$exe" "${args[@]}" "$work" ${seeds:+"$seeds"} >"$log" 2>&1
   rc=$?
-  rm -rf "$work"
+  [ -n "${FUZZ_KEEP_CORPUS:-}" ] || rm -rf "$work"
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
   cov=$(grep -oE 'cov: [0-9]+' "$log" | tail -1 | cut -d' ' -f2)

@@ -26,6 +26,7 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -168,6 +169,28 @@ LogicalResult addNumerics(BlockReport &r, const AttentionBlock &block,
     auto t = lookupParam(file, path, v);
     if (failed(t))
       return failure();
+    // A NaN or Inf would give "rank 0, σ = nan" and count in the totals.
+    const std::vector<double> &data = (*t)->data;
+    for (size_t e = 0; e < data.size(); ++e) {
+      if (std::isfinite(data[e]))
+        continue;
+      std::string index;
+      int64_t rest = static_cast<int64_t>(e);
+      for (size_t k = (*t)->shape.size(); k-- > 0;) {
+        int64_t extent = std::max<int64_t>((*t)->shape[k], 1);
+        index =
+            std::to_string(rest % extent) + (index.empty() ? "" : ", ") + index;
+        rest /= extent;
+      }
+      return emitError(v.getLoc())
+             << "tensor '" << paramName(v) << "' in '" << path << "' is "
+             << (std::isnan(data[e]) ? "NaN"
+                 : data[e] > 0       ? "+Inf"
+                                     : "-Inf")
+             << " at element " << e << " (index [" << index
+             << "]); the redundancy report needs finite weights (a diverged "
+                "checkpoint? use the last finite one)";
+    }
     tensors.push_back(*t);
     f64 = f64 && (*t)->dtype == "F64";
   }
@@ -176,6 +199,14 @@ LogicalResult addNumerics(BlockReport &r, const AttentionBlock &block,
       relational ? tensors[0]->data : formQK(*tensors[0], *tensors[1], h);
   std::vector<double> gvo =
       relational ? tensors[1]->data : formVO(*tensors[2], *tensors[3], h);
+  // Finite weights whose products overflow are as meaningless.
+  for (const std::vector<double> *g : {&gqk, &gvo})
+    if (!llvm::all_of(*g, [](double x) { return std::isfinite(x); }))
+      return emitError(block.root->getLoc())
+             << "the products of the weights in '" << path << "' ("
+             << (g == &gqk ? "G_QK" : "G_VO")
+             << ") overflow to Inf; the redundancy report needs weights "
+                "whose products are finite";
   double eps = f64 ? std::numeric_limits<double>::epsilon()
                    : double(std::numeric_limits<float>::epsilon());
   r.relTol = options.rankTolerance > 0 ? options.rankTolerance

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Analysis/Safetensors.h"
+#include "compiler/Support/FileIO.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
@@ -41,6 +42,12 @@ std::string torsor::formatShape(const std::vector<int64_t> &shape) {
 }
 
 llvm::Expected<WeightFile> torsor::readSafetensors(llvm::StringRef path) {
+  // Regular files only: a device or FIFO would be read without a bound.
+  llvm::sys::fs::file_status status;
+  if (!llvm::sys::fs::status(path, status) &&
+      !llvm::sys::fs::is_regular_file(status))
+    return fail(path, "cannot read: not a regular file (a device or FIFO "
+                      "would be read without end); give a .safetensors file");
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
   if (!buffer)
@@ -136,10 +143,10 @@ llvm::Error torsor::writeSafetensors(llvm::StringRef path,
   llvm::raw_string_ostream(text) << llvm::json::Value(std::move(header));
   while (text.size() % 8)
     text += ' '; // the data section starts 8-byte aligned
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
-  if (ec)
-    return fail(path, "cannot write: " + ec.message());
+  // Built in memory, then written by the compiler's file rules (links
+  // resolved, staged beside the target, complete or absent).
+  std::string bytesOut;
+  llvm::raw_string_ostream os(bytesOut);
   uint64_t n = text.size();
   for (int i = 0; i < 8; ++i)
     os << static_cast<char>((n >> (8 * i)) & 0xff);
@@ -158,7 +165,7 @@ llvm::Error torsor::writeSafetensors(llvm::StringRef path,
       }
     }
   }
-  if (os.has_error())
-    return fail(path, "write failed: " + os.error().message());
-  return llvm::Error::success();
+  os.flush();
+  return writeFileSafely(path, bytesOut, /*allowSpecial=*/false,
+                         "a weights file");
 }

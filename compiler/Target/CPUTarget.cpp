@@ -140,7 +140,14 @@ mlir::LogicalResult torsor::emitObjectFile(llvm::Module &module,
     return mlir::failure();
   }
   pm.run(module);
-  os.flush();
+  // A full disk or a file-size limit is an error, not the fatal "IO
+  // failure on output stream" raw_fd_ostream raises for unchecked errors.
+  os.close();
+  if (os.has_error()) {
+    error = "cannot write '" + path.str() + "': " + os.error().message();
+    os.clear_error();
+    return mlir::failure();
+  }
   return mlir::success();
 }
 

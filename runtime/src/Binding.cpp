@@ -9,6 +9,8 @@
 #include "Binding.h"
 #include "Half.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 namespace torsor::rt {
@@ -201,7 +203,62 @@ Status resolveDims(const Manifest &manifest,
   }
   if (!missing.empty())
     return Status(TORSOR_FAILED_PRECONDITION, missing);
-  return Status();
+  return checkDerivedSizes(manifest, dims, source);
+}
+
+Status checkDerivedSizes(const Manifest &manifest,
+                         const std::map<std::string, int64_t> &dims,
+                         const std::map<std::string, std::string> &source) {
+  // F: the most elements the fixed dims of one tensor with a symbolic dim
+  // contribute (the per-token features: 16 for [L, 4, 4]).
+  uint64_t fixed = 1;
+  for (const std::vector<TensorSpec> *list :
+       {&manifest.inputs, &manifest.params, &manifest.outputs,
+        &manifest.cotangents, &manifest.gradients})
+    for (const TensorSpec &spec : *list) {
+      uint64_t product = 1;
+      bool symbolic = false;
+      for (const DimSpec &d : spec.shape) {
+        symbolic |= d.isSymbolic();
+        if (!d.isSymbolic() && d.extent > 0 &&
+            __builtin_mul_overflow(product, static_cast<uint64_t>(d.extent),
+                                   &product))
+          product = UINT64_MAX;
+      }
+      if (symbolic && product > fixed)
+        fixed = product;
+    }
+  // Every symbolic dim once, the largest twice (the L x L scores of
+  // attention), times F, times the widest element (8 bytes). Zero extents
+  // count as 1: an empty input does not make its other dims harmless.
+  uint64_t bound = 8;
+  bool overflow = __builtin_mul_overflow(bound, fixed, &bound);
+  int64_t largest = 1;
+  std::string largestName, list;
+  for (const auto &[sym, extent] : dims) {
+    uint64_t e = static_cast<uint64_t>(std::max<int64_t>(extent, 1));
+    overflow |= __builtin_mul_overflow(bound, e, &bound);
+    if (extent > largest) {
+      largest = extent;
+      largestName = sym;
+    }
+    auto from = source.find(sym);
+    list +=
+        format("%s%s = %lld%s", list.empty() ? "" : ", ", sym.c_str(),
+               (long long)extent,
+               from == source.end() ? "" : (" from " + from->second).c_str());
+  }
+  overflow |=
+      __builtin_mul_overflow(bound, static_cast<uint64_t>(largest), &bound);
+  if (!overflow && bound <= kDerivedSizeLimit)
+    return Status();
+  return invalidArg(format(
+      "symbolic dims too large: %s. Buffers the compiled code derives from "
+      "them (up to every dim times the largest, %s, again, times %llu "
+      "elements of fixed dims, in 8-byte elements) would pass 2^62 bytes "
+      "and overflow 64-bit size arithmetic, whatever the inputs' element "
+      "counts; use smaller dims (docs/runtime.md, \"Size limits\")",
+      list.c_str(), largestName.c_str(), (unsigned long long)fixed));
 }
 
 Status outputShape(const TensorSpec &spec,

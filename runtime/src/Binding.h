@@ -59,11 +59,27 @@ Status bindOwned(int kind, const TensorSpec &spec, HostTensor &&tensor,
 /// Checks that every input and param is bound, then resolves each symbolic
 /// dim from the bound tensors (inputs first, in manifest order) and checks
 /// they agree: "symbolic dim 'L' is 10 from input 'pose' but 12 from input
-/// 'x'".
+/// 'x'"; then checkDerivedSizes.
 Status resolveDims(const Manifest &manifest,
                    const std::vector<BoundTensor> &inputs,
                    const std::vector<BoundTensor> &params,
                    std::map<std::string, int64_t> &dims);
+
+/// The bound checkDerivedSizes enforces: 2^62 bytes.
+constexpr uint64_t kDerivedSizeLimit = uint64_t(1) << 62;
+
+/// Refuses symbolic dims from which the compiled code could derive a size
+/// that overflows 64-bit arithmetic (an (2^31, 0) input makes L = 2^31, and
+/// an L x L intermediate of 4-byte floats 2^64 bytes, which wraps to 0).
+/// The runtime cannot see every intermediate, so the rule is a bound over
+/// what the model can build from its dims: the product of every symbolic
+/// dim (zeros counted as 1), times the largest of them once more, times the
+/// largest fixed-dim product of any manifest tensor that has a symbolic
+/// dim, times 8 bytes, must stay within kDerivedSizeLimit. `source` says
+/// where each dim came from, for the message. resolveDims calls it.
+Status checkDerivedSizes(const Manifest &manifest,
+                         const std::map<std::string, int64_t> &dims,
+                         const std::map<std::string, std::string> &source);
 
 /// Shape of output `spec` under the resolved `dims`.
 Status outputShape(const TensorSpec &spec,

@@ -6,6 +6,12 @@
 //   Aff2            last row [0 0 1], det of the 2x2 linear part > 0
 //   Sim3            last row [0 0 0 1], linear part s·R: s = cbrt(det) > 0
 //                   and (M/s)ᵀ(M/s) = I
+// and, for Aff2 and Sim3, whose linear parts scale, the representable
+// range per dtype: the singular values of the linear part must lie within
+// [1/R, R] (scaleRange: 2^31 for f32, 2^255 for f64), so that the relative
+// element of two inputs (scales up to R^2) and the squares the log and
+// distance take of it (R^4) neither overflow nor leave the normal range.
+// 1e30·R or 1e-40·I in f32 is refused; the kernels are not rescaled.
 // Errors are maximum absolute entry deviations, compared with `!(e <= tol)`
 // so that NaN fails.
 //
@@ -93,10 +99,43 @@ std::string rotation(const double *m, int n, int k, double tol) {
   return "";
 }
 
+/// Checks that the k x k linear part of an Aff2 or Sim3 element has its
+/// singular values within [1/R, R], R = rangeOf(dtype): bounds from above
+/// by k·max|a_ij| and from below by det / (k·max|a_ij|)^(k-1), both
+/// computed in double.
+std::string linearRange(const double *m, int n, int k, int32_t dtype) {
+  double largest = 0;
+  for (int i = 0; i < k; ++i)
+    for (int j = 0; j < k; ++j)
+      largest = std::fmax(largest, std::fabs(m[i * n + j]));
+  double high = k * largest;
+  double low = std::fabs(det(m, n, k)) / std::pow(high, k - 1);
+  double range = scaleRange(dtype);
+  if (high <= range && low >= 1 / range)
+    return "";
+  std::string fix = dtype == TORSOR_DTYPE_F32
+                        ? format("; compile with --dtype=f64 for [%.1e, %.1e]",
+                                 1 / scaleRange(TORSOR_DTYPE_F64),
+                                 scaleRange(TORSOR_DTYPE_F64))
+                        : "";
+  return format("linear part is outside the range %s code computes in: its "
+                "scale (singular values) reaches [%.1e, %.1e], which must "
+                "lie within [%.1e, %.1e] so that products of two elements "
+                "and their squares stay normal %s numbers%s",
+                dtypeName(dtype), low, high, 1 / range, range, dtypeName(dtype),
+                fix.c_str());
+}
+
 } // namespace
 
+double scaleRange(int32_t dtype) {
+  // R^4 below the largest finite value and 1/R^4 above the smallest normal
+  // one: f32 2^128 and 2^-126 give 2^31; f64 2^1024 and 2^-1022 give 2^255.
+  return dtype == TORSOR_DTYPE_F32 ? std::ldexp(1.0, 31) : std::ldexp(1.0, 255);
+}
+
 std::string checkGroupMatrix(const std::string &group, const double *m,
-                             double tol) {
+                             double tol, int32_t dtype) {
   int n = builtinGroupMatrixSize(group);
   for (int i = 0; i < n * n; ++i)
     if (!std::isfinite(m[i]))
@@ -112,7 +151,7 @@ std::string checkGroupMatrix(const std::string &group, const double *m,
     double d = det(m, n, 2);
     if (!(d > 0))
       return format("linear part has determinant %.1e, expected > 0", d);
-    return "";
+    return linearRange(m, n, 2, dtype);
   }
   if (group == "Sim3") {
     double s = std::cbrt(det(m, n, 3));
@@ -123,7 +162,7 @@ std::string checkGroupMatrix(const std::string &group, const double *m,
     double err = orthoError(m, n, 3, s);
     if (!(err <= tol))
       return "linear part is not a scaled rotation " + excess(err, tol);
-    return "";
+    return linearRange(m, n, 3, dtype);
   }
   return "";
 }
@@ -161,7 +200,7 @@ Status checkGroupTensor(const std::string &label, const std::string &group,
               static_cast<double>(static_cast<const int64_t *>(t.data)[at]);
         }
       }
-    std::string why = checkGroupMatrix(group, m.data(), tol);
+    std::string why = checkGroupMatrix(group, m.data(), tol, t.dtype);
     if (!why.empty())
       return invalidArg(format("%s element %lld is not in %s: %s",
                                label.c_str(), (long long)e, group.c_str(),

@@ -4,7 +4,9 @@
 // their built-in matrix group (homogeneous n x n matrices, row-major), up to
 // an absolute tolerance: a pose with a sheared rotation block silently
 // produces garbage attention scores, so torsor-run --check-groups catches it
-// at the boundary. User-declared groups are checked by shape only.
+// at the boundary, and so does an Aff2 or Sim3 scale outside the range
+// the model's dtype computes in. User-declared groups are checked by their
+// residual entry (Module.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,11 +23,16 @@ namespace torsor::rt {
 /// Aff2 3, Sim3 4), or 0 if `name` is not a built-in group.
 int builtinGroupMatrixSize(const std::string &name);
 
-/// Checks one n x n row-major matrix `m` against built-in group `group`.
+/// R of the range [1/R, R] the singular values of an Aff2 or Sim3 linear
+/// part must lie in for a model computing in `dtype` (GroupCheck.cpp).
+double scaleRange(int32_t dtype);
+
+/// Checks one n x n row-major matrix `m` against built-in group `group`,
+/// for a model computing in `dtype` (the range of Aff2 and Sim3 scales).
 /// Returns "" if it is a member within `tol`, else the reason, e.g.
 /// "rotation block not orthonormal (error 2.1e-01 > tol 1e-04)".
 std::string checkGroupMatrix(const std::string &group, const double *m,
-                             double tol);
+                             double tol, int32_t dtype = TORSOR_DTYPE_F64);
 
 /// Checks every n x n element of `tensor` (last two dims; strides may be
 /// NULL for row-major). `label` is e.g. "input 'pose'". Does nothing for

@@ -45,6 +45,9 @@ Status matchManifests(const Manifest &file, const Manifest &embedded,
   if (file.target != embedded.target)
     return differ("the target", "'" + file.target + "'",
                   "'" + embedded.target + "'");
+  if (file.gpuArch != embedded.gpuArch)
+    return differ("the GPU arch", "'" + file.gpuArch + "'",
+                  "'" + embedded.gpuArch + "'");
   if (file.entry != embedded.entry)
     return differ("the entry point", "'" + file.entry + "'",
                   "'" + embedded.entry + "'");

@@ -9,6 +9,7 @@
 
 #include "Npy.h"
 #include "Half.h"
+#include "StagedFiles.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -81,15 +82,9 @@ Status readFile(const std::string &path, std::string &out, uint64_t maxBytes) {
 }
 
 Status writeFile(const std::string &path, const std::string &bytes) {
-  FILE *f = std::fopen(path.c_str(), "wb");
-  if (!f)
-    return ioError(
-        format("cannot write '%s': %s", path.c_str(), std::strerror(errno)));
-  size_t n = std::fwrite(bytes.data(), 1, bytes.size(), f);
-  bool failed = n != bytes.size() || std::fclose(f) != 0;
-  if (failed)
-    return ioError(format("cannot write '%s'", path.c_str()));
-  return Status();
+  // Links resolved, staged beside the real target, special files written
+  // in place, every error checked (StagedFiles.h).
+  return writeFileSafely(path, bytes);
 }
 
 namespace {

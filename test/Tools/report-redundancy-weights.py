@@ -173,6 +173,26 @@ def main():
         ("missing", {k: v for k, v in w.items() if k != "Wo"},
          "std.tsr:9:9: error: weights file '%s' has no tensor 'Wo' for param 'Wo'"),
     ]
+    # Non-finite weights (issue 24, item 4) are an error naming the tensor,
+    # not "rank 0, σ = nan" counted in the totals; so are products that
+    # overflow.
+    nan_w = dict(w)
+    nan_w["Wk"] = w["Wk"].copy()
+    nan_w["Wk"][1, 3] = np.nan
+    inf_w = dict(w)
+    inf_w["Wv"] = w["Wv"].copy()
+    inf_w["Wv"][0, 0] = -np.inf
+    huge_w = dict(w)
+    huge_w["Wq"] = w["Wq"] * 1e200
+    huge_w["Wk"] = w["Wk"] * 1e200
+    cases += [
+        ("NaN", nan_w,
+         "std.tsr:7:9: error: tensor 'Wk' in '%s' is NaN at element 19 (index [1, 3]); the redundancy report needs finite weights"),
+        ("Inf", inf_w,
+         "std.tsr:8:9: error: tensor 'Wv' in '%s' is -Inf at element 0 (index [0, 0])"),
+        ("overflowing", huge_w,
+         "error: the products of the weights in '%s' (G_QK) overflow to Inf"),
+    ]
     for tag, tensors, message in cases:
         p = os.path.join(work.name, "%s.safetensors" % tag)
         write_safetensors(p, tensors, "f64")

@@ -131,6 +131,60 @@ TEST_F(BindingTest, ResolvesSymbolicDims) {
             "param");
 }
 
+// Issue 24, item 8: a zero-element input with a huge dim (2^31 x 0) makes
+// L = 2^31; an L x L intermediate of 4-byte floats is 2^64 bytes, which
+// wraps to 0 in the compiled code's size arithmetic. Such dims are refused
+// before the call, by a bound over everything the model can derive from
+// its dims (Binding.h, checkDerivedSizes), whatever the element counts.
+TEST_F(BindingTest, RefusesDimsWhoseDerivedSizesOverflow) {
+  Manifest m;
+  Status s = parseManifest(R"({"model": "M", "target": "cpu", "abi": 1,
+      "dims": ["L", "D"],
+      "inputs": [{"name": "x", "dtype": "f32", "shape": ["L", "D"]}],
+      "params": [],
+      "outputs": [{"name": "y", "dtype": "f32", "shape": ["L", "D"]}]})",
+                           "m.json", m);
+  ASSERT_TRUE(s.ok()) << s.message;
+  std::vector<BoundTensor> inputs(1), params;
+  std::map<std::string, int64_t> dims;
+  auto resolve = [&](int64_t l, int64_t d) {
+    Status b = bindShape(TORSOR_INPUT, m.inputs[0], TORSOR_DTYPE_F32, {l, d},
+                         inputs[0]);
+    return b.ok() ? resolveDims(m, inputs, params, dims) : b;
+  };
+  s = resolve(int64_t(1) << 31, 0);
+  EXPECT_EQ(s.code, TORSOR_INVALID_ARGUMENT);
+  EXPECT_EQ(s.message.substr(0, 89),
+            "symbolic dims too large: D = 0 from input 'x', L = 2147483648 "
+            "from input 'x'. Buffers the");
+  EXPECT_NE(s.message.find("would pass 2^62 bytes"), std::string::npos)
+      << s.message;
+  // The boundary: L x D x L x 8 bytes = 2^62 runs, one step past is refused.
+  EXPECT_TRUE(resolve(int64_t(1) << 29, 2).ok());
+  EXPECT_FALSE(resolve(int64_t(1) << 29, 3).ok());
+  EXPECT_FALSE(resolve(int64_t(1) << 30, 0).ok());
+  // Sizes no machine could hold anyway; real long runs still pass.
+  EXPECT_TRUE(resolve(int64_t(1) << 20, 0).ok());
+  EXPECT_TRUE(resolve(65536, 512).ok());
+  // Products that overflow uint64 itself are refused, not wrapped.
+  EXPECT_FALSE(resolve(INT64_MAX, INT64_MAX).ok());
+  // The fixed dims of a tensor with a symbolic dim count (pose: 16).
+  std::vector<BoundTensor> poseInputs(2), poseParams(1);
+  ASSERT_TRUE(bindShape(TORSOR_INPUT, manifest.inputs[0], TORSOR_DTYPE_F32,
+                        {int64_t(1) << 28, 4, 4}, poseInputs[0])
+                  .ok());
+  ASSERT_TRUE(bindShape(TORSOR_INPUT, manifest.inputs[1], TORSOR_DTYPE_F32,
+                        {int64_t(1) << 28, 3}, poseInputs[1])
+                  .ok());
+  ASSERT_TRUE(bindShape(TORSOR_PARAM, manifest.params[0], TORSOR_DTYPE_F64,
+                        {3, int64_t(1) << 28}, poseParams[0])
+                  .ok());
+  s = resolveDims(manifest, poseInputs, poseParams, dims);
+  EXPECT_NE(s.message.find("times 16 elements of fixed dims"),
+            std::string::npos)
+      << s.message;
+}
+
 TEST_F(BindingTest, CopiesStridedData) {
   // A transposed 3 x 2 view of a row-major 2 x 3 buffer.
   float data[] = {0, 1, 2, 3, 4, 5};

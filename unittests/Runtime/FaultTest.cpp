@@ -200,7 +200,8 @@ TEST_F(ModuleFaults, InvalidEnumsThroughTheCApiAreCheckedErrors) {
 /// Hook state: a second call on the module while the first one runs.
 struct Reentry {
   TorsorModule *module;
-  std::string fromOtherThread, fromSameThread, bindWhileRunning;
+  std::string fromOtherThread, fromSameThread, bindWhileRunning,
+      backwardWhileRunning;
   bool done = false;
 };
 
@@ -220,6 +221,8 @@ TEST_F(ModuleFaults, ConcurrentCallsOnOneModuleAreRefused) {
         int64_t shape[1] = {8};
         TorsorTensor t{&one, shape, nullptr, 1, TORSOR_DTYPE_F32};
         r.bindWhileRunning = msg(torsorModuleBindParam(r.module, "w", &t));
+        r.backwardWhileRunning =
+            msg(torsorModuleRunBackward(r.module, nullptr, 0));
       },
       &r);
   EXPECT_EQ(msg(torsorModuleRun(module)), "");
@@ -229,6 +232,9 @@ TEST_F(ModuleFaults, ConcurrentCallsOnOneModuleAreRefused) {
   EXPECT_EQ(r.fromOtherThread, busy);
   EXPECT_EQ(r.fromSameThread, busy);
   EXPECT_EQ(r.bindWhileRunning, busy);
+  // The backward claims the module too (CApi.cpp), before it looks for
+  // its entry.
+  EXPECT_EQ(r.backwardWhileRunning, busy);
   // Free again afterwards.
   EXPECT_EQ(msg(torsorModuleRun(module)), "");
 }
@@ -321,6 +327,46 @@ TEST(StagedFilesFaults, AFailedOutputLeavesNothingBehind) {
   struct stat st;
   EXPECT_NE(stat(a.c_str(), &st), 0);
   EXPECT_EQ(rmdir(dir), 0) << "temporaries were left in " << dir;
+}
+
+// A link that stat follows but realpath cannot name, as /dev/stdout is when
+// stdout is a pipe (/proc/self/fd/1 -> "pipe:[N]"): written in place, not
+// staged in /proc or replaced. The pipe is this test's own.
+TEST(StagedFilesFaults, MagicLinksToPipesAreWrittenInPlace) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  std::string link = "/proc/self/fd/" + std::to_string(fds[1]);
+  struct stat st;
+  if (lstat(link.c_str(), &st) != 0 || !S_ISLNK(st.st_mode))
+    GTEST_SKIP() << "no /proc/self/fd links here";
+  Destination d;
+  ASSERT_TRUE(resolveDestination(link, d).ok());
+  EXPECT_TRUE(d.special);
+  EXPECT_EQ(d.target, link);
+  Status s = writeFileSafely(link, "bytes");
+  EXPECT_TRUE(s.ok()) << s.message;
+  char buf[8] = {};
+  EXPECT_EQ(read(fds[0], buf, sizeof(buf)), 5);
+  EXPECT_STREQ(buf, "bytes");
+  close(fds[0]);
+  close(fds[1]);
+}
+
+// A write error is a status, not a signal: a pipe whose reader is gone
+// gives EPIPE (SIGPIPE, which would end this test binary, is held back and
+// consumed), the same path as ENOSPC or EIO on a disk.
+TEST(StagedFilesFaults, WriteErrorsAreStatusesNotSignals) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  ASSERT_EQ(close(fds[0]), 0);
+  Status s = writeAll(fds[1], std::string(100, 'x'), "out.npy");
+  EXPECT_EQ(s.code, TORSOR_IO_ERROR);
+  EXPECT_EQ(s.message, "cannot write 'out.npy': Broken pipe (the reader of "
+                       "the pipe closed it)");
+  close(fds[1]);
+  // A descriptor that refuses writes altogether.
+  s = writeAll(-1, "x", "bad.npy");
+  EXPECT_EQ(s.message, "cannot write 'bad.npy': Bad file descriptor");
 }
 
 } // namespace

@@ -90,6 +90,61 @@ TEST(GroupCheck, RejectsNonMembers) {
             "entry (1, 1) is not finite");
 }
 
+// Issue 24, item 4: an Aff(2) element scaled by 1e±30, or 1e-40·I (an f32
+// subnormal), is a member but over- or underflows in f32 code. The range
+// rule (GroupCheck.cpp): singular values of the linear part in [1/R, R],
+// R = 2^31 for f32 and 2^255 for f64.
+TEST(GroupCheck, RefusesScalesOutsideTheDTypeRange) {
+  EXPECT_EQ(scaleRange(TORSOR_DTYPE_F32), 2147483648.0);
+  auto aff2 = [](double a, double b, double c, double d) {
+    return std::vector<double>{a, b, 0.5, c, d, -1, 0, 0, 1};
+  };
+  double th = 0.3, c = std::cos(th), s = std::sin(th);
+  std::vector<double> big = aff2(1e30 * c, -1e30 * s, 1e30 * s, 1e30 * c);
+  std::string why =
+      checkGroupMatrix("Aff2", big.data(), 1e-4, TORSOR_DTYPE_F32);
+  EXPECT_EQ(why.substr(0, 53),
+            "linear part is outside the range f32 code computes in");
+  // Bounds: 2·max|a_ij| above, det / (2·max|a_ij|) below.
+  EXPECT_NE(why.find("its scale (singular values) reaches [5.2e+29, 1.9e+30]"),
+            std::string::npos)
+      << why;
+  EXPECT_NE(why.find("must lie within [4.7e-10, 2.1e+09]"), std::string::npos)
+      << why;
+  EXPECT_NE(why.find("compile with --dtype=f64 for [1.7e-77, 5.8e+76]"),
+            std::string::npos)
+      << why;
+  // The same element is fine in f64.
+  EXPECT_EQ(checkGroupMatrix("Aff2", big.data(), 1e-4, TORSOR_DTYPE_F64), "");
+  std::vector<double> small = aff2(1e-30 * c, -1e-30 * s, 1e-30 * s, 1e-30 * c);
+  EXPECT_NE(checkGroupMatrix("Aff2", small.data(), 1e-4, TORSOR_DTYPE_F32), "");
+  std::vector<double> denormal = aff2(1e-40, 0, 0, 1e-40);
+  EXPECT_NE(checkGroupMatrix("Aff2", denormal.data(), 1e-4, TORSOR_DTYPE_F32),
+            "");
+  // Ordinary scales and shears pass, up to the bound.
+  std::vector<double> shear = aff2(1, 1e9, 0, 1);
+  EXPECT_EQ(checkGroupMatrix("Aff2", shear.data(), 1e-4, TORSOR_DTYPE_F32), "");
+  std::vector<double> scaled = aff2(1e-4, 0, 0, 1e4);
+  EXPECT_EQ(checkGroupMatrix("Aff2", scaled.data(), 1e-4, TORSOR_DTYPE_F32),
+            "");
+  // Sim(3) scales by the same rule; f64 has its own, wider range.
+  std::vector<double> sim3 = {1e12, 0, 0,    0, 0, 1e12, 0, 0,
+                              0,    0, 1e12, 0, 0, 0,    0, 1};
+  EXPECT_NE(checkGroupMatrix("Sim3", sim3.data(), 1e-4, TORSOR_DTYPE_F32), "");
+  EXPECT_EQ(checkGroupMatrix("Sim3", sim3.data(), 1e-4, TORSOR_DTYPE_F64), "");
+  for (int i : {0, 5, 10})
+    sim3[i] = 1e80;
+  EXPECT_NE(checkGroupMatrix("Sim3", sim3.data(), 1e-4, TORSOR_DTYPE_F64), "");
+  // Through a tensor, the dtype is the tensor's: f32 storage of 1e30·R.
+  std::vector<float> f32(big.begin(), big.end());
+  int64_t shape[] = {1, 3, 3};
+  TorsorTensor t{f32.data(), shape, nullptr, 3, TORSOR_DTYPE_F32};
+  EXPECT_EQ(
+      checkGroupTensor("input 'g'", "Aff2", t, 1e-4).message.substr(0, 72),
+      "input 'g' element 0 is not in Aff2: linear part is outside the "
+      "range f32");
+}
+
 TEST(GroupCheck, NamesTheElementInTensors) {
   // Four f32 SE(3) poses; element 3 has a sheared rotation block.
   std::vector<float> poses;

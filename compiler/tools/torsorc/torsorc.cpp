@@ -20,6 +20,7 @@
 #include "compiler/Autodiff/Passes.h"
 #include "compiler/InitAll.h"
 #include "compiler/Pipelines/Pipelines.h"
+#include "compiler/Support/FileIO.h"
 #include "compiler/Target/CPUTarget.h"
 #include "compiler/Target/Manifest.h"
 #include "compiler/Target/Target.h"
@@ -43,10 +44,11 @@
 #include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Signals.h"
 #include "llvm/Support/SourceMgr.h"
-#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Target/TargetMachine.h"
 
+#include <csignal>
 #include <unistd.h>
 
 using namespace mlir;
@@ -203,6 +205,83 @@ LogicalResult selectModel(ModuleOp module) {
   return success();
 }
 
+/// The manifest written beside a library: OUT.so -> OUT.json.
+std::string manifestPathFor(StringRef library) {
+  SmallString<128> path(library);
+  llvm::sys::path::replace_extension(path, "json");
+  return path.str().str();
+}
+
+/// Resolves every file this run writes before anything is compiled, and
+/// refuses two that are one file (the library and its manifest for
+/// `-o m.json`, an output that is the input, --convert-weights onto the
+/// library): one would overwrite the other.
+bool checkOutputs(bool binaryOutput) {
+  struct Named {
+    std::string label;
+    std::unique_ptr<torsor::OutputFile> file;
+  };
+  std::vector<Named> outputs;
+  auto add = [&](const std::string &label, StringRef path, bool special,
+                 StringRef what) {
+    auto file = torsor::OutputFile::resolve(path, special, what);
+    if (!file) {
+      llvm::errs() << "torsorc: error: " << toString(file.takeError()) << "\n";
+      return false;
+    }
+    outputs.push_back({label, std::move(*file)});
+    return true;
+  };
+  bool text = !binaryOutput;
+  if (!outputFilename.empty() && outputFilename != "-" &&
+      !add("-o", outputFilename, text,
+           emitAction == Emit::SO && binaryOutput ? "a model library"
+           : binaryOutput                         ? "an object file"
+                                                  : "the output"))
+    return false;
+  if (binaryOutput && emitAction == Emit::SO && !outputFilename.empty() &&
+      !add("the manifest", manifestPathFor(outputFilename), false,
+           "a manifest"))
+    return false;
+  if (!convertWeights.empty() &&
+      !add("--convert-weights", convertWeights, false, "a weights file"))
+    return false;
+  // The input counts too (read before anything is written, but a source
+  // overwritten by a library is still lost).
+  std::unique_ptr<torsor::OutputFile> input;
+  if (inputFilename != "-") {
+    auto resolved = torsor::OutputFile::resolve(inputFilename, true, "input");
+    if (resolved)
+      input = std::move(*resolved);
+    else
+      llvm::consumeError(resolved.takeError());
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (input && outputs[i].file->sameFile(*input) &&
+        !outputs[i].file->isSpecial()) {
+      llvm::errs() << "torsorc: error: " << outputs[i].label << " '"
+                   << outputs[i].file->givenPath()
+                   << "' is the input file; writing it would destroy the "
+                      "model source: choose another output path\n";
+      return false;
+    }
+    for (size_t j = 0; j < i; ++j)
+      if (outputs[i].file->sameFile(*outputs[j].file)) {
+        llvm::errs() << "torsorc: error: " << outputs[j].label << " and "
+                     << outputs[i].label << " would both be written to '"
+                     << outputs[i].file->targetPath()
+                     << "'; one would overwrite the other"
+                     << (outputs[i].label == "the manifest"
+                             ? " (name the library OUT.so: its manifest is "
+                               "OUT.json)"
+                             : ": give each its own path")
+                     << "\n";
+        return false;
+      }
+  }
+  return true;
+}
+
 /// Runs the stages up to --emit on one buffer and writes the result.
 LogicalResult compile(llvm::SourceMgr &sourceMgr, MLIRContext &context,
                       llvm::raw_ostream &os) {
@@ -315,16 +394,41 @@ LogicalResult compile(llvm::SourceMgr &sourceMgr, MLIRContext &context,
     return success();
   }
 
-  // Object and shared library go to files, never to a terminal.
+  // Object and shared library go to files, never to a terminal. Each is
+  // staged beside its real target and renamed into place once complete
+  // (compiler/Support/FileIO.h): a failed compile leaves the old files.
   if (outputFilename.empty() || outputFilename == "-")
     return emitError(UnknownLoc::get(&context))
            << "--emit=obj and --emit=so need an output file (-o)";
-  if (emitAction == Emit::Obj)
-    return torsor::emitObjectFile(*llvmModule, machine, outputFilename, error)
-                   .succeeded()
-               ? success()
-               : (emitError(UnknownLoc::get(&context)) << error, failure());
+  auto fileError = [&](llvm::Error e) {
+    return emitError(UnknownLoc::get(&context)) << toString(std::move(e));
+  };
+  if (emitAction == Emit::Obj) {
+    auto object = torsor::OutputFile::create(
+        outputFilename, /*allowSpecial=*/false, "an object file");
+    if (!object)
+      return fileError(object.takeError());
+    if (failed(torsor::emitObjectFile(*llvmModule, machine,
+                                      (*object)->writePath(), error)))
+      return emitError(UnknownLoc::get(&context)) << error;
+    if (llvm::Error e = (*object)->commit())
+      return fileError(std::move(e));
+    return success();
+  }
 
+  auto library = torsor::OutputFile::create(
+      outputFilename, /*allowSpecial=*/false, "a model library");
+  if (!library)
+    return fileError(library.takeError());
+  std::unique_ptr<torsor::OutputFile> manifestFile;
+  if (manifest) {
+    auto made =
+        torsor::OutputFile::create(manifestPathFor(outputFilename),
+                                   /*allowSpecial=*/false, "a manifest");
+    if (!made)
+      return fileError(made.takeError());
+    manifestFile = std::move(*made);
+  }
   SmallString<128> objectPath;
   int fd;
   if (auto ec =
@@ -332,20 +436,29 @@ LogicalResult compile(llvm::SourceMgr &sourceMgr, MLIRContext &context,
     return emitError(UnknownLoc::get(&context))
            << "cannot create a temporary object file: " << ec.message();
   ::close(fd);
-  llvm::FileRemover removeObject(objectPath);
+  // Removed when this scope ends, and by LLVM's handler on SIGINT, SIGTERM
+  // and SIGHUP (a killed compile leaves no $TMPDIR/torsor-*.o behind).
+  llvm::sys::RemoveFileOnSignal(objectPath);
+  struct RemoveObject {
+    SmallString<128> &path;
+    ~RemoveObject() {
+      llvm::sys::fs::remove(path);
+      llvm::sys::DontRemoveFileOnSignal(path);
+    }
+  } removeObject{objectPath};
   if (failed(torsor::emitObjectFile(*llvmModule, machine, objectPath, error)) ||
-      failed(torsor::linkSharedObject(objectPath, outputFilename, error)))
+      failed(
+          torsor::linkSharedObject(objectPath, (*library)->writePath(), error)))
     return emitError(UnknownLoc::get(&context)) << error;
-  if (manifest) {
-    SmallString<128> manifestPath(outputFilename);
-    llvm::sys::path::replace_extension(manifestPath, "json");
-    std::string message;
-    auto file = openOutputFile(manifestPath, &message);
-    if (!file)
-      return emitError(UnknownLoc::get(&context)) << message;
-    file->os() << *manifest;
-    file->keep();
-  }
+  if (manifestFile)
+    if (llvm::Error e = torsor::writeBytes(*manifestFile, *manifest))
+      return fileError(std::move(e));
+  // The library first: a manifest never describes a library not in place.
+  if (llvm::Error e = (*library)->commit())
+    return fileError(std::move(e));
+  if (manifestFile)
+    if (llvm::Error e = manifestFile->commit())
+      return fileError(std::move(e));
   return success();
 }
 
@@ -383,6 +496,10 @@ LogicalResult processBuffer(std::unique_ptr<llvm::MemoryBuffer> buffer,
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
+  // A file-size limit (RLIMIT_FSIZE) makes writes fail with EFBIG, reported
+  // with the file's name, instead of killing torsorc (and the linker it
+  // runs, which inherits this) with SIGXFSZ halfway through a file.
+  ::signal(SIGXFSZ, SIG_IGN);
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
@@ -426,10 +543,12 @@ int main(int argc, char **argv) {
   DialectRegistry registry;
   torsor::registerAllDialects(registry);
 
-  std::string errorMessage;
-  auto input = openInputFile(inputFilename, &errorMessage);
+  // Regular files (or standard input) of at most 64 MiB: a device such as
+  // /dev/zero would be read without end.
+  auto input = torsor::readInputFile(inputFilename, torsor::kMaxSourceBytes,
+                                     "a model source");
   if (!input) {
-    llvm::errs() << "torsorc: error: " << errorMessage << "\n";
+    llvm::errs() << "torsorc: error: " << toString(input.takeError()) << "\n";
     return 1;
   }
   bool binaryOutput = (emitAction == Emit::Obj || emitAction == Emit::SO) &&
@@ -441,17 +560,17 @@ int main(int argc, char **argv) {
                                        emitAction == Emit::SO ? "so" : "o");
     outputFilename = path.str().str();
   }
-  std::unique_ptr<llvm::ToolOutputFile> output;
-  if (!binaryOutput) {
-    output = openOutputFile(outputFilename.empty() ? std::string("-")
-                                                   : outputFilename.getValue(),
-                            &errorMessage);
-    if (!output) {
-      llvm::errs() << "torsorc: error: " << errorMessage << "\n";
-      return 1;
-    }
-  }
-  llvm::raw_ostream &os = output ? output->os() : llvm::nulls();
+  if (!checkOutputs(binaryOutput))
+    return 1;
+  // Text goes to standard output as it is made, or to a buffer written to
+  // -o once everything succeeded (a failed run leaves the old file).
+  bool toStdout = outputFilename.empty() || outputFilename == "-";
+  std::string text;
+  llvm::raw_string_ostream textStream(text);
+  llvm::raw_ostream &os = binaryOutput ? llvm::nulls()
+                          : toStdout
+                              ? static_cast<llvm::raw_ostream &>(llvm::outs())
+                              : textStream;
 
   auto process = [&](std::unique_ptr<llvm::MemoryBuffer> chunk,
                      const llvm::MemoryBufferRef &, llvm::raw_ostream &os) {
@@ -462,10 +581,16 @@ int main(int argc, char **argv) {
   if (splitInputFile.getNumOccurrences())
     marker = splitInputFile.empty() ? std::string(kDefaultSplitMarker)
                                     : splitInputFile.getValue();
-  if (failed(
-          splitAndProcessBuffer(std::move(input), process, os, marker, marker)))
+  if (failed(splitAndProcessBuffer(std::move(*input), process, os, marker,
+                                   marker)))
     return 1;
-  if (output)
-    output->keep();
+  if (!binaryOutput && !toStdout) {
+    textStream.flush();
+    if (llvm::Error e = torsor::writeFileSafely(
+            outputFilename, text, /*allowSpecial=*/true, "the output")) {
+      llvm::errs() << "torsorc: error: " << toString(std::move(e)) << "\n";
+      return 1;
+    }
+  }
   return 0;
 }

@@ -42,6 +42,23 @@ Status openDevice(const Device *&device);
 /// The environment variable choosing the device ordinal (default 0).
 inline constexpr const char *kDeviceEnv = "TORSOR_CUDA_DEVICE";
 
+/// While one lives on a thread, mgpuModuleLoad and mgpuModuleLoadJIT return
+/// NULL without touching the driver: a model library is opened only to read
+/// its embedded manifest (its constructor would load a GPU binary that may
+/// not be for this GPU).
+class InspectOnly {
+public:
+  InspectOnly();
+  ~InspectOnly();
+  InspectOnly(const InspectOnly &) = delete;
+  InspectOnly &operator=(const InspectOnly &) = delete;
+  /// Whether the calling thread is inspecting.
+  static bool active();
+
+private:
+  bool previous;
+};
+
 /// Checks that code compiled for `gpuArch` ("sm_90", "sm_90a") runs on
 /// `device`: same major compute capability and a minor no newer than the
 /// device's ("a" variants need the exact chip). `model` labels the message.

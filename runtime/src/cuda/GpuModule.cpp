@@ -42,8 +42,6 @@ Status GpuModule::create(const Manifest &manifest, const std::string &soPath,
   Status s = openDevice(device);
   if (!s.ok())
     return s.withPrefix("cannot run nvptx model '" + soPath + "': ");
-  if (!(s = checkArch(manifest.gpuArch, *device, soPath)).ok())
-    return s;
   std::unique_ptr<GpuModule> m(new GpuModule());
   m->dev = device;
   m->inputs.resize(manifest.inputs.size());

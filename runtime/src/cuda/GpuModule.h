@@ -32,8 +32,9 @@ struct DeviceBuffer {
 /// The device side of one loaded nvptx model.
 class GpuModule {
 public:
-  /// Opens the device, checks `manifest.gpuArch` against it and creates the
-  /// model's stream. `soPath` labels messages.
+  /// Opens the device and creates the model's stream. `soPath` labels
+  /// messages. The caller checks `manifest.gpuArch` against device() (with
+  /// checkArch) once OUT.json is known to match the library.
   static Status create(const Manifest &manifest, const std::string &soPath,
                        std::unique_ptr<GpuModule> &out);
   /// Frees the buffers and the stream.

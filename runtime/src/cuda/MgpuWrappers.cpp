@@ -139,7 +139,18 @@ bool launchExtents(CUfunction f, const intptr_t in[6], unsigned g[3],
 
 #define TORSOR_MGPU extern "C" __attribute__((visibility("default")))
 
+namespace torsor::rt::cuda {
+namespace {
+thread_local bool inspecting = false;
+} // namespace
+InspectOnly::InspectOnly() : previous(inspecting) { inspecting = true; }
+InspectOnly::~InspectOnly() { inspecting = previous; }
+bool InspectOnly::active() { return inspecting; }
+} // namespace torsor::rt::cuda
+
 TORSOR_MGPU void *mgpuModuleLoad(void *data, size_t gpuBlobSize) {
+  if (InspectOnly::active())
+    return nullptr;
   Enter e;
   const Driver *d = e.driver();
   if (!d)
@@ -153,6 +164,8 @@ TORSOR_MGPU void *mgpuModuleLoad(void *data, size_t gpuBlobSize) {
 }
 
 TORSOR_MGPU void *mgpuModuleLoadJIT(void *data, int optLevel) {
+  if (InspectOnly::active())
+    return nullptr;
   Enter e;
   const Driver *d = e.driver();
   if (!d)
@@ -166,6 +179,8 @@ TORSOR_MGPU void *mgpuModuleLoadJIT(void *data, int optLevel) {
 }
 
 TORSOR_MGPU void mgpuModuleUnload(void *module) {
+  if (!module)
+    return; // nothing was loaded (InspectOnly, or a failed load)
   Enter e;
   if (const Driver *d = e.cleanupDriver(); d && module)
     check(d->cuModuleUnload(static_cast<CUmodule>(module)), "cuModuleUnload");

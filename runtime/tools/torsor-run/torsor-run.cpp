@@ -239,6 +239,22 @@ int runTool(const run::Options &opts) {
   Status s = take(torsorSetNumThreads(opts.threads));
   if (!s.ok())
     return fail(s.message);
+  // Every destination is resolved before anything runs: two outputs that
+  // would land in one file, a directory or a block device are refused up
+  // front, not after a long run (StagedFiles.h).
+  {
+    std::vector<std::string> labels, paths;
+    for (const auto &[name, file] : opts.outputs) {
+      labels.push_back("--output " + name);
+      paths.push_back(file);
+    }
+    for (const auto &[name, file] : opts.gradients) {
+      labels.push_back("--gradient " + name);
+      paths.push_back(file);
+    }
+    if (!(s = rt::checkDestinations(labels, paths)).ok())
+      return fail(s.message);
+  }
   // A model source is the most common first mistake: say what to run.
   if (endsWith(opts.model, ".tsr") || endsWith(opts.model, ".mlir")) {
     std::string so = opts.model.substr(0, opts.model.rfind('.')) + ".so";
@@ -361,8 +377,9 @@ int runTool(const run::Options &opts) {
     }
     return 0;
   }
-  // All files or none: each goes to a temporary beside its target, and
-  // they are renamed into place once every one is written.
+  // All files or none: each goes to a temporary beside its real target
+  // (links resolved), and they are renamed into place once every one is
+  // written; FIFOs and character devices are written in place last.
   rt::StagedFiles files;
   std::vector<std::pair<std::string, std::string>> written = opts.outputs;
   written.insert(written.end(), opts.gradients.begin(), opts.gradients.end());

@@ -32,7 +32,30 @@ double dot(const Matrix &a, const Matrix &b) {
   return s;
 }
 
-double norm(const Matrix &a) { return std::sqrt(dot(a, a)); }
+/// The Frobenius norm, scaled by the largest entry first so that entries
+/// of 1e-300 or 1e300 neither underflow to 0 nor overflow to ∞ in the sum
+/// of squares (independence is scale-free, and so must its arithmetic be).
+double norm(const Matrix &a) {
+  double scale = 0;
+  for (double x : a)
+    scale = std::fmax(scale, std::fabs(x));
+  if (scale == 0 || !std::isfinite(scale))
+    return scale;
+  double s = 0;
+  for (double x : a)
+    s += (x / scale) * (x / scale);
+  return scale * std::sqrt(s);
+}
+
+/// `a` / ‖a‖ (a zero matrix stays zero).
+Matrix normalized(const Matrix &a) {
+  double n = norm(a);
+  Matrix out = a;
+  if (n > 0)
+    for (double &x : out)
+      x /= n;
+  return out;
+}
 
 /// `v` minus its projection on the orthonormal `basis`.
 Matrix remainder(const std::vector<Matrix> &basis, Matrix v) {
@@ -142,15 +165,22 @@ Problem torsor::lie::algebra::analyze(unsigned n,
   // Closure under the bracket.
   for (unsigned a = 0; a < k; ++a)
     for (unsigned b = a + 1; b < k; ++b) {
-      const Matrix &x = generators[a], &y = generators[b];
+      // The bracket is bilinear and the span scale-free: test it on the
+      // normalised generators, so that 1e±300 entries do not overflow.
+      Matrix x = normalized(generators[a]), y = normalized(generators[b]);
       Matrix xy = multiply(n, x, y), yx = multiply(n, y, x);
       Matrix br(nn);
       for (unsigned i = 0; i < nn; ++i)
         br[i] = xy[i] - yx[i];
-      if (norm(remainder(basis, br)) > kSpanTolerance * norm(x) * norm(y)) {
+      if (norm(remainder(basis, br)) > kSpanTolerance) {
         p.kind = Problem::NotClosed;
         p.a = a;
         p.b = b;
+        // Reported at the generators' own scale.
+        const Matrix &gx = generators[a], &gy = generators[b];
+        Matrix gxy = multiply(n, gx, gy), gyx = multiply(n, gy, gx);
+        for (unsigned i = 0; i < nn; ++i)
+          br[i] = gxy[i] - gyx[i];
         p.bracket = std::move(br);
         return p;
       }

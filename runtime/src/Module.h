@@ -1,0 +1,122 @@
+//===- Module.h - A loaded model and what it runs ---------------*- C++ -*-===//
+//
+// The module behind the C API (torsor/runtime.h): the manifest, the loaded
+// library and its entry points, the bound inputs and params, the outputs and
+// gradients of the last run. Module.cpp loads, binds and runs it; CApi.cpp
+// holds the `extern "C"` shims, which check their arguments, convert
+// statuses and exceptions, and own the lifetime rules (one call at a time
+// per module, see Claim).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TORSOR_RUNTIME_MODULE_H
+#define TORSOR_RUNTIME_MODULE_H
+
+#include "torsor/runtime.h"
+
+#include "Binding.h"
+#include "Manifest.h"
+#include "Support.h"
+#include "cuda/GpuModule.h"
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+/// The C status object: a code and a message.
+struct TorsorStatus {
+  TorsorStatusCode code;
+  std::string message;
+};
+
+/// A loaded model and its bindings.
+struct TorsorModule {
+  torsor::rt::Manifest manifest;
+  std::string soPath;
+  void *handle = nullptr;
+  void (*entry)(void **) = nullptr;
+  /// Measures declared-group inputs (null when the model has none).
+  void (*residualEntry)(void **) = nullptr;
+  /// torsorc --grad's torsor_backward, and the gradients of its last run.
+  void (*backwardEntry)(void **) = nullptr;
+  std::vector<torsor::rt::HostTensor> gradients;
+  std::vector<std::vector<int64_t>> gradientStrides;
+  bool haveGradients = false;
+  std::vector<torsor::rt::BoundTensor> inputs, params;
+  std::vector<torsor::rt::HostTensor> outputs;
+  std::vector<std::vector<int64_t>> outputStrides;
+  /// Output shapes of the last run of an nvptx model.
+  std::vector<std::vector<int64_t>> outputShapes;
+  bool haveOutputs = false;
+  /// On by default: a malformed pose gives garbage silently otherwise.
+  bool checkGroups = true;
+  double groupTol = 1e-4;
+  /// Device state of an nvptx model (ABI 2); null for CPU models.
+  std::unique_ptr<torsor::rt::cuda::GpuModule> gpu;
+  /// Set while a call owns the module (run, bind, load weights): a module
+  /// runs one call at a time, and a second one is refused, not raced.
+  std::atomic<bool> busy{false};
+  /// Most bytes compiled code may hold during a run (0: no limit), and the
+  /// peak of the last run (ModelMemory.h).
+  uint64_t memoryLimit = 0;
+  uint64_t lastPeak = 0;
+
+  /// Unloads the model library (outputs and owned params free themselves).
+  /// An nvptx model's destructors unload its GPU binary, so they run with
+  /// the device current.
+  ~TorsorModule();
+};
+
+namespace torsor::rt {
+
+/// The manifest path for a model path: "m.so" -> "m.json".
+std::string manifestPathFor(const std::string &soPath);
+
+/// Reads the manifest beside `soPath`, dlopens the model and checks its ABI
+/// and its embedded manifest against OUT.json.
+Status loadModule(const std::string &soPath, TorsorModule &m);
+
+/// Validates `t` against the manifest's `kind` tensor `name` and binds it
+/// (host memory).
+Status bindHost(TorsorModule &m, int kind, const char *name,
+                const TorsorTensor *t);
+
+/// The same checks as bindHost, but `t->data` is a device address of an
+/// nvptx model and must be row-major.
+Status bindDevice(TorsorModule &m, int kind, const char *name,
+                  const TorsorTensor *t);
+
+/// Binds every tensor of a .safetensors bundle as a param.
+Status loadWeights(TorsorModule &m, const char *safetensorsPath);
+
+/// Validates the bindings, allocates the outputs and calls the entry point.
+Status runModule(TorsorModule &m);
+
+/// Calls torsor_backward with `n` cotangents (one per output, in order).
+Status runModuleBackward(TorsorModule &m, const TorsorTensor *cots, int32_t n);
+
+/// Claims a module for one call; a second concurrent call is refused.
+class Claim {
+public:
+  explicit Claim(TorsorModule *m) : m(m), owned(!m->busy.exchange(true)) {}
+  ~Claim() {
+    if (owned)
+      m->busy.store(false);
+  }
+  Claim(const Claim &) = delete;
+  Claim &operator=(const Claim &) = delete;
+  /// False when another call holds the module.
+  explicit operator bool() const { return owned; }
+
+private:
+  TorsorModule *m;
+  bool owned;
+};
+
+/// The error for a call that finds the module busy.
+Status busyError();
+
+} // namespace torsor::rt
+
+#endif // TORSOR_RUNTIME_MODULE_H
