@@ -64,8 +64,7 @@ void torsor::writeGroupReport(ModuleOp module, llvm::raw_ostream &os) {
     }
     if (r.kind == lie::algebra::Recognition::None) {
       os << (straight ? "generic, straight line"
-                      : "generic log per pair, "
-                        "iterative (scalar loops)")
+                      : "generic log per pair, per-lane scalar code")
          << " (" << counts << ")\n";
       continue;
     }

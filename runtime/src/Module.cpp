@@ -310,8 +310,8 @@ Status checkResiduals(TorsorModule &m) {
       if (!(v <= m.groupTol))
         return invalidArg(
             format("input '%s' element %lld is not in %s: membership residual "
-                   "%.1e > tol %g (the part of log g outside the generators' "
-                   "span; NaN: no principal log)",
+                   "%.1e > tol %g (lie.membership_residual of the declared "
+                   "group, docs/groups/declared.md; NaN: no principal log)",
                    spec.name.c_str(), (long long)e, spec.group.c_str(), v,
                    m.groupTol));
     }

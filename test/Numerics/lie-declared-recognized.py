@@ -7,6 +7,8 @@
 # CHECK: all {{[0-9]+}} checks passed
 # CHECK: == lie numerics: SE2p
 # CHECK: all {{[0-9]+}} checks passed
+# CHECK: == lie numerics: Gal2
+# CHECK: all {{[0-9]+}} checks passed
 # CHECK: == recognised groups in f32 near pi
 # CHECK: all {{[0-9]+}} checks passed
 """Declared groups that run on a built-in's closed forms (GroupStructure.h).
@@ -19,7 +21,9 @@ Written as a user might write them, in bases that are not a built-in's:
   SE2s  SE(2) with the rotation generator scaled by 2.5 and a sheared
         translation basis (T1 = e_x, T2 = e_x + e_y): se(2) in another
         basis, not block-isotropic (the pair log path);
-  SE2p  SE(2) with its generators permuted (Ty, Tx, R).
+  SE2p  SE(2) with its generators permuted (Ty, Tx, R);
+  Gal2  the 2-D Galilean group (4×4 on (x, y, t, 1): rotation, boosts,
+        translations in space and time): SE(2) ⋉ ℝ³ (se2x).
 
 1. The whole lie-op suite (test/lib/lie_reference.py) in f64 and f32
    against 50-digit references, with adversarial sets at θ → 0 and θ → π.
@@ -95,6 +99,10 @@ CO2 = [so3_hat(2, 2), np.eye(2)]
 R2 = so3_hat(3, 2)
 SE2S = [2.5 * R2, unit(3, 0, 2), unit(3, 0, 2) + unit(3, 1, 2)]
 SE2P = [unit(3, 1, 2), unit(3, 0, 2), R2]
+# The 2-D Galilean group on (x, y, t, 1): rotation, boosts x += v t,
+# translations in space and time.
+GAL2 = [so3_hat(4, 2), unit(4, 0, 2), unit(4, 1, 2), unit(4, 0, 3), unit(4, 1, 3),
+        unit(4, 2, 3)]
 
 GROUPS = {
     # name: (generators, blocks, point_dim, the rotation angle as a
@@ -103,6 +111,7 @@ GROUPS = {
     "CO2": (CO2, [("rotscale", 2)], 2, lambda v: abs(v[0])),
     "SE2s": (SE2S, [("rot", 1), ("trans", 2)], 2, lambda v: abs(2.5 * v[0])),
     "SE2p": (SE2P, [("trans", 2), ("rot", 1)], 2, lambda v: abs(v[2])),
+    "Gal2": (GAL2, [("rot", 1), ("boost", 2), ("trans", 3)], 3, lambda v: abs(v[0])),
 }
 
 
@@ -117,6 +126,8 @@ def coords_at_angle(name, rng, theta):
         v[0] = theta * rng.choice([-1, 1])
     elif name == "SE2s":
         v[0] = theta / 2.5 * rng.choice([-1, 1])
+    elif name == "Gal2":
+        v[0] = theta * rng.choice([-1, 1])
     else:
         v[2] = theta * rng.choice([-1, 1])
     return v
@@ -126,7 +137,7 @@ def project_of(name):
     """The nearest group element of an mpmath matrix (for the references of
     f32-rounded inputs, as test/Numerics/lie-so3.py): the polar factor of
     the rotation(-scale) block, times det^(1/d) for the scaled groups."""
-    d = {"CO3": 3, "CO2": 2}.get(name, 2)
+    d = {"CO3": 3, "CO2": 2}.get(name, 2)  # (Gal2: its rotation block)
 
     def project(M):
         P = M.copy()
@@ -178,6 +189,24 @@ for name in GROUPS:
 
 # --- 2. f32 next to π: dist2 and the default membership check -------------------
 
+def batched_expm(X):
+    """exp of many matrices: scaling and squaring with a degree-18 Taylor
+    polynomial (truncation < 1e-20 at norm 0.5), in NumPy f64."""
+    norm = np.max(np.abs(X).sum(axis=-1), axis=-1)
+    s = np.maximum(0, np.ceil(np.log2(np.maximum(norm, 1e-300) / 0.5))).astype(int)
+    Y = X / (2.0 ** s)[:, None, None]
+    n = X.shape[-1]
+    E = np.broadcast_to(np.eye(n), X.shape).copy()
+    term = E.copy()
+    for k in range(1, 19):
+        term = term @ Y / k
+        E = E + term
+    for i in range(int(s.max())):
+        sq = E @ E
+        E = np.where((s > i)[:, None, None], sq, E)
+    return E
+
+
 def closed_exp(name, vs):
     """exp of many coordinate vectors at once, in f64, by the textbook
     closed forms (Rodrigues through SciPy's Rotation; V(θ) of SE(2)):
@@ -185,6 +214,8 @@ def closed_exp(name, vs):
     from scipy.spatial.transform import Rotation
     vs = np.asarray(vs, np.float64)
     m = len(vs)
+    if name == "Gal2":
+        return batched_expm(np.tensordot(vs, np.array(GAL2), 1))
     if name == "CO3":
         return Rotation.from_rotvec(vs[:, :3]).as_matrix() * np.exp(vs[:, 3])[:, None, None]
     if name == "CO2":
@@ -288,14 +319,14 @@ for name, (gens, blocks, _, _) in GROUPS.items():
     shear = np.eye(n)
     shear[0, 1] = 0.2
     bad.append(("shear", shear @ base))
-    if name.startswith("SE2"):
+    if name.startswith("SE2") or name == "Gal2":
         wrong = base.copy()
-        wrong[2, 0] = 0.1
+        wrong[-1, 0] = 0.1
         bad.append(("wrong last row", wrong))
         bad.append(("transposed pose", base.T.copy()))
     off = base + 1e-3 * rng.standard_normal(base.shape)
-    if name.startswith("SE2"):
-        off[2] = base[2]
+    if name.startswith("SE2") or name == "Gal2":
+        off[-1] = base[-1]
     bad.append(("1e-3 off the manifold", off))
     for label, m_ in bad:
         r = np.zeros(1, np.float32)
