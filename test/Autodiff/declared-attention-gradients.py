@@ -1,6 +1,6 @@
 # lie_attention over declared groups (Sim(2) affine, SL(2) linear with
 # non-orthonormal generators, rotation × scale of ℝ³, SE(2) in a scaled and
-# sheared basis), compiled with --grad in f64. All four are recognised
+# sheared basis, the 2-D Galilean group), compiled with --grad in f64. All five are recognised
 # (GroupStructure.h): the flash backward differentiates the host built-in's
 # closed-form pair form formula by formula (docs/lie-gradients.md).
 # Sim(2) and CO3 full attention, SL(2) and SE2s causal (one
@@ -24,6 +24,7 @@
 # CHECK: ok SL2 causal
 # CHECK: ok CO3
 # CHECK: ok SE2s causal
+# CHECK: ok Gal2
 # CHECK: all declared-group attention gradients match
 import re
 
@@ -41,6 +42,7 @@ PI_COORDS = {
     "SL2": [0, -NEAR_PI / 2, NEAR_PI],       # F − E/2 = [[0, −1], [1, 0]]
     "CO3": [0, 0, NEAR_PI, 0],
     "SE2s": [NEAR_PI / 2.5, 0, 0],
+    "Gal2": [NEAR_PI, 0, 0, 0, 0, 0],
 }
 
 GROUPS = {
@@ -86,6 +88,20 @@ group SE2s {
   norm rot = R;
   norm trans = T1, T2;
 }""", "[1.0, 0.5]", True),
+    # The 2-D Galilean group on se2x's closed forms (SE(2) ⋉ ℝ³).
+    "Gal2": ("""
+group Gal2 {
+  matrix 4;
+  generator J = [[0, -1, 0, 0], [1, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]];
+  generator Bx = [[0, 0, 1, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]];
+  generator By = [[0, 0, 0, 0], [0, 0, 1, 0], [0, 0, 0, 0], [0, 0, 0, 0]];
+  generator Px = [[0, 0, 0, 1], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]];
+  generator Py = [[0, 0, 0, 0], [0, 0, 0, 1], [0, 0, 0, 0], [0, 0, 0, 0]];
+  generator Pt = [[0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 1], [0, 0, 0, 0]];
+  norm rot = J;
+  norm boost = Bx, By;
+  norm trans = Px, Py, Pt;
+}""", "[[1.0, 0.5, 0.25], [0.5, 2.0, 1.0]]", False),
 }
 
 
