@@ -31,10 +31,16 @@
    relative rotation by θ, where log is ill-conditioned), and generic dist2
    is left-invariant.
 
+SL(2) and Sim(2) run on built-in closed forms since they are recognised
+(Aff(2)'s on diag(g, 1), and the sim2 host's; docs/groups/declared.md,
+"Built-in closed forms"); the declared built-ins' `generic` variants keep
+the generic model.
+
 Tolerances: nilpotent H(3) is exact up to rounding (f64 1e-14 relative on
-entries of size ~3). The generic exp/log of SL(2) and of the declared
-built-ins use scaling and squaring / inverse scaling and squaring, whose
-f64 error is a few hundred ulps at most (1e-12 as the issue asks).
+entries of size ~3). The generic exp/log of the `generic` variants use
+scaling and squaring / inverse scaling and squaring, whose f64 error is a
+few hundred ulps at most (1e-12 as the issue asks); the closed forms are
+held to the same bounds.
 """
 import numpy as np
 import scipy.linalg
