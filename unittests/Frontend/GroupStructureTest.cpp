@@ -157,12 +157,12 @@ TEST(GroupStructure, RotationTimesScaleEmbedsInSim3) {
   EXPECT_EQ(r.blockMix, (std::vector<double>{1, 0, 0, 0, 0, 1}));
 }
 
-TEST(GroupStructure, SL2IsASubalgebraOfAff2WithThePairLog) {
+TEST(GroupStructure, SL2IsASubalgebraOfGL2WithThePairLog) {
   Matrix h = plus(unit(2, 0, 0), unit(2, 1, 1), -1);
   Recognition r = run(2, {h, unit(2, 0, 1), unit(2, 1, 0)}, {3});
   ASSERT_EQ(r.kind, Recognition::Embedded);
-  EXPECT_EQ(r.builtin, "aff2");
-  EXPECT_EQ(r.builtinN, 3u);
+  EXPECT_EQ(r.builtin, "gl2");
+  EXPECT_EQ(r.builtinN, 2u);
   // ‖L‖² = 2h² + e² + f² is not h² + e² + f².
   EXPECT_FALSE(r.isBlockIsotropic());
 }

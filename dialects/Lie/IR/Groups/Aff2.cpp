@@ -70,6 +70,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 using namespace mlir;
 using namespace torsor::lie;
@@ -251,6 +252,125 @@ Scalars composeAffine2(ScalarBuilder &m, ValueRange a, ValueRange b) {
   return c;
 }
 
+/// Where A's entries (row-major 2×2) sit in Aff(2)'s and GL⁺(2)'s
+/// features and elements.
+constexpr unsigned kAffineEntries[] = {0, 1, 3, 4};
+constexpr unsigned kLinearEntries[] = {0, 1, 2, 3};
+
+/// log of [[A, v], [0, 1]] given A (row-major), its deviation from the
+/// identity X = A − I and δ = det A, each computed directly (δ from the
+/// entries' products would cancel for a large eigenvalue spread); see the
+/// file comment. Without v (null values) the translation part is skipped
+/// and the result is L alone (GL⁺(2)).
+/// Next to the identity (‖X‖₁ < 1) X keeps ½ ln δ and L relatively
+/// accurate; far from it A's own entries do (its small entries and
+/// eigenvalue would lose ε/|entry| through X).
+Scalars logOfDeviation(ScalarBuilder &m, std::array<Value, 4> mat,
+                       std::array<Value, 4> dev, Value v0, Value v1,
+                       Value delta) {
+  Value zero = m.c(0.0), half = m.c(0.5), one = m.c(1.0);
+  Value a = mat[0], d = mat[3], p = dev[0], q = dev[3];
+  Value near = m.lt(
+      m.add(m.add(m.abs(p), m.abs(q)), m.add(m.abs(dev[1]), m.abs(dev[2]))),
+      one);
+  Value b = m.select(near, dev[1], mat[1]);
+  Value c = m.select(near, dev[2], mat[2]);
+  Value pq = m.add(p, q);
+  Value t = m.mul(half, m.add(a, d));
+  Value n = m.mul(half, m.select(near, m.sub(p, q), m.sub(a, d)));
+  Value bc = m.mul(b, c);
+  Value s = m.fma(n, n, bc); // t² − δ without the cancellation.
+  // δ − 1 = (p + q) + (pq − bc), both products compensated: error
+  // ε(|p + q| + |δ − 1|), relative to ‖A − I‖ next to the identity. Far
+  // from it the Kahan δ − 1 (error ε·δ) is the better one.
+  Value prod = m.mul(p, q);
+  Value prodErr = m.fma(p, q, m.neg(prod));
+  Value bcErr = m.fma(b, c, m.neg(bc));
+  Value deltaM1 =
+      m.select(near, m.add(m.add(m.sub(prod, bc), pq), m.sub(prodErr, bcErr)),
+               m.sub(delta, one));
+  Value logDelta =
+      m.select(m.lt(m.abs(deltaM1), half), m.log1p(deltaM1), m.log(delta));
+  Value h = m.mul(half, logDelta);
+
+  // f with log A = h·I + f·N.
+  double eta = m.isF32() ? 0.1 : 1e-2;
+  unsigned terms = m.isF32() ? 7 : 8;
+  Value tt = m.sqr(t);
+  Value fSeries = m.div(
+      m.poly(m.div(s, tt), ArrayRef<double>(kAtanhc).take_front(terms)), t);
+  Value rs = m.sqrt(m.abs(s));
+  Value fPos = m.div(
+      m.mul(half, m.log1p(m.div(m.mul(m.add(rs, rs), m.add(t, rs)), delta))),
+      rs);
+  Value fNeg = m.div(m.atan2(rs, t), rs);
+  Value useSeries = m.andI(m.lt(m.abs(s), m.mul(m.c(eta), tt)), m.gt(t, zero));
+  Value f = m.select(useSeries, fSeries, m.select(m.gt(s, zero), fPos, fNeg));
+
+  Value k00 = m.mul(f, n), k01 = m.mul(f, b), k10 = m.mul(f, c);
+  Scalars w = {m.add(h, k00), k01, k10, m.sub(h, k00)};
+  if (v0) {
+    Value kappa = m.mul(m.sqr(f), s);
+    auto [u0, u1] =
+        applyPhiOrPsi(m, h, k00, k01, k10, kappa, v0, v1, /*inverse=*/true);
+    w.append({u0, u1});
+  }
+
+  // Outside the chart (a real eigenvalue ≤ 0): NaN everywhere.
+  Value inChart =
+      m.andI(m.gt(delta, zero),
+             arith::OrIOp::create(m.builder(), m.lt(s, zero), m.gt(t, zero)));
+  Value nan = m.c(std::numeric_limits<double>::quiet_NaN());
+  for (Value &x : w)
+    x = m.select(inChart, x, nan);
+  return w;
+}
+
+/// log(a⁻¹b) from the features of buildQueryFeatures(a) and
+/// buildKeyFeatures(b). The relative element is formed as a deviation
+/// from the identity too, X = A⁻¹(B − A), u = A⁻¹(b_b − b_a): the
+/// differences are exact for close elements, so dist2 keeps its relative
+/// accuracy as a → b, where rounding I + X would lose ε/‖X‖. Every entry
+/// is adj(A)·(column)/det A with compensated two-term products, so each
+/// is accurate to a few ulps of itself rather than of ‖A⁻¹‖‖B‖, and
+/// det(A⁻¹B) is det B / det A rather than a difference of the entries'
+/// products: the small eigenvalue of a relative element with a large
+/// eigenvalue spread (1e±6) would otherwise be lost.
+/// `affine`: the features are Aff(2)'s (top two rows, then 1/det A or
+/// det B); otherwise GL⁺(2)'s (the four entries, then the same scalar),
+/// and the result is L alone.
+Scalars relativeLog(ScalarBuilder &m, ValueRange a, ValueRange b,
+                    bool affine = true) {
+  // Positions of A's entries (row-major 2×2) in the features.
+  const unsigned *e = affine ? kAffineEntries : kLinearEntries;
+  unsigned last = affine ? 6 : 4;
+  Value r = a[last];
+  // (adj A)·(x, y) / det A, adj A = [[a11, −a01], [−a10, a00]].
+  auto solve = [&](Value x, Value y) -> std::array<Value, 2> {
+    return {m.mul(dot2(m, a[e[3]], x, m.neg(a[e[1]]), y), r),
+            m.mul(dot2(m, m.neg(a[e[2]]), x, a[e[0]], y), r)};
+  };
+  auto [r00, r10] = solve(b[e[0]], b[e[2]]);
+  auto [r01, r11] = solve(b[e[1]], b[e[3]]);
+  auto [x00, x10] = solve(m.sub(b[e[0]], a[e[0]]), m.sub(b[e[2]], a[e[2]]));
+  auto [x01, x11] = solve(m.sub(b[e[1]], a[e[1]]), m.sub(b[e[3]], a[e[3]]));
+  Value u0, u1;
+  if (affine) {
+    std::array<Value, 2> u = solve(m.sub(b[2], a[2]), m.sub(b[5], a[5]));
+    u0 = u[0];
+    u1 = u[1];
+  }
+  return logOfDeviation(m, {r00, r01, r10, r11}, {x00, x01, x10, x11}, u0, u1,
+                        m.mul(b[last], r));
+}
+
+/// ad − bc to within ~1 ulp (Kahan's fma determinant).
+Value kahanDet(ScalarBuilder &m, Value a, Value b, Value c, Value d) {
+  Value bc = m.mul(b, c);
+  Value err = m.fma(m.neg(b), c, bc);
+  return m.add(m.fma(a, d, m.neg(bc)), err);
+}
+
 class Aff2Model final : public GroupModel {
 public:
   StringRef getName() const override { return "aff2"; }
@@ -348,109 +468,75 @@ public:
             m.c(0.0),
             m.c(1.0)};
   }
+};
 
-private:
-  /// log(a⁻¹b) from the features of buildQueryFeatures(a) and
-  /// buildKeyFeatures(b). The relative element is formed as a deviation
-  /// from the identity too, X = A⁻¹(B − A), u = A⁻¹(b_b − b_a): the
-  /// differences are exact for close elements, so dist2 keeps its relative
-  /// accuracy as a → b, where rounding I + X would lose ε/‖X‖. Every entry
-  /// is adj(A)·(column)/det A with compensated two-term products, so each
-  /// is accurate to a few ulps of itself rather than of ‖A⁻¹‖‖B‖, and
-  /// det(A⁻¹B) is det B / det A rather than a difference of the entries'
-  /// products: the small eigenvalue of a relative element with a large
-  /// eigenvalue spread (1e±6) would otherwise be lost.
-  static Scalars relativeLog(ScalarBuilder &m, ValueRange a, ValueRange b) {
-    Value r = a[6];
-    // (adj A)·(x, y) / det A, adj A = [[a11, −a01], [−a10, a00]].
-    auto solve = [&](Value x, Value y) -> std::array<Value, 2> {
-      return {m.mul(dot2(m, a[4], x, m.neg(a[1]), y), r),
-              m.mul(dot2(m, m.neg(a[3]), x, a[0], y), r)};
-    };
-    auto [r00, r10] = solve(b[0], b[3]);
-    auto [r01, r11] = solve(b[1], b[4]);
-    auto [x00, x10] = solve(m.sub(b[0], a[0]), m.sub(b[3], a[3]));
-    auto [x01, x11] = solve(m.sub(b[1], a[1]), m.sub(b[4], a[4]));
-    auto [u0, u1] = solve(m.sub(b[2], a[2]), m.sub(b[5], a[5]));
-    return logOfDeviation(m, {r00, r01, r10, r11}, {x00, x01, x10, x11}, u0, u1,
-                          m.mul(b[6], r));
+/// GL⁺(2), 2×2: not a keyword, the host of declared linear groups of the
+/// plane (SL(2, ℝ) in any basis, say; GroupStructure.h). Coordinates the
+/// entries of L = log A row-major, one block "lin"; log, exp and the pair
+/// form are Aff(2)'s without the translation part (no ψ(L)·b, no φ(L)·ρ).
+class GL2Model final : public GroupModel {
+public:
+  StringRef getName() const override { return "gl2"; }
+  StringRef getDisplayName() const override { return "GL2"; }
+  unsigned getMatrixSize() const override { return 2; }
+  unsigned getAlgebraDim() const override { return 4; }
+  unsigned getPointDim() const override { return 2; }
+  ArrayRef<AlgebraBlock> getBlocks() const override {
+    static const AlgebraBlock blocks[] = {{"lin", 0, 4}};
+    return blocks;
+  }
+  bool isInsideChart(ArrayRef<double> v) const override {
+    double k = 0.5 * (v[0] - v[3]);
+    return k * k + v[1] * v[2] > -M_PI * M_PI;
   }
 
-  /// log of [[A, v], [0, 1]] given A (row-major), its deviation from the
-  /// identity X = A − I and δ = det A, each computed directly (δ from the
-  /// entries' products would cancel for a large eigenvalue spread); see the
-  /// file comment.
-  /// Next to the identity (‖X‖₁ < 1) X keeps ½ ln δ and L relatively
-  /// accurate; far from it A's own entries do (its small entries and
-  /// eigenvalue would lose ε/|entry| through X).
-  static Scalars logOfDeviation(ScalarBuilder &m, std::array<Value, 4> mat,
-                                std::array<Value, 4> dev, Value v0, Value v1,
-                                Value delta) {
-    Value zero = m.c(0.0), half = m.c(0.5), one = m.c(1.0);
-    Value a = mat[0], d = mat[3], p = dev[0], q = dev[3];
-    Value near = m.lt(
-        m.add(m.add(m.abs(p), m.abs(q)), m.add(m.abs(dev[1]), m.abs(dev[2]))),
-        one);
-    Value b = m.select(near, dev[1], mat[1]);
-    Value c = m.select(near, dev[2], mat[2]);
-    Value pq = m.add(p, q);
-    Value t = m.mul(half, m.add(a, d));
-    Value n = m.mul(half, m.select(near, m.sub(p, q), m.sub(a, d)));
-    Value bc = m.mul(b, c);
-    Value s = m.fma(n, n, bc); // t² − δ without the cancellation.
-    // δ − 1 = (p + q) + (pq − bc), both products compensated: error
-    // ε(|p + q| + |δ − 1|), relative to ‖A − I‖ next to the identity. Far
-    // from it the Kahan δ − 1 (error ε·δ) is the better one.
-    Value prod = m.mul(p, q);
-    Value prodErr = m.fma(p, q, m.neg(prod));
-    Value bcErr = m.fma(b, c, m.neg(bc));
-    Value deltaM1 =
-        m.select(near, m.add(m.add(m.sub(prod, bc), pq), m.sub(prodErr, bcErr)),
-                 m.sub(delta, one));
-    Value logDelta =
-        m.select(m.lt(m.abs(deltaM1), half), m.log1p(deltaM1), m.log(delta));
-    Value h = m.mul(half, logDelta);
-
-    // f with log A = h·I + f·N.
-    double eta = m.isF32() ? 0.1 : 1e-2;
-    unsigned terms = m.isF32() ? 7 : 8;
-    Value tt = m.sqr(t);
-    Value fSeries = m.div(
-        m.poly(m.div(s, tt), ArrayRef<double>(kAtanhc).take_front(terms)), t);
-    Value rs = m.sqrt(m.abs(s));
-    Value fPos = m.div(
-        m.mul(half, m.log1p(m.div(m.mul(m.add(rs, rs), m.add(t, rs)), delta))),
-        rs);
-    Value fNeg = m.div(m.atan2(rs, t), rs);
-    Value useSeries =
-        m.andI(m.lt(m.abs(s), m.mul(m.c(eta), tt)), m.gt(t, zero));
-    Value f = m.select(useSeries, fSeries, m.select(m.gt(s, zero), fPos, fNeg));
-
-    Value k00 = m.mul(f, n), k01 = m.mul(f, b), k10 = m.mul(f, c);
-    Value kappa = m.mul(m.sqr(f), s);
-    auto [u0, u1] =
-        applyPhiOrPsi(m, h, k00, k01, k10, kappa, v0, v1, /*inverse=*/true);
-
-    // Outside the chart (a real eigenvalue ≤ 0): NaN everywhere.
-    Value inChart =
-        m.andI(m.gt(delta, zero),
-               arith::OrIOp::create(m.builder(), m.lt(s, zero), m.gt(t, zero)));
-    Value nan = m.c(std::numeric_limits<double>::quiet_NaN());
-    Scalars w = {m.add(h, k00), k01, k10, m.sub(h, k00), u0, u1};
-    for (Value &x : w)
-      x = m.select(inChart, x, nan);
-    return w;
+  Scalars buildInverse(ScalarBuilder &m, ValueRange g) const override {
+    Value r = m.div(m.c(1.0), kahanDet(m, g[0], g[1], g[2], g[3]));
+    return {m.mul(g[3], r), m.neg(m.mul(g[1], r)), m.neg(m.mul(g[2], r)),
+            m.mul(g[0], r)};
   }
 
-  /// ad − bc to within ~1 ulp (Kahan's fma determinant).
-  static Value kahanDet(ScalarBuilder &m, Value a, Value b, Value c, Value d) {
-    Value bc = m.mul(b, c);
-    Value err = m.fma(m.neg(b), c, bc);
-    return m.add(m.fma(a, d, m.neg(bc)), err);
+  Scalars buildLog(ScalarBuilder &m, ValueRange g) const override {
+    Value one = m.c(1.0);
+    return logOfDeviation(m, {g[0], g[1], g[2], g[3]},
+                          {m.sub(g[0], one), g[1], g[2], m.sub(g[3], one)},
+                          Value(), Value(),
+                          kahanDet(m, g[0], g[1], g[2], g[3]));
+  }
+
+  unsigned getQueryFeatureCount() const override { return 5; }
+  unsigned getKeyFeatureCount() const override { return 5; }
+  Scalars buildQueryFeatures(ScalarBuilder &m, ValueRange a) const override {
+    return {a[0], a[1], a[2], a[3],
+            m.div(m.c(1.0), kahanDet(m, a[0], a[1], a[2], a[3]))};
+  }
+  Scalars buildKeyFeatures(ScalarBuilder &m, ValueRange b) const override {
+    return {b[0], b[1], b[2], b[3], kahanDet(m, b[0], b[1], b[2], b[3])};
+  }
+  Scalars buildPairBlockNorms(ScalarBuilder &m, ValueRange q,
+                              ValueRange k) const override {
+    return buildBlockNorms(m, relativeLog(m, q, k, /*affine=*/false));
+  }
+
+  Scalars buildExp(ScalarBuilder &m, ValueRange v) const override {
+    Value half = m.c(0.5);
+    Value alpha = m.mul(half, m.add(v[0], v[3]));
+    Value k00 = m.mul(half, m.sub(v[0], v[3]));
+    Value kappa = m.fma(k00, k00, m.mul(v[1], v[2]));
+    Coeffs cs = coshSinhc(m, kappa);
+    Value ea = m.exp(alpha);
+    Value ec = m.mul(ea, cs.f0), es = m.mul(ea, cs.f1);
+    return {m.fma(es, k00, ec), m.mul(es, v[1]), m.mul(es, v[2]),
+            m.fma(es, m.neg(k00), ec)};
   }
 };
 
 } // namespace
+
+const GroupModel &torsor::lie::getGL2ClosedFormModel() {
+  static const GL2Model model;
+  return model;
+}
 
 const GroupModel &torsor::lie::getAff2Model() {
   static const Aff2Model model;

@@ -314,6 +314,12 @@ const std::vector<BuiltinAlgebra> &torsor::lie::algebra::getBuiltinAlgebras() {
                        unit(3, 0, 2), unit(3, 1, 2)},
                       {2, 2},
                       /*hostOnly=*/true});
+    result.push_back(
+        {"gl2",
+         2,
+         {unit(2, 0, 0), unit(2, 0, 1), unit(2, 1, 0), unit(2, 1, 1)},
+         {4},
+         /*hostOnly=*/true});
     result.push_back({"aff2",
                       3,
                       {unit(3, 0, 0), unit(3, 0, 1), unit(3, 1, 0),

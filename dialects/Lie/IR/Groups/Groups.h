@@ -21,9 +21,10 @@ const GroupModel &getAff2Model();
 const GroupModel &getSim3Model();
 
 /// Closed forms that serve declared groups only (GroupStructure.h), not
-/// keywords of `#lie.group<...>`: the planar similarities Sim(2), and SE(2)
-/// (as 3×3 linear maps) ⋉ ℝ³, e.g. the 2-D Galilean group.
+/// keywords of `#lie.group<...>`: the planar similarities Sim(2), GL⁺(2)
+/// (2×2), and SE(2) (as 3×3 linear maps) ⋉ ℝ³, e.g. the 2-D Galilean group.
 const GroupModel &getSim2ClosedFormModel();
+const GroupModel &getGL2ClosedFormModel();
 const GroupModel &getSE2TranslationsModel();
 
 /// Every built-in model, in the order diagnostics list them.
