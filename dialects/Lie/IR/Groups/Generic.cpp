@@ -194,16 +194,19 @@ GenericGroupModel::get(StringRef name, unsigned n, ArrayRef<double> generators,
   structureFacts.nilpotencyIndex = model->nilIndex;
   model->structure = algebra::recognize(structureFacts, sizes, !generic);
   if (model->structure.kind != algebra::Recognition::None) {
-    const std::string &hostName = model->structure.builtin;
-    const GroupModel *builtin = hostName == "sim2" ? &getSim2ClosedFormModel()
-                                : hostName == "se2x"
-                                    ? &getSE2TranslationsModel()
-                                    : lookupBuiltinGroupModel(hostName);
-    assert(builtin && "recognised as an unknown built-in");
-    if (model->structure.kind == algebra::Recognition::Exact)
+    const GroupModel *builtin = lookupHostGroupModel(model->structure.builtin);
+    if (!builtin) {
+      // An algebra GroupStructure knows without a model here: keep the
+      // generic model, and say so in the report.
+      model->structure = algebra::Recognition();
+      model->structure.reason = "no closed-form model for the recognised "
+                                "host '" +
+                                model->structure.builtin + "'";
+    } else if (model->structure.kind == algebra::Recognition::Exact) {
       model->special = builtin;
-    else
+    } else {
       model->host = builtin;
+    }
   }
 
   const GenericGroupModel *result = model.get();

@@ -1,7 +1,7 @@
 //===- Groups.cpp - The list of built-in group models ---------------------===//
 //
-// The registry GroupModel.cpp searches. Order is the order diagnostics list
-// the group keywords in.
+// The registry GroupModel.cpp searches (order: the order diagnostics list
+// the group keywords in), and the hosts of declared groups (GroupStructure.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,4 +15,14 @@ llvm::ArrayRef<const GroupModel *> torsor::lie::getBuiltinGroupModels() {
       &getSE3Model(), &getAff2Model(), &getSim3Model(),
   };
   return models;
+}
+
+const GroupModel *torsor::lie::lookupHostGroupModel(llvm::StringRef name) {
+  static const GroupModel *const hosts[] = {&getSim2ClosedFormModel(),
+                                            &getGL2ClosedFormModel(),
+                                            &getSE2TranslationsModel()};
+  for (const GroupModel *m : hosts)
+    if (m->getName() == name)
+      return m;
+  return lookupBuiltinGroupModel(name);
 }

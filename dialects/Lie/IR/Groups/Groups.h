@@ -27,6 +27,10 @@ const GroupModel &getSim2ClosedFormModel();
 const GroupModel &getGL2ClosedFormModel();
 const GroupModel &getSE2TranslationsModel();
 
+/// The model of a host GroupStructure.h names: a built-in keyword, or one
+/// of the closed forms above (sim2, gl2, se2x); null for any other name.
+const GroupModel *lookupHostGroupModel(llvm::StringRef name);
+
 /// Every built-in model, in the order diagnostics list them.
 llvm::ArrayRef<const GroupModel *> getBuiltinGroupModels();
 
