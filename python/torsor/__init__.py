@@ -20,7 +20,7 @@ from . import groups
 from .compiler import cache_dir, compile
 from .errors import (AbiError, CompileError, DeviceError, FailedPreconditionError,
                      InvalidArgumentError, OutOfMemoryError, TorsorError,
-                     TorsorIOError, UnavailableError)
+                     TorsorIOError, TorsorWarning, UnavailableError)
 from .model import Model, TensorSpec, get_num_threads, load, set_num_threads
 from .weights import as_is, linear, map_state_dict, save_weights
 
@@ -28,7 +28,8 @@ __version__ = "0.2.0"
 
 __all__ = [
     "AbiError", "CompileError", "DeviceError", "FailedPreconditionError", "InvalidArgumentError",
-    "Model", "OutOfMemoryError", "TensorSpec", "TorsorError", "TorsorIOError", "UnavailableError",
+    "Model", "OutOfMemoryError", "TensorSpec", "TorsorError", "TorsorIOError", "TorsorWarning",
+    "UnavailableError",
     "as_is", "cache_dir", "compile", "get_num_threads", "groups", "linear", "load",
     "map_state_dict", "save_weights", "set_num_threads",
 ]

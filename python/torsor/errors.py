@@ -74,6 +74,13 @@ class OutOfMemoryError(TorsorError, MemoryError):
     code = 7
 
 
+class TorsorWarning(UserWarning):
+    """Something Torsor did for you that you may not want: a dtype
+    conversion (a copy), or a result with no gradient from a tensor that
+    requires one. Silence one with warnings.filterwarnings, or make them
+    errors with warnings.simplefilter("error", torsor.TorsorWarning)."""
+
+
 _BY_CODE = {c.code: c for c in (InvalidArgumentError, TorsorIOError, AbiError,
                                 UnavailableError, FailedPreconditionError,
                                 DeviceError, OutOfMemoryError)}

@@ -13,6 +13,7 @@ import ctypes
 import json
 import os
 import threading
+import warnings
 from dataclasses import dataclass
 from typing import Optional, Tuple, Union
 
@@ -20,7 +21,7 @@ import numpy as np
 
 from . import _capi
 from ._capi import INPUT, KINDS, OUTPUT, PARAM
-from .errors import FailedPreconditionError, InvalidArgumentError
+from .errors import FailedPreconditionError, InvalidArgumentError, TorsorWarning
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,23 @@ def _tensor_struct(label, value, want_dtype):
     c_strides = (ctypes.c_int64 * max(rank, 1))(*strides)
     t = _capi.Tensor(data, c_shape, c_strides, rank, _capi.DTYPE_CODES[code])
     return t, (keep, c_shape, c_strides)
+
+
+def _warn_requires_grad(model, inputs):
+    """A TorsorWarning when a torch input requires grad while grad mode is
+    on: Model calls return plain tensors with no autograd history (never a
+    silent detach). torsor.torch.TorsorModule is the differentiable path."""
+    import torch
+    if not torch.is_grad_enabled():
+        return
+    names = [n for n, v in inputs.items() if _is_torch_tensor(v) and v.requires_grad]
+    if names:
+        warnings.warn(
+            "model '%s': input(s) %s require grad, but a Model call is not "
+            "differentiable (the result has no gradient); use "
+            "torsor.torch.TorsorModule(model) for autograd, or pass .detach() / "
+            "run under torch.no_grad() to silence this" % (model, ", ".join(names)),
+            TorsorWarning, stacklevel=4)
 
 
 def _to_numpy(value):
@@ -232,6 +250,8 @@ class Model:
         for this call without a copy; the model keeps a reference to each
         until it is bound again (torsor.torch uses this for its buffers)."""
         as_torch = any(_is_torch_tensor(v) for v in inputs.values())
+        if as_torch:
+            _warn_requires_grad(self.name, inputs)
         with self._lock:
             keep = []
             try:
@@ -261,12 +281,13 @@ class Model:
         """Whether the model was compiled with grad=True (torsorc --grad)."""
         return bool(self._lib.torsorModuleHasBackward(self._handle))
 
-    def backward(self, inputs, cotangents):
+    def backward(self, inputs, cotangents, borrowed_params=None):
         """Gradients of <cotangents, outputs> (a vector-Jacobian product).
 
         inputs      {input name: array}, as for run()
         cotangents  {output name: array of the output's shape and dtype}
                     (a missing output counts as zeros)
+        borrowed_params  as for run(): params bound for this call, no copy
         Returns {"grad.<name>": array} for every param and float input, in
         manifest order. Group inputs get the left-trivialised gradient in
         algebra coordinates, [..., k] (docs/training.md). The compiled
@@ -278,6 +299,11 @@ class Model:
         with self._lock:
             keep = []
             try:
+                for name, value in (borrowed_params or {}).items():
+                    t, k = _tensor_struct("param '%s'" % name, value, None)
+                    _capi.check(self._lib.torsorModuleBindParam(
+                        self._handle, _capi.encode(name), ctypes.byref(t)))
+                    self._params[name] = k
                 for name, value in inputs.items():
                     spec = self._by_name.get(name)
                     want = spec.dtype if spec is not None else None
