@@ -134,6 +134,46 @@ def _warn_requires_grad(model, inputs):
             TorsorWarning, stacklevel=4)
 
 
+_FLOAT_NAMES = {"float16", "bfloat16", "float32", "float64"}
+_INT_NAMES = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"}
+_TARGET = {"f32": ("float32", "float32"), "f64": ("float64", "float64"),
+           "i64": ("int64", "int64")}
+
+
+def _convert_dtype(label, value, want):
+    """The dtype policy for inputs, params and cotangents (docs/python.md,
+    "dtypes"): an array or tensor of another float dtype (f16, bf16, f32,
+    f64) for a float tensor, or of another integer dtype for an i64 one, is
+    converted to the model's dtype (a copy) with a TorsorWarning; integers
+    and floats never mix (InvalidArgumentError). Lists and scalars are
+    converted silently; other values pass through unchanged."""
+    if want not in _TARGET:
+        return value
+    if _is_torch_tensor(value):
+        have = str(value.dtype).replace("torch.", "")
+    elif isinstance(value, np.ndarray):
+        have = value.dtype.name
+    else:
+        return value
+    target = _TARGET[want][0]
+    if have == target:
+        return value
+    is_float = want in ("f32", "f64")
+    if have in (_FLOAT_NAMES if is_float else _INT_NAMES):
+        warnings.warn("%s: converting %s to the model's dtype %s (a copy)"
+                      % (label, have, want), TorsorWarning, stacklevel=4)
+        if _is_torch_tensor(value):
+            import torch
+            return value.detach().to(getattr(torch, target))
+        return value.astype(target)
+    if have in _FLOAT_NAMES or have in _INT_NAMES:
+        fix = (".astype(np.%s) / .to(torch.%s)" % (target, target))
+        raise InvalidArgumentError(
+            "%s: expected %s, got %s; integer and float tensors are never "
+            "converted (cast it yourself: %s)" % (label, want, have, fix))
+    return value
+
+
 def _to_numpy(value):
     """Any array-like (torch tensors included, on any device) as NumPy."""
     if _is_torch_tensor(value):
@@ -154,8 +194,10 @@ class Model:
                                     several -> {name: array}
     m.run({"pose": poses, ...})     run: always {name: array}
 
-    Inputs are NumPy arrays or CPU torch tensors of the model's dtype (a
-    wrong dtype is an error, never a silent cast); lists are converted.
+    Inputs are NumPy arrays or CPU torch tensors; one of another float
+    dtype (f16, bf16, f32, f64) is converted to the model's dtype with a
+    torsor.TorsorWarning, integers and floats never mix (an error); lists
+    are converted. Params follow the same policy.
     Outputs are NumPy arrays, or torch tensors when any input was one.
     One call at a time per Model (a lock serialises threads); separate
     Models may run concurrently from separate threads.
@@ -224,6 +266,7 @@ class Model:
             for name, value in params.items():
                 spec = self._by_name.get(name)
                 if spec is not None and spec.kind == "param":
+                    value = _convert_dtype("param '%s'" % name, value, spec.dtype)
                     arr = np.array(_to_numpy(value), dtype=spec.numpy_dtype,
                                    order="C", copy=True)
                 else:  # unknown name: let the runtime say so
@@ -256,6 +299,9 @@ class Model:
             keep = []
             try:
                 for name, value in (borrowed_params or {}).items():
+                    spec = self._by_name.get(name)
+                    value = _convert_dtype("param '%s'" % name, value,
+                                           spec.dtype if spec is not None else None)
                     t, k = _tensor_struct("param '%s'" % name, value, None)
                     _capi.check(self._lib.torsorModuleBindParam(
                         self._handle, _capi.encode(name), ctypes.byref(t)))
@@ -263,6 +309,7 @@ class Model:
                 for name, value in inputs.items():
                     spec = self._by_name.get(name)
                     want = spec.dtype if spec is not None else None
+                    value = _convert_dtype("input '%s'" % name, value, want)
                     t, k = _tensor_struct("input '%s'" % name, value, want)
                     keep.append(k)
                     _capi.check(self._lib.torsorModuleBindInput(
@@ -300,6 +347,9 @@ class Model:
             keep = []
             try:
                 for name, value in (borrowed_params or {}).items():
+                    spec = self._by_name.get(name)
+                    value = _convert_dtype("param '%s'" % name, value,
+                                           spec.dtype if spec is not None else None)
                     t, k = _tensor_struct("param '%s'" % name, value, None)
                     _capi.check(self._lib.torsorModuleBindParam(
                         self._handle, _capi.encode(name), ctypes.byref(t)))
@@ -307,6 +357,7 @@ class Model:
                 for name, value in inputs.items():
                     spec = self._by_name.get(name)
                     want = spec.dtype if spec is not None else None
+                    value = _convert_dtype("input '%s'" % name, value, want)
                     t, k = _tensor_struct("input '%s'" % name, value, want)
                     keep.append(k)
                     _capi.check(self._lib.torsorModuleBindInput(
@@ -325,6 +376,8 @@ class Model:
                     if value is None:
                         value = np.zeros(spec.concrete_shape(dims),
                                          spec.numpy_dtype)
+                    value = _convert_dtype("cotangent '%s'" % spec.name, value,
+                                           spec.dtype)
                     t, k = _tensor_struct("cotangent '%s'" % spec.name,
                                           value, spec.dtype)
                     structs[i] = t

@@ -73,19 +73,17 @@ class _GroupGrad:
     def __init__(self, group, k, source):
         self.group, self.k, self.source = group, k, source
         self._np = None
-        self._by_dtype = {}
 
     def tensors(self, dtype):
-        got = self._by_dtype.get(dtype)
-        if got is None:
-            if self._np is None:
-                E = _groups.basis(self.group, self.k, self.source)
-                gram = np.einsum("aij,bij->ab", E, E)
-                self._np = (E, np.linalg.inv(gram))
-            E, ginv = self._np
-            got = (torch.tensor(E, dtype=dtype), torch.tensor(ginv, dtype=dtype))
-            self._by_dtype[dtype] = got
-        return got
+        if self._np is None:
+            E = _groups.basis(self.group, self.k, self.source)
+            gram = np.einsum("aij,bij->ab", E, E)
+            self._np = (E, np.linalg.inv(gram))
+        # Fresh tensors per call: under torch.compile / export tracing they
+        # become the graph's constants (a cached real tensor would leak
+        # into fake-tensor tracing).
+        E, ginv = self._np
+        return torch.tensor(E, dtype=dtype), torch.tensor(ginv, dtype=dtype)
 
     def ambient(self, g, xi):
         """G = g⁻ᵀ Σ_a (Γ⁻¹ξ)_a E_a, [..., n, n], from ξ [..., k]."""
@@ -280,6 +278,7 @@ class TorsorModule(torch.nn.Module):
         self.model = Model(model.path)
         if source is None:
             source = _model_source(model)
+        self.group_source = source
         self._op = custom_op(self.model, group_source=source)
         self._param_paths = []
         for spec in self.model.params:

@@ -86,14 +86,31 @@ class RunErrors(unittest.TestCase):
         self.assertEqual(self.m(pose=self.pose, x=self.x).shape, (6, 4))
 
     def test_wrong_dtype(self):
+        # Another float dtype is converted with a warning (docs/python.md,
+        # "dtypes"); integers and floats never mix.
+        want = self.m(pose=self.pose, x=self.x)
+        for dt in (np.float64, np.float16):
+            with self.assertWarns(torsor.TorsorWarning) as cm:
+                got = self.m(pose=self.pose, x=self.x.astype(dt))
+            self.assertIn("input 'x': converting %s to the model's dtype f32"
+                          % np.dtype(dt).name, str(cm.warning))
+            self.assertTrue(common.same_bits(got, want))
         self.expect(torsor.InvalidArgumentError,
-                    "input 'x': expected dtype f32, got f64; cast it "
-                    "(arr.astype(np.float32)) or compile the model with "
-                    "--dtype=f64",
-                    pose=self.pose, x=self.x.astype(np.float64))
-        self.expect(torsor.InvalidArgumentError,
-                    "input 'x': NumPy dtype float16 is not supported; expected f32",
-                    pose=self.pose, x=self.x.astype(np.float16))
+                    "input 'x': expected f32, got int64; integer and float tensors "
+                    "are never converted (cast it yourself: .astype(np.float32) / "
+                    ".to(torch.float32))",
+                    pose=self.pose, x=self.x.astype(np.int64))
+
+    def test_messages_name_python_calls(self):
+        self.assertEqual(
+            torsor.errors.pythonic("input 'x': expected dtype f32, got f64; cast it "
+                                   "(arr.astype(np.float32)) or compile the model "
+                                   "with --dtype=f64"),
+            "input 'x': expected dtype f32, got f64; cast it (arr.astype(np.float32)) "
+            "or compile it with torsor.compile(..., dtype='f64')")
+        self.assertIn("m.set_check_groups(False)", torsor.errors.pythonic(
+            "(turn them off with --no-check-groups or torsorModuleSetCheckGroups "
+            "to pass them through)"))
 
     def test_wrong_rank_and_extent(self):
         self.expect(torsor.InvalidArgumentError,
