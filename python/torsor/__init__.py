@@ -12,7 +12,10 @@ torsor.groups                 random/exp/log/check for the built-in groups
 torsor.map_state_dict         PyTorch state_dict -> Torsor params (nn.Linear aware)
 torsor.save_weights           {name: array} -> .safetensors
 torsor.set_num_threads(n)     the runtime's thread pool
-torsor.torch                  nn.Module wrapper and torch.library op (needs torch)
+torsor.torch                  trainable nn.Module and differentiable torch.library op
+                              over any compiled model (needs torch)
+torsor.nn                     LieAttention, GrassmannMix, RelationalAttention modules
+                              compiled on first use (needs torch)
 
 docs/python.md is the reference, docs/tutorial.md a walk-through.
 """
@@ -38,7 +41,7 @@ __all__ = [
 def __getattr__(name):
     # torsor.torch imports torch, which is optional and slow to import:
     # load it on first use only.
-    if name == "torch":
+    if name in ("torch", "nn"):
         import importlib
-        return importlib.import_module(".torch", __name__)
+        return importlib.import_module("." + name, __name__)
     raise AttributeError("module 'torsor' has no attribute %r" % name)
