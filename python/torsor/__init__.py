@@ -27,7 +27,7 @@ from .errors import (AbiError, CompileError, DeviceError, FailedPreconditionErro
 from .model import Model, TensorSpec, get_num_threads, load, set_num_threads
 from .weights import as_is, linear, map_state_dict, save_weights
 
-__version__ = "0.2.0"
+from ._version import __version__
 
 __all__ = [
     "AbiError", "CompileError", "DeviceError", "FailedPreconditionError", "InvalidArgumentError",
