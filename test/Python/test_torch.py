@@ -140,8 +140,8 @@ class TorchInterop(unittest.TestCase):
 TUTORIAL_SHORTCUTS = [("range(301)", "range(3)"),
                       ("for L in (256, 1024):", "for L in (32,):"),
                       ("def median_ms(fn, n=20):", "def median_ms(fn, n=2):"),
-                      ("torch.compile(net, fullgraph=True)",
-                       "torch.compile(net, fullgraph=True, backend='aot_eager')")]
+                      ("torch.compile(loss_fn, fullgraph=True)",
+                       "torch.compile(loss_fn, fullgraph=True, backend='aot_eager')")]
 
 
 def tutorial_code(quick=True):
@@ -189,9 +189,13 @@ class Tutorial(unittest.TestCase):
         text = out.getvalue()
         self.assertIn("symbolic dim 'L' is 10 from input 'pose' but 64 from input 'x'", text)
         self.assertIn("True", text)                          # compiled == eager
+        self.assertIn("['Wo', 'Wv', 'ln_b', 'ln_g']", text)  # Torsor's names
         y, y_moved = scope["y"], scope["y_moved"]
         self.assertLess(common.rel_err(y_moved, y), 1e-5)    # invariance
         self.assertLess(common.rel_err(y, scope["y_torch"]), 1e-5)
+        grad = scope["grad_torsor"]                          # gradients vs PyTorch
+        self.assertLess(common.rel_err(grad, scope["x_check"].grad), 1e-4)
+        self.assertIsNotNone(scope["net"].geo.get_parameter("Wv").grad)
 
 
 if __name__ == "__main__":
