@@ -14,7 +14,8 @@ conventions of the compiler (docs/groups/), not a NumPy re-derivation.
     moved = h @ g                                    # every pose moved by h
 
 Group elements are homogeneous matrices [..., n, n]; algebra coordinates
-[..., k] in the group's orthonormal basis (docs/groups/<group>.md).
+[..., k] in the group's hat basis (basis(G); orthogonal, not normalised:
+docs/math.md, docs/groups/<group>.md).
 """
 import threading
 
