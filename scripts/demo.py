@@ -367,8 +367,8 @@ NOT_YET = [
     "(scripts/gpu-check.sh runs the real check on a GPU machine)",
     "PyTorch CUDA tensors: torsor.torch takes CPU tensors; nvptx models run through "
     "the C API's device binding and torsor-run --device cuda",
-    "optimisation on the quotient (tools/relational/quotient.py) is a NumPy tool, "
-    "not an optimizer option",
+    "optimisation on the quotient is a torch optimizer wrapper (torsor.quotient), "
+    "not an option of torsor.train's NumPy optimizers",
     "torsor.groups' random/exp/log cover the built-in groups only (basis() covers "
     "declared ones)",
     "bench/, scripts/ and test/lib still have their own ctypes bindings next to the "

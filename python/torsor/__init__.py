@@ -16,6 +16,7 @@ torsor.torch                  trainable nn.Module and differentiable torch.libra
                               over any compiled model (needs torch)
 torsor.nn                     LieAttention, GrassmannMix, RelationalAttention modules
                               compiled on first use (needs torch)
+torsor.quotient               training standard attention on the quotient (needs torch)
 
 docs/python.md is the reference, docs/tutorial.md a walk-through.
 """
