@@ -221,7 +221,9 @@ def _check_dtype(spec, value, what="input"):
     float dtype (f16, bf16, f32, f64) is converted to the model's dtype with
     a TorsorWarning, differentiably; integers and floats never mix."""
     want = _TORCH_DTYPE[spec.dtype]
-    if not isinstance(value, torch.Tensor):
+    if isinstance(value, np.ndarray):
+        value = torch.from_numpy(np.ascontiguousarray(value))
+    elif not isinstance(value, torch.Tensor):  # lists and scalars
         return torch.as_tensor(np.asarray(value, dtype=spec.numpy_dtype))
     if value.dtype == want:
         return value
