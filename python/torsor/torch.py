@@ -110,6 +110,13 @@ def custom_op(model, group_source=None):
     params on it directly. `group_source`: the .tsr text declaring the
     model's declared groups (found automatically for cached compiles),
     needed only for gradients of declared-group inputs."""
+    target = model.manifest.get("target", "cpu")
+    if target != "cpu":
+        raise FailedPreconditionError(
+            "model '%s' is compiled for %s; torsor.torch runs CPU models only for now "
+            "(run %s models with torsor-run --device cuda or the C API's device "
+            "binding, docs/runtime.md; compile for torsor.torch with target=\"cpu\")"
+            % (model.name, target, target))
     with _lock:
         name = "%s_%d" % (re.sub(r"\W", "_", model.name), next(_counter))
     qualname = "torsor::" + name
@@ -221,6 +228,11 @@ def _check_dtype(spec, value, what="input"):
     float dtype (f16, bf16, f32, f64) is converted to the model's dtype with
     a TorsorWarning, differentiably; integers and floats never mix."""
     want = _TORCH_DTYPE[spec.dtype]
+    if isinstance(value, torch.Tensor) and value.device.type != "cpu":
+        raise InvalidArgumentError(
+            "%s '%s': tensor is on device '%s'; torsor.torch runs CPU models on CPU "
+            "tensors (use .cpu(); CUDA tensors are not supported yet)"
+            % (what, spec.name, value.device))
     if isinstance(value, np.ndarray):
         value = torch.from_numpy(np.ascontiguousarray(value))
     elif not isinstance(value, torch.Tensor):  # lists and scalars

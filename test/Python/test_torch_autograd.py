@@ -291,6 +291,29 @@ class Autograd(unittest.TestCase):
         want = layer(g=inp["g"], x=x32.detach().double())
         self.assertTrue(torch.equal(y, want))
 
+    def test_devices_are_refused_clearly(self):
+        layer = module("heisenberg")
+        inp = twin_inputs("heisenberg", 4, "f64")
+        with self.assertRaises(torsor.InvalidArgumentError) as cm:
+            layer(g=inp["g"], x=inp["x"].to("meta"))
+        self.assertIn("input 'x': tensor is on device 'meta'", str(cm.exception))
+        gpu = os.path.join(common.BUILD, "lib", "torsor_fake_gpu_model.so")
+        if os.path.exists(gpu) and os.path.exists(
+                os.path.join(common.BUILD, "lib", "fakecuda", "libcuda.so.1")):
+            old = os.environ.get("TORSOR_CUDA_DRIVER")
+            os.environ["TORSOR_CUDA_DRIVER"] = os.path.join(common.BUILD, "lib", "fakecuda",
+                                                            "libcuda.so.1")
+            try:
+                with self.assertRaises(torsor.FailedPreconditionError) as cm:
+                    ttorch.TorsorModule(gpu)
+                self.assertIn("is compiled for nvptx; torsor.torch runs CPU models only",
+                              str(cm.exception))
+            finally:
+                if old is None:
+                    os.environ.pop("TORSOR_CUDA_DRIVER")
+                else:
+                    os.environ["TORSOR_CUDA_DRIVER"] = old
+
     def test_no_backward_entry_is_a_clear_error(self):
         m = torsor.compile(common.example("heisenberg"), dtype="f64", opt=0)
         layer = ttorch.TorsorModule(m)
