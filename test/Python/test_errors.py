@@ -55,6 +55,19 @@ class CompileErrors(unittest.TestCase):
         self.assertIn("f16", str(cm.exception))
 
 
+class SeveralModels(unittest.TestCase):
+    def test_compile_picks_a_model_by_name(self):
+        text = ("model A { dim L; input x: f32[L, 4]; output y = x * 2.0; }\n"
+                "model B { dim L; input x: f32[L, 4]; output y = x * 3.0; }\n")
+        x = np.ones((2, 4), np.float32)
+        self.assertEqual(float(torsor.compile(text, model="B")(x=x)[0, 0]), 3.0)
+        self.assertEqual(float(torsor.compile(text, model="A")(x=x)[0, 0]), 2.0)
+        with self.assertRaises(torsor.CompileError) as cm:
+            torsor.compile(text)
+        self.assertIn("pick it with torsor.compile(..., model='NAME')", str(cm.exception))
+        self.assertIn("torsorc --model NAME", cm.exception.diagnostics)  # verbatim
+
+
 class LoadErrors(unittest.TestCase):
     def test_missing_and_broken_model_files(self):
         with self.assertRaises(torsor.TorsorIOError) as cm:
