@@ -285,7 +285,7 @@ def demo_training(quick):
         x = rng.standard_normal((32, 16)).astype(np.float32)
         data.append({"pose": pose, "x": x, "target": teacher(pose=pose, x=x)})
     student = init_params(model, seed=2)
-    steps = 40 if quick else 2000
+    steps = 40 if quick else 1000
 
     def batches():
         i = 0
