@@ -7,7 +7,10 @@ weights: forward, MSE loss, loss.backward(), Adam step.
     /work/bench-venv/bin/python bench/bench_torch_train_step.py [--L 256 1024]
         [--threads 2] [--steps 5]
 
-Prints the median step time of each and the ratio. The twin is eager
+Prints the median step time of each, the ratio, and the forward+backward
+part alone (on a loaded machine, torch's optimizer step with several
+intra-op threads can cost more than the layer itself: each parallel region
+waits for its sleeping worker threads to be scheduled). The twin is eager
 PyTorch with closed-form SE(3) logs of every pair (what a PyTorch user
 writes); both use the same thread count. A benchmark: run it on a quiet
 machine; never part of make test.
@@ -53,7 +56,10 @@ def main():
             params = list(layer.parameters()) if name == "torsor" else list(twin_params.values())
             opt = torch.optim.Adam(params, lr=1e-3)
 
+            fb = []
+
             def step():
+                t = time.perf_counter()
                 if name == "torsor":
                     y = layer(pose=pose, x=x)
                 else:
@@ -61,18 +67,23 @@ def main():
                 loss = ((y - target) ** 2).mean()
                 opt.zero_grad()
                 loss.backward()
+                fb.append(time.perf_counter() - t)
                 opt.step()
                 return loss.item()
             step()  # warm-up
+            fb.clear()
             ts = []
             for _ in range(args.steps):
                 t = time.perf_counter()
                 step()
                 ts.append(time.perf_counter() - t)
             times[name] = statistics.median(ts)
-        print("L = %5d: TorsorModule %8.1f ms   PyTorch twin %8.1f ms   twin/Torsor %.1fx"
+            times[name + " fb"] = statistics.median(fb)
+        print("L = %5d: step: TorsorModule %8.1f ms, PyTorch twin %8.1f ms (%.1fx); "
+              "forward+backward alone: %8.1f ms, %8.1f ms (%.1fx)"
               % (L, 1e3 * times["torsor"], 1e3 * times["torch"],
-                 times["torch"] / times["torsor"]))
+                 times["torch"] / times["torsor"], 1e3 * times["torsor fb"],
+                 1e3 * times["torch fb"], times["torch fb"] / times["torsor fb"]))
 
 
 if __name__ == "__main__":
