@@ -365,14 +365,14 @@ NOT_YET = [
     "no compiled model has run on a real GPU in this project's CI: the NVPTX path "
     "(--target=nvptx, fused kernels, backward) is tested against a stand-in driver "
     "(scripts/gpu-check.sh runs the real check on a GPU machine)",
-    "PyTorch CUDA tensors: torsor.torch takes CPU tensors; nvptx models run through "
-    "the C API's device binding and torsor-run --device cuda",
+    "torsor.torch on CUDA tensors (nvptx models, device memory bound without copies) "
+    "is tested against the stand-in driver only; its backward goes through host memory",
     "optimisation on the quotient is a torch optimizer wrapper (torsor.quotient), "
     "not an option of torsor.train's NumPy optimizers",
     "torsor.groups' random/exp/log cover the built-in groups only (basis() covers "
     "declared ones)",
-    "the torsor package has no binding of the C API's device functions yet, so "
-    "bench/gpu_attention.py keeps its own for them",
+    "bench/gpu_attention.py keeps its own ctypes binding of the C API's device "
+    "functions next to the package's (torsor._device)",
 ]
 
 

@@ -32,8 +32,10 @@ Gradients (docs/pytorch.md, "Gradients"):
 model's params, named exactly as in the manifest ("blocks.0.Wv"), so
 state_dict() / load_state_dict() and optimizers speak Torsor's names.
 Inputs and params are lent to the runtime without a copy; outputs and
-gradients are fresh tensors. CPU tensors only (nvptx models run from the
-C API and torsor-run; see docs/pytorch.md).
+gradients are fresh tensors. CPU models take CPU tensors; nvptx models
+(compiled with target="nvptx") take CUDA tensors, bound as device memory
+without host copies in the forward pass, synchronised with the caller's
+current stream (docs/pytorch.md, "CUDA tensors").
 """
 import itertools
 import os
@@ -45,6 +47,7 @@ from typing import List
 import numpy as np
 import torch
 
+from . import _device
 from . import groups as _groups
 from .compiler import compile as _compile
 from .errors import FailedPreconditionError, InvalidArgumentError, TorsorError, TorsorWarning
@@ -110,13 +113,8 @@ def custom_op(model, group_source=None):
     params on it directly. `group_source`: the .tsr text declaring the
     model's declared groups (found automatically for cached compiles),
     needed only for gradients of declared-group inputs."""
-    target = model.manifest.get("target", "cpu")
-    if target != "cpu":
-        raise FailedPreconditionError(
-            "model '%s' is compiled for %s; torsor.torch runs CPU models only for now "
-            "(run %s models with torsor-run --device cuda or the C API's device "
-            "binding, docs/runtime.md; compile for torsor.torch with target=\"cpu\")"
-            % (model.name, target, target))
+    cuda = _device.is_cuda_model(model)
+    device_types = "cuda" if cuda else "cpu"
     with _lock:
         name = "%s_%d" % (re.sub(r"\W", "_", model.name), next(_counter))
     qualname = "torsor::" + name
@@ -137,9 +135,11 @@ def custom_op(model, group_source=None):
                               % (qualname, len(in_specs), len(param_specs),
                                  len(inputs), len(params)))
 
-    @torch.library.custom_op(qualname, mutates_args=(), device_types="cpu")
+    @torch.library.custom_op(qualname, mutates_args=(), device_types=device_types)
     def op(inputs: List[torch.Tensor], params: List[torch.Tensor]) -> List[torch.Tensor]:
         check_counts(inputs, params)
+        if cuda:
+            return _run_cuda(model, in_specs, param_specs, out_specs, inputs, params)
         out = model.run({s.name: t for s, t in zip(in_specs, inputs)},
                         borrowed_params={s.name: t for s, t in zip(param_specs, params)})
         return [out[s.name] for s in out_specs]
@@ -147,7 +147,8 @@ def custom_op(model, group_source=None):
     @op.register_fake
     def _fake(inputs, params):
         dims = dims_of(inputs, params)
-        return [torch.empty(s.concrete_shape(dims), dtype=_TORCH_DTYPE[s.dtype])
+        device = _device_of(inputs, params)
+        return [torch.empty(s.concrete_shape(dims), dtype=_TORCH_DTYPE[s.dtype], device=device)
                 for s in out_specs]
 
     op.model = model
@@ -177,21 +178,28 @@ def custom_op(model, group_source=None):
             k = grad_shape[grad_of.index(s.name)][-1]
             group_grads[s.name] = _GroupGrad(s.group, k, source)
 
-    @torch.library.custom_op(qualname + "_backward", mutates_args=(), device_types="cpu")
+    @torch.library.custom_op(qualname + "_backward", mutates_args=(),
+                             device_types=device_types)
     def backward_op(inputs: List[torch.Tensor], params: List[torch.Tensor],
                     cotangents: List[torch.Tensor]) -> List[torch.Tensor]:
         check_counts(inputs, params)
+        # The C API's backward takes host cotangents and returns host
+        # gradients (for nvptx models it copies both ways itself), so CUDA
+        # tensors go through host memory here.
+        host = (lambda t: t.cpu()) if cuda else (lambda t: t)
         grads = model.backward(
-            {s.name: t for s, t in zip(in_specs, inputs)},
-            {s.name: c.contiguous() for s, c in zip(out_specs, cotangents)},
-            borrowed_params={s.name: t for s, t in zip(param_specs, params)})
-        return [torch.from_numpy(grads[g["name"]]) for g in grad_specs]
+            {s.name: host(t) for s, t in zip(in_specs, inputs)},
+            {s.name: host(c).contiguous() for s, c in zip(out_specs, cotangents)},
+            borrowed_params={s.name: host(t) for s, t in zip(param_specs, params)})
+        device = _device_of(inputs, params)
+        return [torch.from_numpy(grads[g["name"]]).to(device) for g in grad_specs]
 
     @backward_op.register_fake
     def _fake_backward(inputs, params, cotangents):
         dims = dims_of(inputs, params)
+        device = _device_of(inputs, params)
         return [torch.empty(tuple(dims[d] if isinstance(d, str) else d for d in shape),
-                            dtype=dt) for shape, dt in zip(grad_shape, grad_dtype)]
+                            dtype=dt, device=device) for shape, dt in zip(grad_shape, grad_dtype)]
 
     def _setup(ctx, inputs, output):
         ins, ps = inputs
@@ -223,16 +231,76 @@ def custom_op(model, group_source=None):
     return op
 
 
+class _CudaArray:
+    """Module-owned device memory described for torch.as_tensor
+    (__cuda_array_interface__, version 2)."""
+
+    _TYPESTR = {"f32": "<f4", "f64": "<f8", "i64": "<i8"}
+
+    def __init__(self, ptr, shape, dtype):
+        self.__cuda_array_interface__ = {"shape": tuple(shape), "typestr": self._TYPESTR[dtype],
+                                         "data": (int(ptr or 0), False), "version": 2,
+                                         "strides": None}
+
+
+def _run_cuda(model, in_specs, param_specs, out_specs, inputs, params):
+    """One forward run of an nvptx model on CUDA tensors, without host
+    copies: the tensors' memory is bound as device memory, and each output
+    is copied device-to-device into a fresh tensor. Synchronised with the
+    caller's current stream: it is waited for before the run (so inputs it
+    wrote are complete), the run finishes its own stream before returning,
+    and the output copies are queued on the current stream."""
+    ins = [t.contiguous() for t in inputs]
+    ps = [t.contiguous() for t in params]
+    device = _device_of(ins, ps)
+    torch.cuda.current_stream(device).synchronize()
+    out = _device.run(model,
+                      {s.name: (t.data_ptr(), tuple(t.shape), s.dtype) for s, t in zip(in_specs, ins)},
+                      {s.name: (t.data_ptr(), tuple(t.shape), s.dtype)
+                       for s, t in zip(param_specs, ps)})
+    result = []
+    for s in out_specs:
+        ptr, shape, dtype = out[s.name]
+        if not ptr or 0 in shape:
+            result.append(torch.empty(shape, dtype=_TORCH_DTYPE[dtype], device=device))
+        else:
+            result.append(torch.as_tensor(_CudaArray(ptr, shape, dtype), device=device).clone())
+    return result
+
+
+def _device_of(inputs, params):
+    """The device of the op's tensors (the first one's)."""
+    for t in list(inputs) + list(params):
+        return t.device
+    return torch.device("cpu")
+
+
+def _check_device(spec, value, cuda, model, what="input"):
+    """CPU models take CPU tensors, nvptx models CUDA tensors: one line each."""
+    if not isinstance(value, torch.Tensor):
+        if cuda:
+            raise InvalidArgumentError(
+                "%s '%s': model '%s' is an nvptx model and takes CUDA tensors, got %s "
+                "(use torch.as_tensor(..., device='cuda'))"
+                % (what, spec.name, model.name, type(value).__name__))
+        return
+    if cuda and value.device.type != "cuda":
+        raise InvalidArgumentError(
+            "%s '%s': tensor is on device '%s', but model '%s' is an nvptx model and "
+            "takes CUDA tensors (use .cuda(); move the module's params with "
+            "module.cuda())" % (what, spec.name, value.device, model.name))
+    if not cuda and value.device.type != "cpu":
+        raise InvalidArgumentError(
+            "%s '%s': tensor is on device '%s', but model '%s' is a CPU model and takes "
+            "CPU tensors (use .cpu(), or compile with target=\"nvptx\" for CUDA tensors)"
+            % (what, spec.name, value.device, model.name))
+
+
 def _check_dtype(spec, value, what="input"):
     """The dtype policy (docs/python.md, "dtypes"): a float tensor of another
     float dtype (f16, bf16, f32, f64) is converted to the model's dtype with
     a TorsorWarning, differentiably; integers and floats never mix."""
     want = _TORCH_DTYPE[spec.dtype]
-    if isinstance(value, torch.Tensor) and value.device.type != "cpu":
-        raise InvalidArgumentError(
-            "%s '%s': tensor is on device '%s'; torsor.torch runs CPU models on CPU "
-            "tensors (use .cpu(); CUDA tensors are not supported yet)"
-            % (what, spec.name, value.device))
     if isinstance(value, np.ndarray):
         value = torch.from_numpy(np.ascontiguousarray(value))
     elif not isinstance(value, torch.Tensor):  # lists and scalars
@@ -293,6 +361,7 @@ class TorsorModule(torch.nn.Module):
         if source is None:
             source = _model_source(model)
         self.group_source = source
+        self._cuda = _device.is_cuda_model(self.model)
         self._op = custom_op(self.model, group_source=source)
         self._param_paths = []
         for spec in self.model.params:
@@ -356,8 +425,13 @@ class TorsorModule(torch.nn.Module):
                 ("; " if unknown and missing else "") +
                 ("missing input(s) %s" % ", ".join(missing) if missing else ""),
                 ", ".join(s.name for s in specs)))
+        cuda = self._cuda
+        for s in specs:
+            _check_device(s, given[s.name], cuda, self.model)
         inputs = [_check_dtype(s, given[s.name]) for s in specs]
         params = [self.get_parameter(p) for p in self._param_paths]
+        for s, p in zip(self.model.params, params):
+            _check_device(s, p, cuda, self.model, what="param")
         outs = self._op(inputs, params)
         if len(outs) == 1:
             return outs[0]

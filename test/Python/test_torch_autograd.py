@@ -296,7 +296,8 @@ class Autograd(unittest.TestCase):
         inp = twin_inputs("heisenberg", 4, "f64")
         with self.assertRaises(torsor.InvalidArgumentError) as cm:
             layer(g=inp["g"], x=inp["x"].to("meta"))
-        self.assertIn("input 'x': tensor is on device 'meta'", str(cm.exception))
+        self.assertIn("input 'x': tensor is on device 'meta', but model 'HeisenbergAttention' "
+                      "is a CPU model and takes CPU tensors", str(cm.exception))
         gpu = os.path.join(common.BUILD, "lib", "torsor_fake_gpu_model.so")
         if os.path.exists(gpu) and os.path.exists(
                 os.path.join(common.BUILD, "lib", "fakecuda", "libcuda.so.1")):
@@ -304,10 +305,19 @@ class Autograd(unittest.TestCase):
             os.environ["TORSOR_CUDA_DRIVER"] = os.path.join(common.BUILD, "lib", "fakecuda",
                                                             "libcuda.so.1")
             try:
-                with self.assertRaises(torsor.FailedPreconditionError) as cm:
-                    ttorch.TorsorModule(gpu)
-                self.assertIn("is compiled for nvptx; torsor.torch runs CPU models only",
-                              str(cm.exception))
+                layer = ttorch.TorsorModule(gpu, params={"w": np.ones(8, np.float32)})
+                with self.assertRaises(torsor.InvalidArgumentError) as cm:
+                    layer(x=torch.ones(5, 8))
+                self.assertEqual(str(cm.exception),
+                                 "input 'x': tensor is on device 'cpu', but model 'FakeGpu' "
+                                 "is an nvptx model and takes CUDA tensors (use .cuda(); "
+                                 "move the module's params with module.cuda())")
+                # The op has a CUDA kernel and no CPU one.
+                has = torch._C._dispatch_has_kernel_for_dispatch_key
+                self.assertTrue(has(layer._op._qualname, "CUDA"))
+                self.assertFalse(has(layer._op._qualname, "CPU"))
+                cpu = module("heisenberg")._op._qualname
+                self.assertTrue(has(cpu, "CPU") and not has(cpu, "CUDA"))
             finally:
                 if old is None:
                     os.environ.pop("TORSOR_CUDA_DRIVER")
