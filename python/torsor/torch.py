@@ -77,7 +77,7 @@ class _GroupGrad:
         self.group, self.k, self.source = group, k, source
         self._np = None
 
-    def tensors(self, dtype):
+    def tensors(self, dtype, device=None):
         if self._np is None:
             E = _groups.basis(self.group, self.k, self.source)
             gram = np.einsum("aij,bij->ab", E, E)
@@ -86,11 +86,12 @@ class _GroupGrad:
         # become the graph's constants (a cached real tensor would leak
         # into fake-tensor tracing).
         E, ginv = self._np
-        return torch.tensor(E, dtype=dtype), torch.tensor(ginv, dtype=dtype)
+        return (torch.tensor(E, dtype=dtype, device=device),
+                torch.tensor(ginv, dtype=dtype, device=device))
 
     def ambient(self, g, xi):
         """G = g⁻ᵀ Σ_a (Γ⁻¹ξ)_a E_a, [..., n, n], from ξ [..., k]."""
-        E, ginv = self.tensors(xi.dtype)
+        E, ginv = self.tensors(xi.dtype, xi.device)
         M = torch.einsum("...k,kij->...ij", xi @ ginv, E)
         return torch.linalg.solve(g.mT, M)
 
@@ -214,7 +215,7 @@ def custom_op(model, group_source=None):
         if not (any(req_in) or any(req_p)):  # nothing to do
             return [None] * len(ins), [None] * len(ps)
         cots = [g if g is not None else
-                torch.zeros(shape, dtype=_TORCH_DTYPE[s.dtype])
+                torch.zeros(shape, dtype=_TORCH_DTYPE[s.dtype], device=_device_of(ins, ps))
                 for g, shape, s in zip(grads, ctx.out_shapes, out_specs)]
         by_name = dict(zip(grad_of, backward_op(ins, ps, cots)))
         d_in = []
