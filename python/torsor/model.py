@@ -136,8 +136,7 @@ def _warn_requires_grad(model, inputs):
 
 _FLOAT_NAMES = {"float16", "bfloat16", "float32", "float64"}
 _INT_NAMES = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"}
-_TARGET = {"f32": ("float32", "float32"), "f64": ("float64", "float64"),
-           "i64": ("int64", "int64")}
+_TARGET = {"f32": "float32", "f64": "float64", "i64": "int64"}
 
 
 def _convert_dtype(label, value, want):
@@ -155,7 +154,7 @@ def _convert_dtype(label, value, want):
         have = value.dtype.name
     else:
         return value
-    target = _TARGET[want][0]
+    target = _TARGET[want]
     if have == target:
         return value
     is_float = want in ("f32", "f64")
