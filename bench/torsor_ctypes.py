@@ -1,71 +1,41 @@
 """Run a compiled Torsor model in-process through the runtime's C API.
 
 Benchmarks time only the forward call (`torsorModuleRun`), not process
-start, model loading or .npy IO, so they use libtorsor_runtime.so through
-ctypes rather than the torsor-run tool (runtime/include/torsor/runtime.h is
-the contract; docs/runtime.md describes it).
+start, model loading, binding or .npy IO, so they bind once and then call
+`run()` alone. The C API's declarations are the `torsor` package's
+(python/torsor/_capi.py): one ctypes binding of runtime.h in the project.
 
     rt = Runtime("build/lib/libtorsor_runtime.so")
     rt.set_threads(2)
     m = rt.load("model.so")            # manifest model.json beside it
     m.bind_input("pose", pose_f32)     # numpy arrays, kept alive by `m`
-    m.run()
+    m.run()                            # torsorModuleRun, nothing else
     y = m.output("y")                  # a copy, as a numpy array
 """
 import ctypes
+import os
+import sys
 
 import numpy as np
 
-_DTYPES = {0: np.float32, 1: np.float64, 2: np.int64}
-_CODES = {np.dtype(v): k for k, v in _DTYPES.items()}
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "python"))
 
-
-class TorsorError(RuntimeError):
-    pass
-
-
-class _Tensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p),
-                ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("strides", ctypes.POINTER(ctypes.c_int64)),
-                ("rank", ctypes.c_int32),
-                ("dtype", ctypes.c_int32)]
+from torsor import TorsorError  # noqa: E402,F401  (re-exported for callers)
+from torsor import _capi  # noqa: E402
 
 
 class Runtime:
-    """libtorsor_runtime.so loaded with ctypes (one per process)."""
+    """The runtime library at `lib_path`, through the package's binding
+    (one per process: the package loads one runtime library)."""
 
     def __init__(self, lib_path):
-        lib = ctypes.CDLL(lib_path, mode=ctypes.RTLD_GLOBAL)
-        vp, cp = ctypes.c_void_p, ctypes.c_char_p
-        lib.torsorStatusCode.argtypes = [vp]
-        lib.torsorStatusMessage.argtypes = [vp]
-        lib.torsorStatusMessage.restype = cp
-        lib.torsorStatusFree.argtypes = [vp]
-        lib.torsorModuleLoad.argtypes = [cp, ctypes.POINTER(vp)]
-        lib.torsorModuleLoad.restype = vp
-        lib.torsorModuleFree.argtypes = [vp]
-        for name in ("torsorModuleBindInput", "torsorModuleBindParam"):
-            getattr(lib, name).argtypes = [vp, cp, ctypes.POINTER(_Tensor)]
-            getattr(lib, name).restype = vp
-        lib.torsorModuleRun.argtypes = [vp]
-        lib.torsorModuleRun.restype = vp
-        lib.torsorModuleGetOutput.argtypes = [vp, cp, ctypes.POINTER(_Tensor)]
-        lib.torsorModuleGetOutput.restype = vp
-        lib.torsorSetNumThreads.argtypes = [ctypes.c_int32]
-        lib.torsorSetNumThreads.restype = vp
-        lib.torsorGetNumThreads.restype = ctypes.c_int32
-        self.lib = lib
-
-    def check(self, status, what):
-        """Raises TorsorError with the runtime's message if `status` is set."""
-        if status:
-            msg = self.lib.torsorStatusMessage(status).decode()
-            self.lib.torsorStatusFree(status)
-            raise TorsorError("%s: %s" % (what, msg))
+        if _capi._lib is None:
+            os.environ["TORSOR_RUNTIME_LIB"] = os.path.abspath(lib_path)
+        self.lib = _capi.lib()
 
     def set_threads(self, n):
-        self.check(self.lib.torsorSetNumThreads(n), "torsorSetNumThreads")
+        _capi.check(self.lib.torsorSetNumThreads(n))
         return self.lib.torsorGetNumThreads()
 
     def load(self, so_path):
@@ -78,16 +48,17 @@ class Module:
     def __init__(self, rt, so_path):
         self.rt = rt
         handle = ctypes.c_void_p()
-        rt.check(rt.lib.torsorModuleLoad(so_path.encode(), ctypes.byref(handle)),
-                 "torsorModuleLoad(%s)" % so_path)
+        _capi.check(rt.lib.torsorModuleLoad(_capi.encode(so_path), ctypes.byref(handle)))
         self.handle = handle
         self._keep = {}
 
     def _bind(self, fn, name, array):
         a = np.ascontiguousarray(array)
+        code = _capi.DTYPE_CODES[{"float32": "f32", "float64": "f64",
+                                  "int64": "i64"}[a.dtype.name]]
         shape = (ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
-        t = _Tensor(a.ctypes.data, shape, None, a.ndim, _CODES[a.dtype])
-        self.rt.check(fn(self.handle, name.encode(), ctypes.byref(t)), "bind %s" % name)
+        t = _capi.Tensor(a.ctypes.data, shape, None, a.ndim, code)
+        _capi.check(fn(self.handle, _capi.encode(name), ctypes.byref(t)))
         self._keep[name] = (a, shape)
 
     def bind_input(self, name, array):
@@ -97,16 +68,15 @@ class Module:
         self._bind(self.rt.lib.torsorModuleBindParam, name, array)
 
     def run(self):
-        self.rt.check(self.rt.lib.torsorModuleRun(self.handle), "torsorModuleRun")
+        _capi.check(self.rt.lib.torsorModuleRun(self.handle))
 
     def output(self, name):
         """A copy of output `name` of the last run."""
-        t = _Tensor()
-        self.rt.check(self.rt.lib.torsorModuleGetOutput(self.handle, name.encode(),
-                                                        ctypes.byref(t)),
-                      "output %s" % name)
+        t = _capi.Tensor()
+        _capi.check(self.rt.lib.torsorModuleGetOutput(self.handle, _capi.encode(name),
+                                                      ctypes.byref(t)))
         shape = tuple(t.shape[i] for i in range(t.rank))
-        dtype = np.dtype(_DTYPES[t.dtype])
+        dtype = np.dtype(_capi.NUMPY_NAMES[_capi.DTYPE_NAMES[t.dtype]])
         count = int(np.prod(shape)) if shape else 1
         buf = (ctypes.c_char * (count * dtype.itemsize)).from_address(t.data)
         return np.frombuffer(buf, dtype=dtype).reshape(shape).copy()

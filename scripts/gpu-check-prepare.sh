@@ -88,6 +88,12 @@ done
 "$PY" "$ROOT/scripts/gpu_check_stage.py" "$OUT" "$BUILD/bin/torsor-run" "$ROOT" \
   "$SIZE" "$ARCH"
 
+# torsor.torch on CUDA tensors (gpu-check.sh step 2b): the package, pure
+# Python, and the check script.
+mkdir -p "$OUT/python"
+cp -r "$ROOT/python/torsor" "$OUT/python/torsor"
+rm -rf "$OUT/python/torsor/__pycache__" "$OUT/python/torsor/_build_config.py"
+cp "$ROOT/scripts/gpu_torch_check.py" "$OUT/torch_check.py"
 cp "$ROOT/scripts/gpu-check.sh" "$OUT/gpu-check.sh"
 chmod +x "$OUT/gpu-check.sh"
 # The attention benchmark with its sibling modules (harness, peers), and

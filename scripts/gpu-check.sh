@@ -14,6 +14,10 @@
 #      (--grad-tol, default 1e-4);
 #   3. timings: `torsor-run --time` of each passing model on the GPU and of
 #      its CPU model on this machine's cores;
+#   2b. when staged (torch_check.py, from scripts/gpu_torch_check.py):
+#      torsor.torch's TorsorModule over the nvptx se3_pose_attention --grad
+#      model on CUDA tensors against the CPU model on CPU tensors, forward
+#      (--tol) and gradients (--grad-tol), one row "torsor.torch cuda";
 #   4. bench/gpu_attention.py (Lie attention against PyTorch SDPA and
 #      FlexAttention), when it was staged, as `python3 gpu_attention.py
 #      BENCH_ARGS` with TORSOR_RUN, TORSOR_RUNTIME_LIB and TORSOR_GPU_STAGE
@@ -211,6 +215,9 @@ for ex in plan["examples"]:
     elif g:
         say("  %-22s NOT COMPILED for nvptx --grad: %s"
             % (ex["name"] + " grad", g.get("nvptx_error", "?")))
+TORCH_CHECK = os.path.join(STAGE, "torch_check.py")
+if os.path.exists(TORCH_CHECK):
+    say("  torsor.torch cuda: python3 torch_check.py STAGE %g %g" % (TOL, GRAD_TOL))
 if BENCH:
     say("  bench: " + ("python3 %s %s" % (bench, " ".join(bench_args)) if bench
                        else "bench/gpu_attention.py not staged (skipped)"))
@@ -282,6 +289,17 @@ for ex in plan["examples"]:
         continue
     verdict, worst = compare(g["gradients"], grads, GRAD_TOL)
     rows.append((name + " grad", verdict, "%.2e" % worst, "", ""))
+
+# --- 2b. torsor.torch on CUDA tensors (when staged) ----------------------------------
+if os.path.exists(TORCH_CHECK):
+    rc, out, err, secs = sh(["python3", TORCH_CHECK, STAGE, str(TOL), str(GRAD_TOL)], 2 * STEP)
+    last = next((l for l in reversed(out.splitlines()) if l.startswith("torch-check:")),
+                "torch-check: FAILED fwd - bwd - (rc %d: %s)"
+                % (rc, (err.strip().splitlines() or ["no output"])[-1][:200]))
+    f = last.split()
+    verdict = "ok" if f[1] == "ok" and rc == 0 else f[1]
+    rows.append(("torsor.torch cuda", verdict, f[3] if len(f) > 3 else "",
+                 "", " ".join(f[4:])[:240]))
 
 # --- 3. timings ----------------------------------------------------------------------
 def median_ms(cmd):

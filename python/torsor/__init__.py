@@ -12,7 +12,11 @@ torsor.groups                 random/exp/log/check for the built-in groups
 torsor.map_state_dict         PyTorch state_dict -> Torsor params (nn.Linear aware)
 torsor.save_weights           {name: array} -> .safetensors
 torsor.set_num_threads(n)     the runtime's thread pool
-torsor.torch                  nn.Module wrapper and torch.library op (needs torch)
+torsor.torch                  trainable nn.Module and differentiable torch.library op
+                              over any compiled model (needs torch)
+torsor.nn                     LieAttention, GrassmannMix, RelationalAttention modules
+                              compiled on first use (needs torch)
+torsor.quotient               training standard attention on the quotient (needs torch)
 
 docs/python.md is the reference, docs/tutorial.md a walk-through.
 """
@@ -20,15 +24,16 @@ from . import groups
 from .compiler import cache_dir, compile
 from .errors import (AbiError, CompileError, DeviceError, FailedPreconditionError,
                      InvalidArgumentError, OutOfMemoryError, TorsorError,
-                     TorsorIOError, UnavailableError)
+                     TorsorIOError, TorsorWarning, UnavailableError)
 from .model import Model, TensorSpec, get_num_threads, load, set_num_threads
 from .weights import as_is, linear, map_state_dict, save_weights
 
-__version__ = "0.2.0"
+from ._version import __version__
 
 __all__ = [
     "AbiError", "CompileError", "DeviceError", "FailedPreconditionError", "InvalidArgumentError",
-    "Model", "OutOfMemoryError", "TensorSpec", "TorsorError", "TorsorIOError", "UnavailableError",
+    "Model", "OutOfMemoryError", "TensorSpec", "TorsorError", "TorsorIOError", "TorsorWarning",
+    "UnavailableError",
     "as_is", "cache_dir", "compile", "get_num_threads", "groups", "linear", "load",
     "map_state_dict", "save_weights", "set_num_threads",
 ]
@@ -37,7 +42,7 @@ __all__ = [
 def __getattr__(name):
     # torsor.torch imports torch, which is optional and slow to import:
     # load it on first use only.
-    if name == "torch":
+    if name in ("torch", "nn"):
         import importlib
-        return importlib.import_module(".torch", __name__)
+        return importlib.import_module("." + name, __name__)
     raise AttributeError("module 'torsor' has no attribute %r" % name)

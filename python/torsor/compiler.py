@@ -210,7 +210,7 @@ def _build_entry(folder, key, want, torsorc, text, source_bytes, path, args):
 
 
 def compile(source, dtype="f32", opt=None, target="cpu", flags=(), output=None,
-            cache=True, grad=False):
+            cache=True, grad=False, model=None):
     """Compiles a .tsr model with torsorc and loads it.
 
     source  a path to a .tsr file, or the model's source text
@@ -225,6 +225,8 @@ def compile(source, dtype="f32", opt=None, target="cpu", flags=(), output=None,
             does not match); False recompiles and replaces the entry
     grad    also emit the backward entry (torsorc --grad): Model.backward
             returns the gradients of every param and float input
+    model   the model to compile, by name, from a file that declares
+            several (torsorc --model)
 
     Returns a torsor.Model. Raises CompileError with torsorc's located
     diagnostics (`file.tsr:12:9: error: ...`, caret line); for source text
@@ -240,6 +242,8 @@ def compile(source, dtype="f32", opt=None, target="cpu", flags=(), output=None,
         args.append("-O%d" % opt)
     if grad:
         args.append("--grad")
+    if model is not None:
+        args.append("--model=" + model)
     args += list(flags)
 
     if output is not None:
@@ -292,7 +296,10 @@ def _run_torsorc(torsorc, text, path, args, out):
     if proc.returncode != 0:
         if path is None:
             diag = diag.replace(src, _TEXT_NAME)
-        raise CompileError(diag.rstrip("\n") or "torsorc exited with %d" % proc.returncode,
+        # The message names the Python call for torsorc's flag hints.
+        msg = diag.replace("pick it with torsorc --model NAME",
+                           "pick it with torsor.compile(..., model='NAME')")
+        raise CompileError(msg.rstrip("\n") or "torsorc exited with %d" % proc.returncode,
                            diagnostics=diag, command=cmd)
 
 

@@ -74,11 +74,39 @@ class OutOfMemoryError(TorsorError, MemoryError):
     code = 7
 
 
+class TorsorWarning(UserWarning):
+    """Something Torsor did for you that you may not want: a dtype
+    conversion (a copy), or a result with no gradient from a tensor that
+    requires one. Silence one with warnings.filterwarnings, or make them
+    errors with warnings.simplefilter("error", torsor.TorsorWarning)."""
+
+
 _BY_CODE = {c.code: c for c in (InvalidArgumentError, TorsorIOError, AbiError,
                                 UnavailableError, FailedPreconditionError,
                                 DeviceError, OutOfMemoryError)}
 
 
+# The runtime's messages are written for its C API and the torsor-run CLI;
+# from Python, the same fixes are Python calls.
+_PYTHON_FIXES = [
+    ("turn them off with --no-check-groups or torsorModuleSetCheckGroups",
+     "turn them off with m.set_check_groups(False)"),
+    ("compile it with torsorc --grad", "compile it with torsor.compile(..., grad=True)"),
+    ("bind single arrays with --param NAME=FILE.npy",
+     "or bind arrays with m.set_params({name: array})"),
+]
+
+
+def pythonic(message):
+    """`message` with the CLI flags it suggests replaced by Python calls."""
+    import re
+    for old, new in _PYTHON_FIXES:
+        message = message.replace(old, new)
+    return re.sub(r"compile the model with --dtype=(f32|f64)",
+                  r"compile it with torsor.compile(..., dtype='\1')", message)
+
+
 def from_status(code, message):
-    """The exception for a runtime status code and message."""
-    return _BY_CODE.get(code, TorsorError)(message, code)
+    """The exception for a runtime status code and message (CLI flags in
+    the message replaced by the Python calls that do the same)."""
+    return _BY_CODE.get(code, TorsorError)(pythonic(message), code)

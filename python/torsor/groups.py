@@ -14,7 +14,8 @@ conventions of the compiler (docs/groups/), not a NumPy re-derivation.
     moved = h @ g                                    # every pose moved by h
 
 Group elements are homogeneous matrices [..., n, n]; algebra coordinates
-[..., k] in the group's orthonormal basis (docs/groups/<group>.md).
+[..., k] in the group's hat basis (basis(G); orthogonal, not normalised:
+docs/math.md, docs/groups/<group>.md).
 """
 import threading
 
@@ -175,3 +176,63 @@ def random(G, n, seed=None, scale=None, dtype="f32"):
     # group as f32 allows.
     g = exp(G, v)
     return g.astype(np.float32) if _dtype_name(dtype) == "f32" else g
+
+
+# -- the algebra basis E_k (what coordinates and gradients are relative to) ----
+
+_BASIS_SOURCE = """// torsor.groups.basis helper: exp's derivative at 0 is the hat basis.
+{decl}model GroupBasis {{
+  dim N;
+  input v: f64[N, {k}];
+  output e = exp(v, group = {G});
+}}
+"""
+_bases = {}
+
+
+def declaration(G, source):
+    """The text of `group G { ... }` in the .tsr `source` text, or None."""
+    import re
+    match = re.search(r"\bgroup\s+%s\s*\{[^{}]*\}" % re.escape(G), source or "")
+    return match.group(0) if match else None
+
+
+def basis(G, k=None, source=None):
+    """The algebra basis E_1..E_k of group G as a float64 array [k, n, n]:
+    E_a = hat(e_a), so that coordinates v mean Σ_a v_a E_a and a group
+    input's compiled gradient ξ is ⟨gᵀḠ, E_a⟩ (docs/training.md).
+
+    G is a built-in name ("SE3") or a declared group, whose declaration
+    (`group G {...}`) is found in `source` (.tsr text) and whose algebra
+    dimension `k` must then be given. Computed by the compiler itself: the
+    gradient of exp at v = 0 against each unit matrix cotangent, which is
+    exact (exp's derivative at 0 is v ↦ hat(v)), so built-in and declared
+    groups use the compiler's own hat map. Cached per process."""
+    from .compiler import compile as torsor_compile
+    decl = ""
+    if G in BUILTIN:
+        n, k = BUILTIN[G]
+    else:
+        decl = declaration(G, source)
+        if decl is None:
+            raise InvalidArgumentError(
+                "group %r is not built in and its declaration `group %s {...}` "
+                "was not found in the given source; pass the .tsr text that "
+                "declares it (source=...)" % (G, G))
+        if k is None:
+            raise InvalidArgumentError("basis(%r): a declared group needs its "
+                                       "algebra dimension k" % G)
+        decl += "\n"
+    key = (G, decl, k)
+    with _models_lock:
+        E = _bases.get(key)
+        if E is not None:
+            return E.copy()
+        m = torsor_compile(_BASIS_SOURCE.format(decl=decl, G=G, k=k), dtype="f64",
+                           opt=0, grad=True)
+        n = next(d for d in m.outputs[0].shape[::-1] if isinstance(d, int))
+        cot = np.eye(n * n).reshape(n * n, n, n)
+        grad = m.backward({"v": np.zeros((n * n, k))}, {"e": cot})["grad.v"]
+        E = np.ascontiguousarray(grad.T.reshape(k, n, n))
+        _bases[key] = E
+    return E.copy()

@@ -14,6 +14,7 @@ import json
 import os
 import sys
 import threading
+import warnings
 from dataclasses import dataclass
 from typing import Optional, Tuple, Union
 
@@ -21,7 +22,7 @@ import numpy as np
 
 from . import _capi
 from ._capi import INPUT, KINDS, OUTPUT, PARAM
-from .errors import FailedPreconditionError, InvalidArgumentError
+from .errors import FailedPreconditionError, InvalidArgumentError, TorsorWarning
 
 
 @dataclass(frozen=True)
@@ -205,6 +206,62 @@ def _tensor_struct(label, value, want_dtype):
     return t, (keep, c_shape, c_strides)
 
 
+def _warn_requires_grad(model, inputs):
+    """A TorsorWarning when a torch input requires grad while grad mode is
+    on: Model calls return plain tensors with no autograd history (never a
+    silent detach). torsor.torch.TorsorModule is the differentiable path."""
+    import torch
+    if not torch.is_grad_enabled():
+        return
+    names = [n for n, v in inputs.items() if _is_torch_tensor(v) and v.requires_grad]
+    if names:
+        warnings.warn(
+            "model '%s': input(s) %s require grad, but a Model call is not "
+            "differentiable (the result has no gradient); use "
+            "torsor.torch.TorsorModule(model) for autograd, or pass .detach() / "
+            "run under torch.no_grad() to silence this" % (model, ", ".join(names)),
+            TorsorWarning, stacklevel=4)
+
+
+_FLOAT_NAMES = {"float16", "bfloat16", "float32", "float64"}
+_INT_NAMES = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"}
+_TARGET = {"f32": "float32", "f64": "float64", "i64": "int64"}
+
+
+def _convert_dtype(label, value, want):
+    """The dtype policy for inputs, params and cotangents (docs/python.md,
+    "dtypes"): an array or tensor of another float dtype (f16, bf16, f32,
+    f64) for a float tensor, or of another integer dtype for an i64 one, is
+    converted to the model's dtype (a copy) with a TorsorWarning; integers
+    and floats never mix (InvalidArgumentError). Lists and scalars are
+    converted silently; other values pass through unchanged."""
+    if want not in _TARGET:
+        return value
+    if _is_torch_tensor(value):
+        have = str(value.dtype).replace("torch.", "")
+    elif isinstance(value, np.ndarray):
+        have = value.dtype.name
+    else:
+        return value
+    target = _TARGET[want]
+    if have == target:
+        return value
+    is_float = want in ("f32", "f64")
+    if have in (_FLOAT_NAMES if is_float else _INT_NAMES):
+        warnings.warn("%s: converting %s to the model's dtype %s (a copy)"
+                      % (label, have, want), TorsorWarning, stacklevel=4)
+        if _is_torch_tensor(value):
+            import torch
+            return value.detach().to(getattr(torch, target))
+        return value.astype(target)
+    if have in _FLOAT_NAMES or have in _INT_NAMES:
+        fix = (".astype(np.%s) / .to(torch.%s)" % (target, target))
+        raise InvalidArgumentError(
+            "%s: expected %s, got %s; integer and float tensors are never "
+            "converted (cast it yourself: %s)" % (label, want, have, fix))
+    return value
+
+
 def _to_numpy(value, label="tensor"):
     """Any array-like (torch tensors included, on any device) as NumPy.
     Torch tensors are read by value: sparse and mkldnn ones are made dense
@@ -309,8 +366,10 @@ class Model:
                                     several -> {name: array}
     m.run({"pose": poses, ...})     run: always {name: array}
 
-    Inputs are NumPy arrays or CPU torch tensors of the model's dtype (a
-    wrong dtype is an error, never a silent cast); lists are converted.
+    Inputs are NumPy arrays or CPU torch tensors; one of another float
+    dtype (f16, bf16, f32, f64) is converted to the model's dtype with a
+    torsor.TorsorWarning, integers and floats never mix (an error); lists
+    are converted. Params follow the same policy.
     Outputs are NumPy arrays, or torch tensors when any input was one.
     One call at a time per Model (a lock serialises threads); separate
     Models may run concurrently from separate threads.
@@ -387,6 +446,7 @@ class Model:
             for name, value in params.items():
                 spec = self._by_name.get(name)
                 if spec is not None and spec.kind == "param":
+                    value = _convert_dtype("param '%s'" % name, value, spec.dtype)
                     arr = np.array(_to_numpy(value, "param '%s'" % name),
                                    dtype=spec.numpy_dtype, order="C", copy=True)
                 else:  # unknown name: let the runtime say so
@@ -421,10 +481,15 @@ class Model:
         for this call without a copy; the model keeps a reference to each
         until it is bound again (torsor.torch uses this for its buffers)."""
         as_torch = any(_is_torch_tensor(v) for v in inputs.values())
+        if as_torch:
+            _warn_requires_grad(self.name, inputs)
         with self._lock:
             keep = []
             try:
                 for name, value in (borrowed_params or {}).items():
+                    spec = self._by_name.get(name)
+                    value = _convert_dtype("param '%s'" % name, value,
+                                           spec.dtype if spec is not None else None)
                     t, k = _tensor_struct("param '%s'" % name, value, None)
                     _capi.check(self._lib.torsorModuleBindParam(
                         self._handle, _capi.encode(name), ctypes.byref(t)))
@@ -432,6 +497,7 @@ class Model:
                 for name, value in inputs.items():
                     spec = self._by_name.get(name)
                     want = spec.dtype if spec is not None else None
+                    value = _convert_dtype("input '%s'" % name, value, want)
                     t, k = _tensor_struct("input '%s'" % name, value, want)
                     keep.append(k)
                     _capi.check(self._lib.torsorModuleBindInput(
@@ -451,12 +517,13 @@ class Model:
         with self._lock:
             return bool(self._lib.torsorModuleHasBackward(self._handle))
 
-    def backward(self, inputs, cotangents):
+    def backward(self, inputs, cotangents, borrowed_params=None):
         """Gradients of <cotangents, outputs> (a vector-Jacobian product).
 
         inputs      {input name: array}, as for run()
         cotangents  {output name: array of the output's shape and dtype}
                     (a missing output counts as zeros)
+        borrowed_params  as for run(): params bound for this call, no copy
         Returns {"grad.<name>": array} for every param and float input, in
         manifest order. Group inputs get the left-trivialised gradient in
         algebra coordinates, [..., k] (docs/training.md). The compiled
@@ -476,9 +543,18 @@ class Model:
         with self._lock:
             keep = []
             try:
+                for name, value in (borrowed_params or {}).items():
+                    spec = self._by_name.get(name)
+                    value = _convert_dtype("param '%s'" % name, value,
+                                           spec.dtype if spec is not None else None)
+                    t, k = _tensor_struct("param '%s'" % name, value, None)
+                    _capi.check(self._lib.torsorModuleBindParam(
+                        self._handle, _capi.encode(name), ctypes.byref(t)))
+                    self._params[name] = k
                 for name, value in inputs.items():
                     spec = self._by_name.get(name)
                     want = spec.dtype if spec is not None else None
+                    value = _convert_dtype("input '%s'" % name, value, want)
                     t, k = _tensor_struct("input '%s'" % name, value, want)
                     keep.append(k)
                     _capi.check(self._lib.torsorModuleBindInput(
@@ -497,6 +573,8 @@ class Model:
                     if value is None:
                         value = np.zeros(spec.concrete_shape(dims),
                                          spec.numpy_dtype)
+                    value = _convert_dtype("cotangent '%s'" % spec.name, value,
+                                           spec.dtype)
                     t, k = _tensor_struct("cotangent '%s'" % spec.name,
                                           value, spec.dtype)
                     self._check_finite("cotangent '%s'" % spec.name, k[0])

@@ -55,6 +55,19 @@ class CompileErrors(unittest.TestCase):
         self.assertIn("f16", str(cm.exception))
 
 
+class SeveralModels(unittest.TestCase):
+    def test_compile_picks_a_model_by_name(self):
+        text = ("model A { dim L; input x: f32[L, 4]; output y = x * 2.0; }\n"
+                "model B { dim L; input x: f32[L, 4]; output y = x * 3.0; }\n")
+        x = np.ones((2, 4), np.float32)
+        self.assertEqual(float(torsor.compile(text, model="B")(x=x)[0, 0]), 3.0)
+        self.assertEqual(float(torsor.compile(text, model="A")(x=x)[0, 0]), 2.0)
+        with self.assertRaises(torsor.CompileError) as cm:
+            torsor.compile(text)
+        self.assertIn("pick it with torsor.compile(..., model='NAME')", str(cm.exception))
+        self.assertIn("torsorc --model NAME", cm.exception.diagnostics)  # verbatim
+
+
 class LoadErrors(unittest.TestCase):
     def test_missing_and_broken_model_files(self):
         with self.assertRaises(torsor.TorsorIOError) as cm:
@@ -86,14 +99,31 @@ class RunErrors(unittest.TestCase):
         self.assertEqual(self.m(pose=self.pose, x=self.x).shape, (6, 4))
 
     def test_wrong_dtype(self):
+        # Another float dtype is converted with a warning (docs/python.md,
+        # "dtypes"); integers and floats never mix.
+        want = self.m(pose=self.pose, x=self.x)
+        for dt in (np.float64, np.float16):
+            with self.assertWarns(torsor.TorsorWarning) as cm:
+                got = self.m(pose=self.pose, x=self.x.astype(dt))
+            self.assertIn("input 'x': converting %s to the model's dtype f32"
+                          % np.dtype(dt).name, str(cm.warning))
+            self.assertTrue(common.same_bits(got, want))
         self.expect(torsor.InvalidArgumentError,
-                    "input 'x': expected dtype f32, got f64; cast it "
-                    "(arr.astype(np.float32)) or compile the model with "
-                    "--dtype=f64",
-                    pose=self.pose, x=self.x.astype(np.float64))
-        self.expect(torsor.InvalidArgumentError,
-                    "input 'x': NumPy dtype float16 is not supported; expected f32",
-                    pose=self.pose, x=self.x.astype(np.float16))
+                    "input 'x': expected f32, got int64; integer and float tensors "
+                    "are never converted (cast it yourself: .astype(np.float32) / "
+                    ".to(torch.float32))",
+                    pose=self.pose, x=self.x.astype(np.int64))
+
+    def test_messages_name_python_calls(self):
+        self.assertEqual(
+            torsor.errors.pythonic("input 'x': expected dtype f32, got f64; cast it "
+                                   "(arr.astype(np.float32)) or compile the model "
+                                   "with --dtype=f64"),
+            "input 'x': expected dtype f32, got f64; cast it (arr.astype(np.float32)) "
+            "or compile it with torsor.compile(..., dtype='f64')")
+        self.assertIn("m.set_check_groups(False)", torsor.errors.pythonic(
+            "(turn them off with --no-check-groups or torsorModuleSetCheckGroups "
+            "to pass them through)"))
 
     def test_wrong_rank_and_extent(self):
         self.expect(torsor.InvalidArgumentError,

@@ -51,6 +51,7 @@ const char *usage() {
          "  --memory-limit SIZE       most bytes the model's own buffers may\n"
          "                            hold during a run (e.g. 512M, 4G);\n"
          "                            more is an out-of-memory error\n"
+         "  --version                 print Torsor's version\n"
          "  --help                    print this help\n";
 }
 
@@ -113,6 +114,10 @@ Status parseOptions(int argc, char **argv, Options &out) {
     std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
       out.help = true;
+      return Status();
+    }
+    if (arg == "--version") {
+      out.version = true;
       return Status();
     }
     if (arg.size() < 2 || arg.compare(0, 2, "--") != 0) {

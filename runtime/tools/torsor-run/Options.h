@@ -33,6 +33,7 @@ struct Options {
   double groupTol = 1e-4;
   uint64_t memoryLimit = 0; ///< --memory-limit; 0: none
   bool help = false;
+  bool version = false; ///< --version
 };
 
 /// The --help text.

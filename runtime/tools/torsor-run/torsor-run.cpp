@@ -419,5 +419,9 @@ int main(int argc, char **argv) {
     std::fputs(run::usage(), stdout);
     return 0;
   }
+  if (opts.version) {
+    std::printf("Torsor version %s\n", TORSOR_VERSION);
+    return 0;
+  }
   return runTool(opts);
 }

@@ -1,0 +1,294 @@
+"""nn.py - Torsor's geometric layers as PyTorch modules, no .tsr needed.
+
+    import torsor.nn
+    attn = torsor.nn.LieAttention("SE3", heads=4, tau=[0.5, 1, 2, 4],
+                                  lam=[[1.0, 0.1], [1.0, 0.5], [1.0, 1.0], [0.5, 2.0]])
+    y = attn(g, v)                   # g [..., L, 4, 4], v [..., L, D] -> [..., L, D]
+    mix = torsor.nn.GrassmannMix(64, r=8, offsets=[1, 2, 4, 8], causal=True)
+    h = mix(h)                       # [..., L, 64], trainable W_red, W_plu, W_gate
+    rel = torsor.nn.RelationalAttention(64, heads=4, causal=True)
+    y = rel(x)                       # [..., L, 64], trainable G_QK, G_VO
+
+Each module writes a one-op model (`lie_attention`, `grassmann_mix`,
+`relational_attention`) on first use at a dtype, compiles it with
+torsor.compile (grad=True, cached on disk by source hash) and runs it as a
+torsor.torch custom op: forward and backward are Torsor's compiled code,
+and torch.compile / torch.export trace through both. The sequence length
+L and the batch (all leading dims, flattened into one symbolic dim B) are
+symbolic, so there is one compile per (op, its options, dtype, feature
+width); modules with identical options share it. f32 and f64 run as
+given; f16/bf16 inputs are computed in f32 and the result cast back.
+
+`group` is a built-in name ("SO2", "SE2", "SO3", "SE3", "Aff2", "Sim3") or
+the .tsr text of a declared group (`group Sim2 { matrix 3; generator ...}`).
+"""
+import math
+import re
+import threading
+
+import torch
+
+from .compiler import compile as _compile
+from .errors import InvalidArgumentError
+from .groups import BUILTIN
+from .torch import custom_op
+
+# λ blocks per built-in group (runtime/include/torsor/GroupFacts.def).
+_BLOCKS = {"SO2": 1, "SE2": 2, "SO3": 1, "SE3": 2, "Aff2": 2, "Sim3": 3}
+_ops = {}
+_ops_lock = threading.Lock()
+
+
+def _op_for(source, dtype, group_source=None, opt=None):
+    """The custom op of a one-op model source at dtype (compiled once per
+    process, and once per machine through torsor.compile's cache)."""
+    key = (source, dtype, opt)
+    with _ops_lock:
+        op = _ops.get(key)
+        if op is None:
+            model = _compile(source, dtype=dtype, opt=opt, grad=True)
+            op = custom_op(model, group_source=group_source)
+            _ops[key] = op
+    return op
+
+
+def _compute_dtype(t):
+    """("f32" | "f64", torch dtype) that a float tensor is computed in."""
+    if t.dtype == torch.float64:
+        return "f64", torch.float64
+    if t.is_floating_point():
+        return "f32", torch.float32
+    raise InvalidArgumentError("expected a float tensor, got %s (cast it with .float())"
+                               % str(t.dtype).replace("torch.", ""))
+
+
+def _floats(values):
+    return "[%s]" % ", ".join(repr(float(v)) for v in values)
+
+
+class _OneOp(torch.nn.Module):
+    """Shared machinery: flatten leading dims into B, pick the op per dtype."""
+
+    opt = None  # torsorc's default -O
+
+    def _run(self, source, inputs, params, out_shape, group_source=None, width=None):
+        """Runs the one-op model `source(width)` on inputs; the op is looked
+        up per (dtype, width) in an instance cache first, so a traced call
+        (torch.compile) does not format source text."""
+        name, dtype = _compute_dtype(inputs[-1])
+        cache = self.__dict__.setdefault("_op_cache", {})
+        op = cache.get((name, width))
+        if op is None:
+            op = _op_for(source(width) if width is not None else source(), name,
+                         group_source, self.opt)
+            cache[(name, width)] = op
+        ins = [t.to(dtype) for t in inputs]
+        outs = op(ins, [p.to(dtype) for p in params])
+        return outs[0].reshape(out_shape).to(inputs[-1].dtype)
+
+
+class LieAttention(_OneOp):
+    """Multi-head Lie-algebra attention (docs/math.md §1, docs/language.md):
+    head h scores s_ij = −‖log(g_i⁻¹g_j)‖²_λh / τ_h and returns
+    Σ_j softmax_j(s_ij)·v_j on its slice of the features.
+
+    group   built-in name or a declared group's .tsr text
+    heads   number of heads (D must be divisible by it)
+    tau     one temperature, or one per head
+    lam     one weight per algebra block, or one row of them per head
+            (default 1 everywhere)
+    causal  keep j ≤ i
+
+    forward(g, v): g [..., L, n, n] group elements, v [..., L, D] values
+    (same leading dims); returns [..., L, D]. No params: project v (and
+    the output) with torch layers around it.
+    """
+
+    def __init__(self, group, heads=1, tau=1.0, lam=1.0, causal=False):
+        super().__init__()
+        group = group.strip()
+        if "{" in group:
+            m = re.search(r"\bgroup\s+(\w+)\s*\{", group)
+            if not m:
+                raise InvalidArgumentError(
+                    "group: expected a built-in name (%s) or a declaration "
+                    "`group NAME { matrix n; generator ...; }`" % ", ".join(BUILTIN))
+            self.group_name, self.group_decl = m.group(1), group
+        elif group in BUILTIN:
+            self.group_name, self.group_decl = group, ""
+        else:
+            raise InvalidArgumentError(
+                "unknown group %r; expected one of %s or a declared group's .tsr "
+                "text (`group NAME { matrix n; generator ...; }`)"
+                % (group, ", ".join(BUILTIN)))
+        self.heads, self.causal = int(heads), bool(causal)
+        self.tau = [float(t) for t in (tau if isinstance(tau, (list, tuple)) else [tau])]
+        self.lam = lam
+
+    def _blocks(self):
+        """The number of λ blocks of the group's algebra."""
+        if self.group_name in _BLOCKS:
+            return _BLOCKS[self.group_name]
+        return max(1, len(re.findall(r"\bnorm\s+\w+\s*=", self.group_decl)))
+
+    def _lam_text(self):
+        lam = self.lam
+        if isinstance(lam, (list, tuple)):
+            if lam and isinstance(lam[0], (list, tuple)):
+                return "[%s]" % ", ".join(_floats(row) for row in lam)
+            return _floats(lam)
+        return _floats([lam] * self._blocks())
+
+    def source(self, D):
+        """The one-op model for feature width D."""
+        return """%s
+model TorsorNNLieAttention {
+  dim B;
+  dim L;
+  dim D = %d;
+  input g: %s[B, L];
+  input v: f32[B, L, D];
+  output y = lie_attention(g, v, heads = %d, tau = %s, lambda = %s, causal = %s);
+}
+""" % (self.group_decl, D, self.group_name, self.heads, _floats(self.tau),
+            self._lam_text(), "true" if self.causal else "false")
+
+    def forward(self, g, v):
+        if v.dim() < 2 or g.dim() != v.dim() + 1 or g.shape[:-2] != v.shape[:-1]:
+            raise InvalidArgumentError(
+                "LieAttention: expected g [..., L, n, n] and v [..., L, D] with the "
+                "same leading dims, got g %s and v %s" % (list(g.shape), list(v.shape)))
+        L, D, n = v.shape[-2], int(v.shape[-1]), int(g.shape[-1])
+        return self._run(self.source, [g.reshape(-1, L, n, n), v.reshape(-1, L, D)],
+                         [], v.shape, group_source=self.group_decl or None, width=D)
+
+    def extra_repr(self):
+        return "%s, heads=%d, tau=%s, lam=%s, causal=%s" % (
+            self.group_name, self.heads, self.tau, self.lam, self.causal)
+
+
+class GrassmannMix(_OneOp):
+    """Attention-free Plücker mixing (docs/math.md §3): z = W_red h + b_red
+    (r dims); per offset Δ the normalised Plücker vector of (z_t, z_{t±Δ})
+    through W_plucker; the mean over offsets gated against h:
+    α⊙h + (1 − α)⊙g with α = σ(W_gate [h; g] + b_gate).
+
+    d        feature width; r the reduced rank; offsets distinct positive
+             ints; causal pairs t with t − Δ (language models)
+    Params (nn.Parameters, Torsor's names): w_red [r, d], b_red [r],
+    w_plucker [d, r(r−1)/2], b_plucker [d], w_gate [d, 2d], b_gate [d];
+    matrices start N(0, 1/fan_in), biases 0.
+
+    forward(h): h [..., L, d] -> [..., L, d].
+    """
+
+    def __init__(self, d, r=8, offsets=(1, 2, 4, 8), causal=False, eps=1e-6,
+                 dtype=None):
+        super().__init__()
+        self.d, self.r, self.causal, self.eps = int(d), int(r), bool(causal), float(eps)
+        self.offsets = [int(o) for o in offsets]
+        c = self.r * (self.r - 1) // 2
+        shapes = {"w_red": (self.r, self.d), "b_red": (self.r,),
+                  "w_plucker": (self.d, c), "b_plucker": (self.d,),
+                  "w_gate": (self.d, 2 * self.d), "b_gate": (self.d,)}
+        for name, shape in shapes.items():
+            self.register_parameter(name, torch.nn.Parameter(torch.zeros(shape, dtype=dtype)))
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        with torch.no_grad():
+            for name, p in self.named_parameters():
+                if p.dim() == 2:
+                    p.normal_(0.0, 1.0 / math.sqrt(p.shape[1]))
+                else:
+                    p.zero_()
+
+    def source(self):
+        return """model TorsorNNGrassmannMix {
+  dim B;
+  dim L;
+  dim D = %d;
+  dim R = %d;
+  dim C = %d;
+  dim D2 = %d;
+  input h: f32[B, L, D];
+  param w_red: f32[R, D];
+  param b_red: f32[R];
+  param w_plucker: f32[D, C];
+  param b_plucker: f32[D];
+  param w_gate: f32[D, D2];
+  param b_gate: f32[D];
+  output y = grassmann_mix(h, w_red = w_red, b_red = b_red, w_plucker = w_plucker,
+                           b_plucker = b_plucker, w_gate = w_gate, b_gate = b_gate,
+                           offsets = [%s], causal = %s, eps = %r);
+}
+""" % (self.d, self.r, self.r * (self.r - 1) // 2, 2 * self.d,
+            ", ".join(str(o) for o in self.offsets), "true" if self.causal else "false",
+            self.eps)
+
+    def forward(self, h):
+        if h.dim() < 2 or h.shape[-1] != self.d:
+            raise InvalidArgumentError("GrassmannMix: expected h [..., L, %d], got %s"
+                                       % (self.d, list(h.shape)))
+        L = h.shape[-2]
+        params = [self.w_red, self.b_red, self.w_plucker, self.b_plucker, self.w_gate,
+                  self.b_gate]
+        return self._run(self.source, [h.reshape(-1, L, self.d)], params, h.shape)
+
+    def extra_repr(self):
+        return "d=%d, r=%d, offsets=%s, causal=%s" % (self.d, self.r, self.offsets,
+                                                       self.causal)
+
+
+class RelationalAttention(_OneOp):
+    """Attention in the O(d) invariants (docs/math.md §4, docs/relational.md):
+    score^h_ij = scale·x_i G_QK^h x_jᵀ, out_i = Σ_h Σ_j softmax_j(score^h)
+    x_j G_VO^h.
+
+    d, heads  feature width and number of heads; scale defaults to
+              1/√(d/heads); causal keeps j ≤ i
+    Params: g_qk, g_vo [heads, d, d]; they start N(0, 1/d²) and
+    N(0, 1/(d·heads)).
+
+    forward(x): x [..., L, d] -> [..., L, d] (no norm and no residual:
+    write relational_norm / the residual around it).
+    """
+
+    def __init__(self, d, heads=1, scale=None, causal=False, dtype=None):
+        super().__init__()
+        self.d, self.heads, self.causal = int(d), int(heads), bool(causal)
+        self.scale = float(scale) if scale is not None else 1.0 / math.sqrt(self.d / self.heads)
+        self.g_qk = torch.nn.Parameter(torch.zeros(self.heads, self.d, self.d, dtype=dtype))
+        self.g_vo = torch.nn.Parameter(torch.zeros(self.heads, self.d, self.d, dtype=dtype))
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        with torch.no_grad():
+            self.g_qk.normal_(0.0, 1.0 / self.d)
+            self.g_vo.normal_(0.0, 1.0 / math.sqrt(self.d * self.heads))
+
+    def source(self):
+        return """model TorsorNNRelationalAttention {
+  dim B;
+  dim L;
+  dim D = %d;
+  dim H = %d;
+  input x: f32[B, L, D];
+  param g_qk: f32[H, D, D];
+  param g_vo: f32[H, D, D];
+  output y = relational_attention(x, g_qk = g_qk, g_vo = g_vo, heads = H,
+                                  scale = %r, causal = %s);
+}
+""" % (self.d, self.heads, self.scale, "true" if self.causal else "false")
+
+    def forward(self, x):
+        if x.dim() < 2 or x.shape[-1] != self.d:
+            raise InvalidArgumentError("RelationalAttention: expected x [..., L, %d], "
+                                       "got %s" % (self.d, list(x.shape)))
+        L = x.shape[-2]
+        return self._run(self.source, [x.reshape(-1, L, self.d)],
+                         [self.g_qk, self.g_vo], x.shape)
+
+    def extra_repr(self):
+        return "d=%d, heads=%d, scale=%g, causal=%s" % (self.d, self.heads, self.scale,
+                                                         self.causal)
