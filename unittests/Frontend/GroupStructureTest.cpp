@@ -146,15 +146,29 @@ TEST(GroupStructure, GeneralLinearPartsNeedAff2) {
   EXPECT_EQ(r.builtin, "aff2");
 }
 
-TEST(GroupStructure, RotationTimesScaleEmbedsInSim3) {
+TEST(GroupStructure, RotationTimesScaleIsCO3) {
   Matrix identity = plus(plus(unit(3, 0, 0), unit(3, 1, 1)), unit(3, 2, 2));
   Recognition r = run(3, {hat(3, 0), hat(3, 1), hat(3, 2), identity}, {3, 1});
   ASSERT_EQ(r.kind, Recognition::Embedded);
-  EXPECT_EQ(r.builtin, "sim3");
-  EXPECT_EQ(r.builtinN, 4u);
+  EXPECT_EQ(r.builtin, "co3");
+  EXPECT_EQ(r.builtinN, 3u);
   ASSERT_TRUE(r.isBlockIsotropic());
-  // Declared (rot, scale) from sim3's (rot, trans, scale) norms.
-  EXPECT_EQ(r.blockMix, (std::vector<double>{1, 0, 0, 0, 0, 1}));
+  EXPECT_EQ(r.blockMix, (std::vector<double>{1, 0, 0, 1}));
+}
+
+TEST(GroupStructure, RotationScaleAndTranslationsEmbedInSim3) {
+  // The same with translations of ℝ³ (4×4): sim(3) itself, in a scaled
+  // basis (the scale generator is diag(2, 2, 2, 0)).
+  Matrix scale = unit(4, 0, 0, 2);
+  scale[5] = scale[10] = 2;
+  Recognition r = run(4,
+                      {hat(4, 0), hat(4, 1), hat(4, 2), unit(4, 0, 3),
+                       unit(4, 1, 3), unit(4, 2, 3), scale},
+                      {3, 3, 1});
+  ASSERT_EQ(r.kind, Recognition::Embedded);
+  EXPECT_EQ(r.builtin, "sim3");
+  ASSERT_TRUE(r.isBlockIsotropic());
+  EXPECT_NEAR(r.blockMix[8], 0.25, 1e-14);
 }
 
 TEST(GroupStructure, SL2IsASubalgebraOfGL2WithThePairLog) {

@@ -308,6 +308,12 @@ const std::vector<BuiltinAlgebra> &torsor::lie::algebra::getBuiltinAlgebras() {
         {"se2", 3, {so3Hat(3, 2), unit(3, 0, 2), unit(3, 1, 2)}, sizes("se2")});
     result.push_back(
         {"so3", 3, {so3Hat(3, 0), so3Hat(3, 1), so3Hat(3, 2)}, sizes("so3")});
+    result.push_back({"co3",
+                      3,
+                      {so3Hat(3, 0), so3Hat(3, 1), so3Hat(3, 2),
+                       plus(plus(unit(3, 0, 0), unit(3, 1, 1)), unit(3, 2, 2))},
+                      {3, 1},
+                      /*hostOnly=*/true});
     result.push_back({"sim2",
                       3,
                       {so3Hat(3, 2), plus(unit(3, 0, 0), unit(3, 1, 1)),

@@ -18,9 +18,9 @@ llvm::ArrayRef<const GroupModel *> torsor::lie::getBuiltinGroupModels() {
 }
 
 const GroupModel *torsor::lie::lookupHostGroupModel(llvm::StringRef name) {
-  static const GroupModel *const hosts[] = {&getSim2ClosedFormModel(),
-                                            &getGL2ClosedFormModel(),
-                                            &getSE2TranslationsModel()};
+  static const GroupModel *const hosts[] = {
+      &getSim2ClosedFormModel(), &getGL2ClosedFormModel(),
+      &getCO3ClosedFormModel(), &getSE2TranslationsModel()};
   for (const GroupModel *m : hosts)
     if (m->getName() == name)
       return m;

@@ -22,13 +22,16 @@ const GroupModel &getSim3Model();
 
 /// Closed forms that serve declared groups only (GroupStructure.h), not
 /// keywords of `#lie.group<...>`: the planar similarities Sim(2), GL⁺(2)
-/// (2×2), and SE(2) (as 3×3 linear maps) ⋉ ℝ³, e.g. the 2-D Galilean group.
+/// (2×2), rotations × scale of ℝ³ (3×3), and SE(2) (as 3×3 linear maps)
+/// ⋉ ℝ³, e.g. the 2-D Galilean group.
 const GroupModel &getSim2ClosedFormModel();
 const GroupModel &getGL2ClosedFormModel();
+const GroupModel &getCO3ClosedFormModel();
 const GroupModel &getSE2TranslationsModel();
 
 /// The model of a host GroupStructure.h names: a built-in keyword, or one
-/// of the closed forms above (sim2, gl2, se2x); null for any other name.
+/// of the closed forms above (sim2, gl2, co3, se2x); null for any other
+/// name.
 const GroupModel *lookupHostGroupModel(llvm::StringRef name);
 
 /// Every built-in model, in the order diagnostics list them.
