@@ -517,6 +517,8 @@ int main(int argc, char **argv) {
       "          [--model NAME] [--grad]\n"
       "  torsorc MODEL.tsr --report=redundancy [--report-json] "
       "[--weights=W.safetensors]\n"
+      "  torsorc MODEL.tsr --report=groups   (the closed forms each declared "
+      "group runs on)\n"
       "  torsorc MODEL.tsr --relationalize [--weights=IN.safetensors "
       "--convert-weights=OUT.safetensors] [-o OUT.so]\n"
       "  Without -o, MODEL.so (or MODEL.o) is written next to MODEL.tsr.\n");
