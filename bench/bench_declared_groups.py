@@ -15,6 +15,7 @@ The ratio column is the declared group's time over its built-in's.
 
     bench/bench_declared_groups.py --L 1024 4096 --threads 2
     bench/bench_declared_groups.py --baseline-torsorc OLD/torsorc   # before
+    bench/bench_declared_groups.py --L 1024 --backward   # and the backward
 
 `--baseline-torsorc` also compiles every declared model with another
 torsorc (e.g. one built from the commit before the recognition) and adds
@@ -147,6 +148,9 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--baseline-torsorc", default=None)
     ap.add_argument("--groups", nargs="+", default=list(GROUPS))
+    ap.add_argument("--backward", action="store_true",
+                    help="also time the backward (torsor.Model.backward, "
+                         "every gradient, min of --reps) at each L")
     args = ap.parse_args()
     torsorc = os.path.join(args.build, "bin", "torsorc")
     torsor_run = os.path.join(args.build, "bin", "torsor-run")
@@ -203,6 +207,38 @@ def main():
                 "%.1fx" % (old / now) if old else "-", b, base, now / base,
                 c, cg, bc, bcg))
         sys.stdout.flush()
+        if args.backward:
+            backward_table(args, L, builtins, rng)
+
+
+def backward_table(args, L, builtins, rng):
+    """Backward times (the flash backward, every gradient) through the
+    torsor package: declared group against its built-in."""
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    import torsor
+    torsor.set_num_threads(args.threads)
+    times = {}
+    for name in builtins + args.groups:
+        model = torsor.compile(source(name, args.D, args.heads), dtype="f32",
+                               opt=2, grad=True)
+        ins = {"g": elements(name, L, rng),
+               "x": rng.standard_normal((L, args.D)).astype(np.float32)}
+        cot = {"y": rng.standard_normal((L, args.D)).astype(np.float32)}
+        model.backward(ins, cot)  # warm-up
+        best = float("inf")
+        for _ in range(args.reps):
+            t = time.perf_counter()
+            model.backward(ins, cot)
+            best = min(best, time.perf_counter() - t)
+        times[name] = 1e3 * best
+    print("\nbackward, L = %d (min of %d; load %.2f)" % (L, args.reps, os.getloadavg()[0]))
+    print("| declared group | backward | built-in | backward | ratio |")
+    print("|---|---|---|---|---|")
+    for g in args.groups:
+        b = GROUPS[g][2]
+        print("| %s | %.1f ms | %s | %.1f ms | %.2fx |"
+              % (DESCRIPTION[g], times[g], b, times[b], times[g] / times[b]))
+    sys.stdout.flush()
 
 
 main()

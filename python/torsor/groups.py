@@ -1,4 +1,4 @@
-"""groups.py - random elements, exp, log and membership for built-in groups.
+"""groups.py - random elements, exp, log and membership for Lie groups.
 
 Everything here runs compiled Torsor code: one small model per (group,
 dtype), compiled once by torsor.compile (and cached), whose outputs are the
@@ -12,6 +12,14 @@ conventions of the compiler (docs/groups/), not a NumPy re-derivation.
     torsor.groups.check("SE3", g)                    # True
     h = torsor.groups.random("SE3", 1)[0]
     moved = h @ g                                    # every pose moved by h
+
+G is a built-in name ("SE3") or a declared group: the `.tsr` text that
+declares it (`group Sim2 { matrix 3; generator ...; }`, alone or inside a
+whole model source), whose coordinates are those of its generators:
+
+    SIM2 = open("examples/sim2_similarity.tsr").read()
+    g = torsor.groups.random(SIM2, 16)                 # [16, 3, 3]
+    torsor.groups.log(SIM2, g)                         # [16, 4]
 
 Group elements are homogeneous matrices [..., n, n]; algebra coordinates
 [..., k] in the group's hat basis (basis(G); orthogonal, not normalised:
@@ -53,11 +61,32 @@ _models_lock = threading.Lock()
 
 
 def _group(G):
-    """(n, k) of a built-in group name; a clear error otherwise."""
-    if G not in BUILTIN:
-        raise InvalidArgumentError("unknown group %r; the helpers cover the "
-                                   "built-in groups %s" % (G, ", ".join(BUILTIN)))
-    return BUILTIN[G]
+    """(n, k) of a built-in group name or a declared group's .tsr text; a
+    clear error otherwise."""
+    return _spec(G)[1:3]
+
+
+def _spec(G):
+    """(name, n, k, declaration text or "") of G (see the module docstring)."""
+    import re
+    if isinstance(G, str) and G in BUILTIN:
+        return (G,) + BUILTIN[G] + ("",)
+    if isinstance(G, str):
+        m = re.search(r"\bgroup\s+(\w+)\s*\{", G)
+        if m:
+            decl = declaration(m.group(1), G)
+            size = re.search(r"\bmatrix\s+(\d+)\s*;", decl or "")
+            k = len(re.findall(r"\bgenerator\s+\w+\s*=", decl or ""))
+            if decl is None or size is None or k == 0:
+                raise InvalidArgumentError(
+                    "group %r: the declaration needs `matrix N;` and at least one "
+                    "`generator NAME = [[...]];` (docs/groups/declared.md)" % m.group(1))
+            return m.group(1), int(size.group(1)), k, decl + "\n"
+    raise InvalidArgumentError("unknown group %r; the helpers take the built-in "
+                               "groups %s, or a declared group's .tsr text "
+                               "(`group NAME { matrix N; generator ...; }`)"
+                               % (G if not isinstance(G, str) or len(G) < 60
+                                  else G[:57] + "...", ", ".join(BUILTIN)))
 
 
 def _dtype_name(dtype):
@@ -76,17 +105,17 @@ def helper_model(G, dtype="f32"):
     """The compiled helper model of group G (compiled once per process and
     cached on disk by torsor.compile)."""
     from .compiler import compile as torsor_compile
-    n, k = _group(G)
+    name, n, k, decl = _spec(G)
     dtype = _dtype_name(dtype)
     with _models_lock:
-        m = _models.get((G, dtype))
+        m = _models.get((name, decl, dtype))
         if m is None:
-            m = torsor_compile(_SOURCE.format(G=G, k=k), dtype=dtype)
+            m = torsor_compile(decl + _SOURCE.format(G=name, k=k), dtype=dtype)
             # The helpers measure how far arbitrary matrices are from the
             # group (check, residual, log of near-group inputs): the
             # runtime's own group check, on by default, must not reject them.
             m.set_check_groups(False)
-            _models[(G, dtype)] = m
+            _models[(name, decl, dtype)] = m
     return m
 
 
@@ -118,7 +147,7 @@ def exp(G, v):
     v = _as_array(v, "v")
     if v.ndim < 1 or v.shape[-1] != k:
         raise InvalidArgumentError("exp(%s): coordinates need a last dim of %d, "
-                                   "got shape %s" % (G, k, list(v.shape)))
+                                   "got shape %s" % (_spec(G)[0], k, list(v.shape)))
     lead = v.shape[:-1]
     out = _call(G, _dtype_name(v.dtype), v=np.ascontiguousarray(v.reshape(-1, k)))
     return out["exp_v"].reshape(lead + (n, n))
@@ -130,7 +159,7 @@ def _elements(G, g, fn):
     g = _as_array(g, "g")
     if g.ndim < 2 or g.shape[-2:] != (n, n):
         raise InvalidArgumentError("%s(%s): elements are %dx%d matrices, got shape %s"
-                                   % (fn, G, n, n, list(g.shape)))
+                                   % (fn, _spec(G)[0], n, n, list(g.shape)))
     return np.ascontiguousarray(g.reshape(-1, n, n)), g.shape[:-2]
 
 
@@ -169,7 +198,10 @@ def random(G, n, seed=None, scale=None, dtype="f32"):
     _, k = _group(G)
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     shape = (n,) if np.isscalar(n) else tuple(n)
-    s = np.broadcast_to(np.asarray(_DEFAULT_SCALE[G] if scale is None else scale,
+    # Declared groups: 0.5 per coordinate (their coordinates' scale is the
+    # generators').
+    default = _DEFAULT_SCALE.get(G, 0.5) if isinstance(G, str) and G in BUILTIN else 0.5
+    s = np.broadcast_to(np.asarray(default if scale is None else scale,
                                    np.float64), (k,))
     v = rng.standard_normal(shape + (k,)) * s
     # exp in float64, then rounded: f32 elements are then as close to the
@@ -202,14 +234,17 @@ def basis(G, k=None, source=None):
     E_a = hat(e_a), so that coordinates v mean Σ_a v_a E_a and a group
     input's compiled gradient ξ is ⟨gᵀḠ, E_a⟩ (docs/training.md).
 
-    G is a built-in name ("SE3") or a declared group, whose declaration
-    (`group G {...}`) is found in `source` (.tsr text) and whose algebra
-    dimension `k` must then be given. Computed by the compiler itself: the
+    G is a built-in name ("SE3"), a declared group's .tsr text, or a
+    declared group's name whose declaration (`group G {...}`) is found in
+    `source` (.tsr text) and whose algebra dimension `k` must then be given. Computed by the compiler itself: the
     gradient of exp at v = 0 against each unit matrix cotangent, which is
     exact (exp's derivative at 0 is v ↦ hat(v)), so built-in and declared
     groups use the compiler's own hat map. Cached per process."""
     from .compiler import compile as torsor_compile
     decl = ""
+    if isinstance(G, str) and G not in BUILTIN and "{" in G:
+        # A declaration's text: its own name, k and source.
+        G, _, k, source = _spec(G)
     if G in BUILTIN:
         n, k = BUILTIN[G]
     else:
