@@ -252,6 +252,24 @@ Scalars composeAffine2(ScalarBuilder &m, ValueRange a, ValueRange b) {
   return c;
 }
 
+/// e^L for L = αI + K (the first four coordinates, row-major): e^L =
+/// ec·I + es·K with ec = e^α C(κ), es = e^α S(κ) (file comment); α, K's
+/// first entry k00 and κ (K² = κI) come along for the translation part.
+struct LinearExp {
+  Value alpha, k00, kappa, ec, es;
+};
+
+LinearExp linearExp(ScalarBuilder &m, ValueRange v) {
+  Value half = m.c(0.5);
+  Value alpha = m.mul(half, m.add(v[0], v[3]));
+  Value k00 = m.mul(half, m.sub(v[0], v[3]));
+  Value kappa = m.fma(k00, k00, m.mul(v[1], v[2]));
+  Coeffs cs = coshSinhc(m, kappa);
+  Value ea = m.exp(alpha);
+  Value ec = m.mul(ea, cs.f0), es = m.mul(ea, cs.f1);
+  return {alpha, k00, kappa, ec, es};
+}
+
 /// Where A's entries (row-major 2×2) sit in Aff(2)'s and GL⁺(2)'s
 /// features and elements.
 constexpr unsigned kAffineEntries[] = {0, 1, 3, 4};
@@ -449,15 +467,10 @@ public:
   }
 
   Scalars buildExp(ScalarBuilder &m, ValueRange v) const override {
-    Value half = m.c(0.5);
-    Value alpha = m.mul(half, m.add(v[0], v[3]));
-    Value k00 = m.mul(half, m.sub(v[0], v[3]));
-    Value kappa = m.fma(k00, k00, m.mul(v[1], v[2]));
-    Coeffs cs = coshSinhc(m, kappa);
-    Value ea = m.exp(alpha);
-    Value ec = m.mul(ea, cs.f0), es = m.mul(ea, cs.f1);
-    auto [t0, t1] = applyPhiOrPsi(m, alpha, k00, v[1], v[2], kappa, v[4], v[5],
-                                  /*inverse=*/false);
+    LinearExp e = linearExp(m, v);
+    Value ec = e.ec, es = e.es, k00 = e.k00;
+    auto [t0, t1] = applyPhiOrPsi(m, e.alpha, k00, v[1], v[2], e.kappa, v[4],
+                                  v[5], /*inverse=*/false);
     return {m.fma(es, k00, ec),
             m.mul(es, v[1]),
             t0,
@@ -519,15 +532,9 @@ public:
   }
 
   Scalars buildExp(ScalarBuilder &m, ValueRange v) const override {
-    Value half = m.c(0.5);
-    Value alpha = m.mul(half, m.add(v[0], v[3]));
-    Value k00 = m.mul(half, m.sub(v[0], v[3]));
-    Value kappa = m.fma(k00, k00, m.mul(v[1], v[2]));
-    Coeffs cs = coshSinhc(m, kappa);
-    Value ea = m.exp(alpha);
-    Value ec = m.mul(ea, cs.f0), es = m.mul(ea, cs.f1);
-    return {m.fma(es, k00, ec), m.mul(es, v[1]), m.mul(es, v[2]),
-            m.fma(es, m.neg(k00), ec)};
+    LinearExp e = linearExp(m, v);
+    return {m.fma(e.es, e.k00, e.ec), m.mul(e.es, v[1]), m.mul(e.es, v[2]),
+            m.fma(e.es, m.neg(e.k00), e.ec)};
   }
 };
 
