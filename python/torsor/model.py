@@ -486,22 +486,7 @@ class Model:
         with self._lock:
             keep = []
             try:
-                for name, value in (borrowed_params or {}).items():
-                    spec = self._by_name.get(name)
-                    value = _convert_dtype("param '%s'" % name, value,
-                                           spec.dtype if spec is not None else None)
-                    t, k = _tensor_struct("param '%s'" % name, value, None)
-                    _capi.check(self._lib.torsorModuleBindParam(
-                        self._handle, _capi.encode(name), ctypes.byref(t)))
-                    self._params[name] = k
-                for name, value in inputs.items():
-                    spec = self._by_name.get(name)
-                    want = spec.dtype if spec is not None else None
-                    value = _convert_dtype("input '%s'" % name, value, want)
-                    t, k = _tensor_struct("input '%s'" % name, value, want)
-                    keep.append(k)
-                    _capi.check(self._lib.torsorModuleBindInput(
-                        self._handle, _capi.encode(name), ctypes.byref(t)))
+                self._bind_call(inputs, borrowed_params, keep)
                 _capi.check(self._lib.torsorModuleRun(self._handle))
                 out = {s.name: self._output(s.name) for s in self.outputs}
             finally:
@@ -510,6 +495,27 @@ class Model:
             import torch
             out = {k: torch.from_numpy(v) for k, v in out.items()}
         return out
+
+    def _bind_call(self, inputs, borrowed_params, keep):
+        """Binds one call's borrowed params and inputs under the dtype
+        policy (the caller holds the lock); `keep` collects what must stay
+        alive until the inputs are unbound."""
+        for name, value in (borrowed_params or {}).items():
+            spec = self._by_name.get(name)
+            value = _convert_dtype("param '%s'" % name, value,
+                                   spec.dtype if spec is not None else None)
+            t, k = _tensor_struct("param '%s'" % name, value, None)
+            _capi.check(self._lib.torsorModuleBindParam(
+                self._handle, _capi.encode(name), ctypes.byref(t)))
+            self._params[name] = k
+        for name, value in inputs.items():
+            spec = self._by_name.get(name)
+            want = spec.dtype if spec is not None else None
+            value = _convert_dtype("input '%s'" % name, value, want)
+            t, k = _tensor_struct("input '%s'" % name, value, want)
+            keep.append(k)
+            _capi.check(self._lib.torsorModuleBindInput(
+                self._handle, _capi.encode(name), ctypes.byref(t)))
 
     @property
     def has_backward(self):
@@ -543,22 +549,7 @@ class Model:
         with self._lock:
             keep = []
             try:
-                for name, value in (borrowed_params or {}).items():
-                    spec = self._by_name.get(name)
-                    value = _convert_dtype("param '%s'" % name, value,
-                                           spec.dtype if spec is not None else None)
-                    t, k = _tensor_struct("param '%s'" % name, value, None)
-                    _capi.check(self._lib.torsorModuleBindParam(
-                        self._handle, _capi.encode(name), ctypes.byref(t)))
-                    self._params[name] = k
-                for name, value in inputs.items():
-                    spec = self._by_name.get(name)
-                    want = spec.dtype if spec is not None else None
-                    value = _convert_dtype("input '%s'" % name, value, want)
-                    t, k = _tensor_struct("input '%s'" % name, value, want)
-                    keep.append(k)
-                    _capi.check(self._lib.torsorModuleBindInput(
-                        self._handle, _capi.encode(name), ctypes.byref(t)))
+                self._bind_call(inputs, borrowed_params, keep)
                 unknown = set(cotangents) - {s.name for s in self.outputs}
                 if unknown:
                     raise InvalidArgumentError(
