@@ -216,22 +216,23 @@ Status loadModule(const std::string &soPath, TorsorModule &m) {
     return Status(TORSOR_ABI_ERROR,
                   "model '" + soPath + "' does not export its entry point '" +
                       m.manifest.entry + "' named in " + jsonPath);
-  if (!m.manifest.groupResidual.empty()) {
-    m.residualEntry = reinterpret_cast<void (*)(void **)>(
-        ownSymbol(m.handle, m.manifest.groupResidual.c_str()));
-    if (!m.residualEntry)
-      return Status(TORSOR_ABI_ERROR,
-                    "model '" + soPath + "' does not export '" +
-                        m.manifest.groupResidual + "' named in " + jsonPath);
-  }
-  if (!m.manifest.backwardEntry.empty()) {
-    m.backwardEntry = reinterpret_cast<void (*)(void **)>(
-        dlsym(m.handle, m.manifest.backwardEntry.c_str()));
-    if (!m.backwardEntry)
-      return Status(TORSOR_ABI_ERROR,
-                    "model '" + soPath + "' does not export '" +
-                        m.manifest.backwardEntry + "' named in " + jsonPath);
-  }
+  // The optional entries the manifest names, defined by this library
+  // itself (ownSymbol: not a same-named symbol of another library).
+  auto optionalEntry = [&](const std::string &symbol,
+                           void (*&entry)(void **)) -> Status {
+    if (symbol.empty())
+      return Status();
+    entry = reinterpret_cast<void (*)(void **)>(
+        ownSymbol(m.handle, symbol.c_str()));
+    if (!entry)
+      return Status(TORSOR_ABI_ERROR, "model '" + soPath +
+                                          "' does not export '" + symbol +
+                                          "' named in " + jsonPath);
+    return Status();
+  };
+  if (!(s = optionalEntry(m.manifest.groupResidual, m.residualEntry)).ok() ||
+      !(s = optionalEntry(m.manifest.backwardEntry, m.backwardEntry)).ok())
+    return s;
   m.inputs.resize(m.manifest.inputs.size());
   m.params.resize(m.manifest.params.size());
   return Status();
