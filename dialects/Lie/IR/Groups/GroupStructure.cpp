@@ -106,8 +106,9 @@ std::string num(double v) {
 
 /// The block-norm mix c (declared blocks × built-in blocks) with
 /// P_b = Σ_β c_bβ T_βᵀT_β for every declared block b, or empty when some
-/// P_b is no such combination. `t` is T (kB × k).
-std::vector<double> solveBlockMix(const Matrix &t, unsigned kB, unsigned k,
+/// P_b is no such combination. `t` is T (dim B × k, rows in the built-in's
+/// block order).
+std::vector<double> solveBlockMix(const Matrix &t, unsigned k,
                                   const std::vector<unsigned> &declSizes,
                                   const std::vector<unsigned> &builtinSizes) {
   // M_β = T_βᵀ T_β, k×k each.
@@ -122,7 +123,6 @@ std::vector<double> solveBlockMix(const Matrix &t, unsigned kB, unsigned k,
     grams.push_back(std::move(g));
     row += size;
   }
-  (void)kB;
   unsigned nb = grams.size();
   std::vector<double> mix;
   unsigned offset = 0;
@@ -218,7 +218,7 @@ bool tryBuiltin(const Facts &facts, const std::vector<unsigned> &declSizes,
   r.builtinDim = kB;
   r.toBuiltin = t;
   r.fromBuiltin = pinv;
-  r.blockMix = solveBlockMix(t, kB, k, declSizes, b.blockSizes);
+  r.blockMix = solveBlockMix(t, k, declSizes, b.blockSizes);
 
   // Exact: the built-in's own basis with its block sizes.
   bool exact = !b.hostOnly && b.n == n && kB == k && declSizes == b.blockSizes;
