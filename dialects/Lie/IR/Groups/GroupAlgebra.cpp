@@ -25,31 +25,9 @@ namespace {
 /// projection count as in the span when measuring nilpotency.
 constexpr double kNilpotencyTolerance = 1e-12;
 
-double dot(const Matrix &a, const Matrix &b) {
-  double s = 0;
-  for (size_t i = 0; i < a.size(); ++i)
-    s += a[i] * b[i];
-  return s;
-}
-
-/// The Frobenius norm, scaled by the largest entry first so that entries
-/// of 1e-300 or 1e300 neither underflow to 0 nor overflow to ∞ in the sum
-/// of squares (independence is scale-free, and so must its arithmetic be).
-double norm(const Matrix &a) {
-  double scale = 0;
-  for (double x : a)
-    scale = std::fmax(scale, std::fabs(x));
-  if (scale == 0 || !std::isfinite(scale))
-    return scale;
-  double s = 0;
-  for (double x : a)
-    s += (x / scale) * (x / scale);
-  return scale * std::sqrt(s);
-}
-
 /// `a` / ‖a‖ (a zero matrix stays zero).
 Matrix normalized(const Matrix &a) {
-  double n = norm(a);
+  double n = frobeniusNorm(a);
   Matrix out = a;
   if (n > 0)
     for (double &x : out)
@@ -61,7 +39,7 @@ Matrix normalized(const Matrix &a) {
 Matrix remainder(const std::vector<Matrix> &basis, Matrix v) {
   for (int pass = 0; pass < 2; ++pass)
     for (const Matrix &q : basis) {
-      double d = dot(q, v);
+      double d = frobeniusDot(q, v);
       for (size_t i = 0; i < v.size(); ++i)
         v[i] -= d * q[i];
     }
@@ -71,11 +49,11 @@ Matrix remainder(const std::vector<Matrix> &basis, Matrix v) {
 /// Appends `v`'s normalised remainder to `basis` unless the remainder is at
 /// most `tol`·‖v‖; returns whether it was appended.
 bool extend(std::vector<Matrix> &basis, const Matrix &v, double tol) {
-  double n0 = norm(v);
+  double n0 = frobeniusNorm(v);
   if (n0 == 0)
     return false;
   Matrix r = remainder(basis, v);
-  double nr = norm(r);
+  double nr = frobeniusNorm(r);
   if (nr <= tol * n0)
     return false;
   for (double &x : r)
@@ -85,6 +63,28 @@ bool extend(std::vector<Matrix> &basis, const Matrix &v, double tol) {
 }
 
 } // namespace
+
+double torsor::lie::algebra::frobeniusDot(const Matrix &a, const Matrix &b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    s += a[i] * b[i];
+  return s;
+}
+
+/// The Frobenius norm, scaled by the largest entry first so that entries
+/// of 1e-300 or 1e300 neither underflow to 0 nor overflow to ∞ in the sum
+/// of squares (independence is scale-free, and so must its arithmetic be).
+double torsor::lie::algebra::frobeniusNorm(const Matrix &a) {
+  double scale = 0;
+  for (double x : a)
+    scale = std::fmax(scale, std::fabs(x));
+  if (scale == 0 || !std::isfinite(scale))
+    return scale;
+  double s = 0;
+  for (double x : a)
+    s += (x / scale) * (x / scale);
+  return scale * std::sqrt(s);
+}
 
 Matrix torsor::lie::algebra::invertSymmetric(unsigned k, Matrix a) {
   Matrix inv(k * k, 0.0);
@@ -172,7 +172,7 @@ Problem torsor::lie::algebra::analyze(unsigned n,
       Matrix br(nn);
       for (unsigned i = 0; i < nn; ++i)
         br[i] = xy[i] - yx[i];
-      if (norm(remainder(basis, br)) > kSpanTolerance) {
+      if (frobeniusNorm(remainder(basis, br)) > kSpanTolerance) {
         p.kind = Problem::NotClosed;
         p.a = a;
         p.b = b;
@@ -194,7 +194,7 @@ Problem torsor::lie::algebra::analyze(unsigned n,
   Matrix gram(k * k);
   for (unsigned a = 0; a < k; ++a)
     for (unsigned b = 0; b < k; ++b)
-      gram[a * k + b] = dot(generators[a], generators[b]);
+      gram[a * k + b] = frobeniusDot(generators[a], generators[b]);
   Matrix gramInv = invertSymmetric(k, gram);
   facts.dual.assign(k, Matrix(nn, 0.0));
   for (unsigned a = 0; a < k; ++a)

@@ -94,6 +94,12 @@ std::string describe(const Problem &p, unsigned n,
 /// entries below 1e-12 in magnitude shown as 0.
 std::string formatMatrix(const Matrix &m, unsigned n);
 
+/// ⟨a, b⟩_F = Σ a_i b_i.
+double frobeniusDot(const Matrix &a, const Matrix &b);
+/// ‖a‖_F, scaled by the largest entry first (no underflow or overflow for
+/// entries of 1e±300).
+double frobeniusNorm(const Matrix &a);
+
 /// Inverse of the symmetric positive definite k×k matrix `a` (Gauss–Jordan
 /// with partial pivoting).
 Matrix invertSymmetric(unsigned k, Matrix a);

@@ -25,15 +25,6 @@ namespace {
 /// (but valid) bases.
 constexpr double kVerifyTolerance = 1e-9;
 
-double dot(const Matrix &a, const Matrix &b) {
-  double s = 0;
-  for (size_t i = 0; i < a.size(); ++i)
-    s += a[i] * b[i];
-  return s;
-}
-
-double norm(const Matrix &a) { return std::sqrt(dot(a, a)); }
-
 /// The unit matrix E_ij of size n, times v.
 Matrix unit(unsigned n, unsigned i, unsigned j, double v = 1) {
   Matrix e(n * n, 0.0);
@@ -72,7 +63,7 @@ std::vector<double> coordinates(const std::vector<Matrix> &basis,
   unsigned k = basis.size();
   std::vector<double> rhs(k), c(k, 0.0);
   for (unsigned i = 0; i < k; ++i)
-    rhs[i] = dot(basis[i], x);
+    rhs[i] = frobeniusDot(basis[i], x);
   for (unsigned i = 0; i < k; ++i)
     for (unsigned j = 0; j < k; ++j)
       c[i] += gramInv[i * k + j] * rhs[j];
@@ -81,8 +72,8 @@ std::vector<double> coordinates(const std::vector<Matrix> &basis,
     for (unsigned i = 0; i < k; ++i)
       for (size_t e = 0; e < r.size(); ++e)
         r[e] -= c[i] * basis[i][e];
-    double nx = norm(x);
-    *relResidual = norm(r) / (nx > 0 ? nx : 1);
+    double nx = frobeniusNorm(x);
+    *relResidual = frobeniusNorm(r) / (nx > 0 ? nx : 1);
   }
   return c;
 }
@@ -136,14 +127,14 @@ std::vector<double> solveBlockMix(const Matrix &t, unsigned k,
     // zero Grams (blocks the subalgebra does not touch) left out.
     std::vector<unsigned> used;
     for (unsigned beta = 0; beta < nb; ++beta)
-      if (norm(grams[beta]) > 0)
+      if (frobeniusNorm(grams[beta]) > 0)
         used.push_back(beta);
     unsigned u = used.size();
     Matrix a(u * u), rhs(u);
     for (unsigned i = 0; i < u; ++i) {
-      rhs[i] = dot(grams[used[i]], p);
+      rhs[i] = frobeniusDot(grams[used[i]], p);
       for (unsigned j = 0; j < u; ++j)
-        a[i * u + j] = dot(grams[used[i]], grams[used[j]]);
+        a[i * u + j] = frobeniusDot(grams[used[i]], grams[used[j]]);
     }
     std::vector<double> c(nb, 0.0);
     if (u > 0) {
@@ -156,7 +147,7 @@ std::vector<double> solveBlockMix(const Matrix &t, unsigned k,
     for (unsigned beta = 0; beta < nb; ++beta)
       for (size_t e = 0; e < r.size(); ++e)
         r[e] -= c[beta] * grams[beta][e];
-    if (!(norm(r) <= kSpanTolerance * norm(p)))
+    if (!(frobeniusNorm(r) <= kSpanTolerance * frobeniusNorm(p)))
       return {};
     for (double &x : c)
       if (std::abs(x) < 1e-14)
@@ -177,7 +168,7 @@ bool tryBuiltin(const Facts &facts, const std::vector<unsigned> &declSizes,
   Matrix gram(kB * kB);
   for (unsigned i = 0; i < kB; ++i)
     for (unsigned j = 0; j < kB; ++j)
-      gram[i * kB + j] = dot(b.basis[i], b.basis[j]);
+      gram[i * kB + j] = frobeniusDot(b.basis[i], b.basis[j]);
   Matrix gramInv = invertSymmetric(kB, gram);
 
   // T: each generator's coordinates in the built-in basis.
