@@ -43,19 +43,8 @@ import scipy.linalg
 
 import mpmath
 
-from lie_reference import GroupSpec, mp_polar, run_group_suite
+from lie_reference import GroupSpec, declared_attr as attr, mp_polar, run_group_suite
 from torsor_testing import CompiledModule, Report, dps_function
-
-
-def attr(name, gens, blocks):
-    n = len(gens[0])
-    entries = ", ".join(repr(float(x)) for g in gens for x in np.ravel(g))
-    out, nxt = [], 0
-    for block, size in blocks:
-        out.append("[%s]" % ", ".join(['"%s"' % block] + [str(nxt + i) for i in range(size)]))
-        nxt += size
-    return '#lie.group<"%s", n = %d, generators = array<f64: %s>, blocks = [%s]>' % (
-        name, n, entries, ", ".join(out))
 
 
 def unit(n, i, j, v=1.0):

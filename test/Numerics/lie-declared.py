@@ -45,20 +45,8 @@ held to the same bounds.
 import numpy as np
 import scipy.linalg
 
-from lie_reference import GroupSpec, build_module, ref_log, run_group_suite
+from lie_reference import GroupSpec, build_module, declared_attr as attr, ref_log, run_group_suite
 from torsor_testing import Report
-
-
-def attr(name, gens, blocks, generic=False):
-    """The #lie.group text of a declared group; blocks = [(name, size)]."""
-    n = len(gens[0])
-    entries = ", ".join(repr(float(x)) for g in gens for x in np.ravel(g))
-    out, next_index = [], 0
-    for block, size in blocks:
-        out.append("[%s]" % ", ".join(['"%s"' % block] + [str(next_index + i) for i in range(size)]))
-        next_index += size
-    return '#lie.group<"%s", n = %d, generators = array<f64: %s>, blocks = [%s]%s>' % (
-        name, n, entries, ", ".join(out), ", generic" if generic else "")
 
 
 def unit(n, i, j, v=1.0):

@@ -20,18 +20,8 @@ last row for Aff2).
 import numpy as np
 import scipy.linalg
 
+from lie_reference import declared_attr
 from torsor_testing import CompiledModule, Report, dps_function
-
-
-def declared_attr(name, gens, blocks, generic=False):
-    n = len(gens[0])
-    entries = ", ".join(repr(float(x)) for g in gens for x in np.ravel(g))
-    out, nxt = [], 0
-    for block, size in blocks:
-        out.append("[%s]" % ", ".join(['"%s"' % block] + [str(nxt + i) for i in range(size)]))
-        nxt += size
-    return '#lie.group<"%s", n = %d, generators = array<f64: %s>, blocks = [%s]%s>' % (
-        name, n, entries, ", ".join(out), ", generic" if generic else "")
 
 
 def compile_residual(attr, n, dtype):

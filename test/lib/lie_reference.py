@@ -184,6 +184,20 @@ def ref_dist2(spec, a, b, lam):
     return float(total)
 
 
+def declared_attr(name, gens, blocks, generic=False):
+    """The #lie.group text of a declared group: generators `gens` (n×n
+    arrays) and blocks [(name, size)] in generator order; `generic` keeps
+    the generic model (no built-in closed forms)."""
+    n = len(gens[0])
+    entries = ", ".join(repr(float(x)) for g in gens for x in np.ravel(g))
+    out, nxt = [], 0
+    for block, size in blocks:
+        out.append("[%s]" % ", ".join(['"%s"' % block] + [str(nxt + i) for i in range(size)]))
+        nxt += size
+    return '#lie.group<"%s", n = %d, generators = array<f64: %s>, blocks = [%s]%s>' % (
+        name, n, entries, ", ".join(out), ", generic" if generic else "")
+
+
 def build_module(spec, dtype):
     """Every lie op of `spec`'s group as a destination-passing function.
 
