@@ -7,26 +7,16 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Lie/IR/Groups/GroupAlgebra.h"
+#include "unittests/Frontend/MatrixTestUtils.h"
 #include "gtest/gtest.h"
 
 #include <cmath>
 
 using namespace torsor::lie::algebra;
+using torsor::lie::algebra::testing::plus;
+using torsor::lie::algebra::testing::unit;
 
 namespace {
-
-/// The n×n matrix with `v` at (i, j) and zeros elsewhere.
-Matrix unit(unsigned n, unsigned i, unsigned j, double v = 1) {
-  Matrix m(n * n, 0.0);
-  m[i * n + j] = v;
-  return m;
-}
-
-Matrix plus(Matrix a, const Matrix &b, double s = 1) {
-  for (size_t i = 0; i < a.size(); ++i)
-    a[i] += s * b[i];
-  return a;
-}
 
 /// so(3): the hat of each axis.
 std::vector<Matrix> so3() {
