@@ -16,6 +16,7 @@
 #include "dialects/Geo/IR/GeoDialect.h"
 #include "dialects/Geo/Transforms/Passes.h"
 #include "dialects/Lie/IR/LieDialect.h"
+#include "dialects/Strategy/IR/Strategy.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -24,7 +25,8 @@
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 
 void torsor::registerAllDialects(mlir::DialectRegistry &registry) {
-  registry.insert<lie::LieDialect, geo::GeoDialect>();
+  registry
+      .insert<lie::LieDialect, geo::GeoDialect, strategy::StrategyDialect>();
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
   registerGPUBarrierEffects(registry);

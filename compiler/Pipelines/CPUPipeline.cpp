@@ -45,6 +45,7 @@ void torsor::buildCPULoweringPipeline(OpPassManager &pm,
     pm.addPass(geo::createGeoFuseAttention());
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
+    addSelectStrategy(pm, options, "cpu");
     pm.addPass(geo::createGeoTileAttention());
     pm.addPass(geo::createGeoDecomposeAttention());
   }
@@ -58,6 +59,8 @@ void torsor::buildCPULoweringPipeline(OpPassManager &pm,
 
   // Dense contractions to tiled FMA micro-kernels (tasks are scf.forall).
   if (options.optLevel > 0) {
+    // The flash backward's outlined per-lane functions are new.
+    addSelectStrategy(pm, options, "cpu");
     pm.addNestedPass<func::FuncOp>(createTorsorTileDense());
     pm.addNestedPass<func::FuncOp>(createTorsorFuseRows());
   }

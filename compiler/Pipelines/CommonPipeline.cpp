@@ -44,11 +44,17 @@ void torsor::buildModelABIPipeline(OpPassManager &pm,
   pm.addPass(createInlinerPass());
   pm.addPass(createSymbolDCEPass());
 
-  // Tile sizes and vector widths for this target, in one attribute.
+  // Tile sizes and vector widths for this target, one typed attribute on
+  // each op that will be tiled.
+  addSelectStrategy(pm, options, target);
+}
+
+void torsor::addSelectStrategy(OpPassManager &pm,
+                               const PipelineOptions &options,
+                               StringRef target) {
   TorsorSelectStrategyOptions strategy;
   strategy.vectorBits = options.vectorBits;
   strategy.target = target.str();
-  strategy.gpuArch = options.gpuArch;
   pm.addPass(createTorsorSelectStrategy(strategy));
 }
 

@@ -78,6 +78,7 @@ void torsor::buildNVPTXLoweringPipeline(OpPassManager &pm,
     pm.addPass(geo::createGeoFuseAttention({/*lse=*/false}));
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
+    addSelectStrategy(pm, options, "nvptx");
     pm.addPass(geo::createGeoMapAttentionToGPU());
   }
 
@@ -95,6 +96,8 @@ void torsor::buildNVPTXLoweringPipeline(OpPassManager &pm,
   // Above -O0, dense contractions become shared-memory tiled kernels
   // (block tiles BM × BN, register tiles TM × TN per thread; the
   // strategy's gpu_matmul_* fields) before linalg turns into loops.
+  // The flash backward's outlined functions are new since the ABI stage.
+  addSelectStrategy(pm, options, "nvptx");
   if (options.optLevel > 0)
     pm.addPass(createTorsorMapDenseToGPU());
 

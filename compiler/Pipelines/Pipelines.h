@@ -33,13 +33,13 @@ struct PipelineOptions : mlir::PassPipelineOptions<PipelineOptions> {
                             llvm::cl::desc("Optimization level 0-3 (0: the "
                                            "unfused oracle lowering)"),
                             llvm::cl::init(2)};
-  /// SIMD width of the target in bits (torsor-select-strategy); 0 keeps a
-  /// strategy already on the module, else the portable 128.
+  /// SIMD width of the target in bits (torsor-select-strategy); the
+  /// portable 128 by default. Ops stamped with a strategy keep it.
   Option<unsigned> vectorBits{
       *this, "vector-bits",
-      llvm::cl::desc("CPU SIMD width in bits (0: keep the module's "
-                     "strategy, or 128)"),
-      llvm::cl::init(0)};
+      llvm::cl::desc("CPU SIMD width in bits (at least 128; ops already "
+                     "stamped with a strategy keep theirs)"),
+      llvm::cl::init(128)};
   /// NVPTX: the chip ptxas assembles for (sm_75 or newer).
   Option<std::string> gpuArch{*this, "gpu-arch",
                               llvm::cl::desc("NVPTX: GPU chip, e.g. sm_90"),
@@ -72,6 +72,11 @@ void buildTorsorOptimizationPipeline(mlir::OpPassManager &pm,
 void buildModelABIPipeline(mlir::OpPassManager &pm,
                            const PipelineOptions &options,
                            llvm::StringRef target);
+
+/// torsor-select-strategy for `target` ("cpu" or "nvptx"): stamps the ops
+/// created since it last ran (fused attention, outlined functions).
+void addSelectStrategy(mlir::OpPassManager &pm, const PipelineOptions &options,
+                       llvm::StringRef target);
 
 /// geo → linalg and lie → scalar loops on tensors (Grassmann mixing takes
 /// its fused form above -O0).

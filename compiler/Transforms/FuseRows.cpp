@@ -13,11 +13,11 @@
 // consumes: the last op of each norm or softmax. Producers fused into the
 // root's task are generics that are not contractions, fills and
 // broadcasts; contractions stay for torsor-tile-dense, and everything
-// before them is left alone. Block size: TargetStrategy::rowTaskRows.
+// before them is left alone. Block size: the function's
+// #strategy.dense row_task_rows.
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/Strategy/TargetStrategy.h"
 #include "compiler/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -105,8 +105,7 @@ void allowReassociation(linalg::GenericOp op) {
 struct FuseRows : torsor::impl::TorsorFuseRowsBase<FuseRows> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    TargetStrategy strategy = TargetStrategy::get(func);
-    int64_t rows = std::max<int64_t>(strategy.rowTaskRows, 1);
+    int64_t rows = strategy::denseOf(func).getRowTaskRows();
 
     // Roots: chain ends, i.e. not read by another chain member.
     SmallVector<linalg::GenericOp> roots;

@@ -27,7 +27,6 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/Strategy/TargetStrategy.h"
 #include "compiler/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -386,17 +385,6 @@ struct TorsorMapDenseToGPU
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    TargetStrategy s = TargetStrategy::get(module);
-    DenseTiles t{s.gpuMatmulBlockRows, s.gpuMatmulBlockCols,
-                 s.gpuMatmulBlockDepth, s.gpuMatmulThreadRows,
-                 s.gpuMatmulThreadCols};
-    if (t.blockRows % t.threadRows || t.blockCols % t.threadCols) {
-      module.emitError()
-          << "GPU dense tiles need TM | BM and TN | BN, got BM = "
-          << t.blockRows << ", TM = " << t.threadRows
-          << ", BN = " << t.blockCols << ", TN = " << t.threadCols;
-      return signalPassFailure();
-    }
     SmallVector<std::pair<linalg::LinalgOp, Dims>> work;
     module.walk([&](linalg::LinalgOp op) {
       // Ops already inside a kernel (or a parallel loop) are left alone.
@@ -410,6 +398,11 @@ struct TorsorMapDenseToGPU
     for (auto &[op, d] : work) {
       OpBuilder builder(op);
       ImplicitLocOpBuilder b(op.getLoc(), builder);
+      // The function's #strategy.gpu_dense (its verifier checks TM | BM
+      // and TN | BN).
+      strategy::GPUDenseAttr s = strategy::gpuDenseOf(op);
+      DenseTiles t{s.getBlockRows(), s.getBlockCols(), s.getBlockDepth(),
+                   s.getThreadRows(), s.getThreadCols()};
       DenseKernel(op, d, t, cpuEmulation).build(b);
       op->erase();
     }

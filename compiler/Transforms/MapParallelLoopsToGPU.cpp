@@ -4,18 +4,17 @@
 // outermost scf.parallel (a linalg op's parallel dims, a lie batch loop,
 // the Grassmann per-token loops, a copy) becomes a gpu.launch whose
 // iteration space is flattened row-major and cut into tiles of
-// `gpu_threads_per_block` consecutive iterations: tiles are blocks, the
-// lanes of a tile are threads. Flattening keeps the innermost dimension
-// fastest across neighbouring threads, so a warp's loads and stores of a
-// row-major buffer coalesce; it also maps loops of any rank and any
-// extent (L = 1, ragged ends) the same way, with one bounds check.
-// Upstream's gpu-map-parallel-loops + convert-parallel-loops-to-gpu map
-// loop dims one to one onto grid dims instead, which leaves one thread per
-// block for a 1-D loop and rejects sibling nests with different bounds.
+// `threads_per_block` (#strategy.gpu_dense) consecutive iterations: tiles are
+// blocks, the lanes of a tile are threads. Flattening keeps the innermost
+// dimension fastest across neighbouring threads, so a warp's loads and stores
+// of a row-major buffer coalesce; it also maps loops of any rank and any extent
+// (L = 1, ragged ends) the same way, with one bounds check. Upstream's
+// gpu-map-parallel-loops + convert-parallel-loops-to-gpu map loop dims one to
+// one onto grid dims instead, which leaves one thread per block for a 1-D loop
+// and rejects sibling nests with different bounds.
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/Strategy/TargetStrategy.h"
 #include "compiler/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -152,8 +151,6 @@ struct TorsorMapParallelLoopsToGPU
           TorsorMapParallelLoopsToGPU> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    unsigned threads = TargetStrategy::get(module).gpuThreadsPerBlock;
-
     // Copies outside kernels become loops, then kernels like the others.
     SmallVector<memref::CopyOp> copies;
     module.walk([&](memref::CopyOp copy) {
@@ -176,7 +173,7 @@ struct TorsorMapParallelLoopsToGPU
         loops.push_back(loop);
     });
     for (scf::ParallelOp loop : loops)
-      mapLoop(loop, threads);
+      mapLoop(loop, strategy::gpuDenseOf(loop).getThreadsPerBlock());
   }
 };
 

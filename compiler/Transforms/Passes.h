@@ -10,6 +10,7 @@
 
 #include "compiler/Transforms/LoopAttributes.h"
 #include "dialects/Lie/IR/LieAttrs.h"
+#include "dialects/Strategy/IR/Strategy.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"

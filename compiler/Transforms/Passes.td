@@ -70,36 +70,41 @@ def TorsorEmitEntry : Pass<"torsor-emit-entry", "::mlir::ModuleOp"> {
 }
 
 def TorsorSelectStrategy : Pass<"torsor-select-strategy", "::mlir::ModuleOp"> {
-  let summary = "Record the target's tiling strategy on the module";
+  let summary = "Stamp each op a tiling pass lowers with its typed strategy";
   let description = [{
-    Writes `torsor.strategy`, the one dictionary of tile sizes and vector
-    widths every tiling pass reads (compiler/Strategy/TargetStrategy.h), so
-    the CPU and GPU pipelines share one set of choices and no pass keeps
-    constants of its own. A strategy already on the module is kept unless
-    `vector-bits` is given, so a test can pin one by hand.
+    Chooses how each kernel is tiled for the target and writes it on the op
+    as `torsor.strategy`, a typed attribute of the `strategy` dialect
+    (dialects/Strategy/IR/StrategyAttrs.td): `#strategy.vector_attention`
+    on each `geo.flash_lie_attention` (CPU) and `geo.flash_lie_attention_grad`
+    (both targets), `#strategy.gpu_attention` on each
+    `geo.flash_lie_attention` (nvptx), and `#strategy.dense` (CPU) or
+    `#strategy.gpu_dense` (nvptx) on each function. The tiling passes read
+    the attribute of the op they lower; no pass keeps constants of its own.
 
-    With `target=nvptx` the strategy is the GPU's
-    (TargetStrategy::forNVPTX): the same fields plus `gpu_*` ones (threads
-    per block, warp size, shared-memory budget, attention tile sizes), read
-    by the passes that map loops onto gpu.launch.
+    An op that already carries a strategy keeps it, so a test can pin one
+    by hand and the pipelines run this pass again after the passes that
+    create ops (geo-fuse-attention, outlining).
 
-    After (`--torsor-select-strategy=vector-bits=512`):
+    After (`--torsor-select-strategy=vector-bits=512`), for an f32 SO(3)
+    attention with 64 value features:
     ```mlir
-    module attributes {torsor.strategy = {attention_key_vectors = 2 : i64,
-        attention_max_query_rows = 4 : i64, target = "cpu",
-        vector_bits = 512 : i64, vector_registers = 32 : i64}} {
+    func.func @f(...) attributes {torsor.strategy = #strategy.dense<
+        vector_bits = 512, task_rows = 32, cache_cols = 256,
+        cache_depth = 256, register_rows = 8, register_vectors = 2,
+        pack_transposed = true, row_task_rows = 16>} {
+      %o = geo.flash_lie_attention ... {torsor.strategy =
+          #strategy.vector_attention<lanes = 16, query_rows = 4,
+                                     key_tile = 64>, ...}
     ```
   }];
   let options = [
-    Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"0",
-           "SIMD register width in bits (0: keep the module's strategy, "
-           "or 128 when it has none)">,
+    Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"128",
+           "SIMD register width of the CPU in bits (at least 128)">,
     Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
-           "cpu, or nvptx for the GPU strategy (threads per block, shared "
-           "memory budget, GPU tile sizes)">,
-    Option<"gpuArch", "gpu-arch", "std::string", /*default=*/"\"sm_90\"",
-           "nvptx: the chip the strategy is for">,
+           "cpu, or nvptx for the GPU schedules (thread blocks, shared "
+           "memory tiles)">,
   ];
+  let dependentDialects = ["::torsor::strategy::StrategyDialect"];
 }
 
 def TorsorLowerExactMath : Pass<"torsor-lower-exact-math", "::mlir::ModuleOp"> {
@@ -194,7 +199,8 @@ def TorsorMapParallelLoopsToGPU
     reductions becomes one `gpu.launch`: its N-dimensional iteration space
     is flattened (row-major, last dimension fastest, so neighbouring
     threads touch neighbouring elements), cut into tiles of
-    `gpu_threads_per_block` iterations from `torsor.strategy`; tiles are
+    `threads_per_block` iterations (the function's `#strategy.gpu_dense`,
+    or the default schedule without one); tiles are
     blocks and the iterations of a tile (the lanes) are threads. Each
     thread delinearizes its index, skips it past the end, and runs the
     body; parallel loops nested in the body run sequentially per thread.
@@ -223,7 +229,8 @@ def TorsorMapParallelLoopsToGPU
     }
     ```
   }];
-  let dependentDialects = ["::mlir::gpu::GPUDialect",
+  let dependentDialects = ["::torsor::strategy::StrategyDialect",
+                           "::mlir::gpu::GPUDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::scf::SCFDialect"];
@@ -250,7 +257,8 @@ def TorsorMapDenseToGPU
     of the op's own scalar body. Loads clamp their indices, the depth loop
     stops at K, and only outputs inside the result are stored; the
     accumulators start from the output buffer (a fill or bias is kept).
-    BM, BN, BK, TM, TN are the `gpu_matmul_*` fields of `torsor.strategy`.
+    BM, BN, BK, TM, TN are the block_* and thread_* fields of the
+    function's `#strategy.gpu_dense` (the default schedule without one).
 
     `cpu-emulation` emits the same per-thread code as one host
     `scf.parallel` over (blocks, threads) instead, each thread staging the
@@ -279,7 +287,8 @@ def TorsorMapDenseToGPU
            "Emit the blocks and threads as host loops (tests the kernel "
            "on the CPU)">,
   ];
-  let dependentDialects = ["::mlir::gpu::GPUDialect",
+  let dependentDialects = ["::torsor::strategy::StrategyDialect",
+                           "::mlir::gpu::GPUDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::scf::SCFDialect"];
@@ -486,8 +495,9 @@ def TorsorTileDense : Pass<"torsor-tile-dense", "::mlir::func::FuncOp"> {
     `[mr, nr, 1]` `vector.contract` is lowered to outer products, i.e.
     `vector.fma`. The accumulator tile is hoisted out of the k loop. A
     right operand stored `[n, k]` is transposed once into `[k, n]`. All
-    sizes come from the module's `torsor.strategy`
-    (compiler/Strategy/TargetStrategy.h); ragged edges stay scalar loops.
+    sizes come from the function's `#strategy.dense` (`torsor.strategy`;
+    the portable 128-bit choice without one); ragged edges stay scalar
+    loops.
 
     Glue: chains of elementwise generics are fused first (upstream
     elementwise fusion, all-parallel consumers only), and the elementwise
@@ -507,7 +517,8 @@ def TorsorTileDense : Pass<"torsor-tile-dense", "::mlir::func::FuncOp"> {
         vector.transfer_write %r, ...
     ```
   }];
-  let dependentDialects = ["::mlir::affine::AffineDialect",
+  let dependentDialects = ["::torsor::strategy::StrategyDialect",
+                           "::mlir::affine::AffineDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::linalg::LinalgDialect",
                            "::mlir::scf::SCFDialect",
@@ -523,8 +534,8 @@ def TorsorFuseRows : Pass<"torsor-fuse-rows", "::mlir::func::FuncOp"> {
     elementwise generics that read the rows and their statistics. Each
     generic is a pass over the whole tensor. This pass makes every such
     chain one row kernel: the last elementwise generic of the chain is
-    tiled by blocks of `row_task_rows` rows (the module's
-    `torsor.strategy`) into an `scf.forall`, and its producers (the
+    tiled by blocks of `row_task_rows` rows (the function's
+    `#strategy.dense`) into an `scf.forall`, and its producers (the
     reductions, the elementwise generics between them, their fills) are
     fused into the same task with upstream tile-and-fuse. A task reads its
     rows from memory once; the other passes over them hit L1.
@@ -550,7 +561,8 @@ def TorsorFuseRows : Pass<"torsor-fuse-rows", "::mlir::func::FuncOp"> {
     }
     ```
   }];
-  let dependentDialects = ["::mlir::arith::ArithDialect",
+  let dependentDialects = ["::torsor::strategy::StrategyDialect",
+                           "::mlir::arith::ArithDialect",
                            "::mlir::linalg::LinalgDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::tensor::TensorDialect"];

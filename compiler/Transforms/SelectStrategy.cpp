@@ -1,14 +1,15 @@
-//===- SelectStrategy.cpp - Record the target's tiling strategy -----------===//
+//===- SelectStrategy.cpp - Stamp each kernel with its tiling strategy ----===//
 //
-// torsor-select-strategy: the pass form of TargetStrategy::forCPU and
-// forNVPTX. torsorc runs it with the vector width of the CPU it targets
-// (--mcpu) or with the GPU chip (--gpu-arch); torsor-opt users pass
-// vector-bits or target=nvptx by hand.
+// torsor-select-strategy: finds the ops that a tiling pass lowers and
+// stamps each with the typed strategy the target calls for (the choices
+// themselves are in dialects/Strategy/IR/Strategy.cpp). torsorc runs it
+// with the vector width of the CPU it targets (--mcpu) or for the GPU;
+// ops already stamped keep their strategy.
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/Strategy/TargetStrategy.h"
 #include "compiler/Transforms/Passes.h"
+#include "dialects/Geo/IR/GeoOps.h"
 
 namespace torsor {
 #define GEN_PASS_DEF_TORSORSELECTSTRATEGY
@@ -17,29 +18,48 @@ namespace torsor {
 
 using namespace mlir;
 using namespace torsor;
+using namespace torsor::strategy;
 
 namespace {
+
+/// Element width and value features of an attention op's values.
+template <typename OpT> std::pair<unsigned, int64_t> valueShape(OpT op) {
+  auto values = cast<ShapedType>(op.getValues().getType());
+  return {values.getElementType().getIntOrFloatBitWidth(),
+          values.getShape().back()};
+}
 
 struct SelectStrategy : torsor::impl::TorsorSelectStrategyBase<SelectStrategy> {
   using TorsorSelectStrategyBase::TorsorSelectStrategyBase;
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (target != "cpu" && target != "nvptx") {
+    MLIRContext *context = &getContext();
+    bool gpu = target == "nvptx";
+    if (!gpu && target != "cpu") {
       module.emitError() << "torsor-select-strategy: unknown target '" << target
                          << "' (expected cpu or nvptx)";
       return signalPassFailure();
     }
-    if (target == "nvptx") {
-      module->setAttr(kStrategyAttrName,
-                      TargetStrategy::forNVPTX(gpuArch).toAttr(&getContext()));
-      return;
-    }
-    if (vectorBits == 0 && module->hasAttr(kStrategyAttrName))
-      return;
-    TargetStrategy strategy =
-        TargetStrategy::forCPU(vectorBits == 0 ? 128 : vectorBits);
-    module->setAttr(kStrategyAttrName, strategy.toAttr(&getContext()));
+    Target machine = gpu ? Target::gpuThread() : Target::cpu(vectorBits);
+    auto stamp = [](Operation *op, Attribute strategy) {
+      if (!op->hasAttr(kStrategyAttrName))
+        op->setAttr(kStrategyAttrName, strategy);
+    };
+    module.walk([&](Operation *op) {
+      if (auto fwd = dyn_cast<geo::FlashLieAttentionOp>(op)) {
+        auto [bits, dim] = valueShape(fwd);
+        stamp(op, gpu ? Attribute(selectGPUAttention(context))
+                      : Attribute(selectVectorAttention(context, machine, bits,
+                                                        dim, false)));
+      } else if (auto grad = dyn_cast<geo::FlashLieAttentionGradOp>(op)) {
+        auto [bits, dim] = valueShape(grad);
+        stamp(op, selectVectorAttention(context, machine, bits, dim, true));
+      } else if (isa<func::FuncOp>(op)) {
+        stamp(op, gpu ? Attribute(selectGPUDense(context))
+                      : Attribute(selectDense(context, machine)));
+      }
+    });
   }
 };
 

@@ -18,11 +18,10 @@
 // registers. A right operand stored transposed ([n, k]) is transposed
 // once first so its rows are contiguous vectors. Ragged row and column
 // edges are peeled off and stay scalar loops. All sizes come from the
-// module's TargetStrategy.
+// function's #strategy.dense.
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/Strategy/TargetStrategy.h"
 #include "compiler/Transforms/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -275,14 +274,14 @@ FailureOr<Operation *> tileTasks(RewriterBase &rewriter,
 
 /// Builds the loop nest of the file comment around one contraction.
 LogicalResult tileContraction(RewriterBase &rewriter, linalg::LinalgOp op,
-                              const Dims &d, const TargetStrategy &s) {
+                              const Dims &d, strategy::DenseAttr s) {
   linalg::ContractOp generic =
-      toContract(rewriter, op, d, s.matmulPackTransposed);
+      toContract(rewriter, op, d, s.getPackTransposed());
 
   unsigned bits = getElementTypeOrSelf(generic->getResult(0).getType())
                       .getIntOrFloatBitWidth();
-  int64_t mr = s.matmulRegisterRows, nr = s.matmulRegisterCols(bits);
-  int64_t mc = std::max<int64_t>(s.matmulTaskRows / mr, 1) * mr;
+  int64_t mr = s.getRegisterRows(), nr = s.registerCols(bits);
+  int64_t mc = std::max<int64_t>(s.getTaskRows() / mr, 1) * mr;
   using LoopType = scf::SCFTilingOptions::LoopType;
   auto sizes = [&](std::initializer_list<std::pair<unsigned, int64_t>> set) {
     SmallVector<int64_t> v(d.numLoops, 0);
@@ -297,10 +296,9 @@ LogicalResult tileContraction(RewriterBase &rewriter, linalg::LinalgOp op,
   if (failed(task))
     return failure();
   // Cache blocks: columns, then depth.
-  auto cache =
-      tile(rewriter, *task,
-           sizes({{d.n, s.matmulCacheCols}, {d.k, s.matmulCacheDepth}}),
-           {d.n, d.k}, LoopType::ForOp);
+  auto cache = tile(rewriter, *task,
+                    sizes({{d.n, s.getCacheCols()}, {d.k, s.getCacheDepth()}}),
+                    {d.n, d.k}, LoopType::ForOp);
   if (failed(cache))
     return failure();
   // Register tiles.
@@ -390,7 +388,7 @@ void approximateElementwiseMath(func::FuncOp func) {
 struct TileDense : torsor::impl::TorsorTileDenseBase<TileDense> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    TargetStrategy strategy = TargetStrategy::get(func);
+    strategy::DenseAttr strategy = strategy::denseOf(func);
     IRRewriter rewriter(&getContext());
     approximateElementwiseMath(func);
 

@@ -26,7 +26,7 @@
 #map = affine_map<(d0, d1) -> (d0, d1)>
 #map1 = affine_map<(d0, d1) -> (d0)>
 #map2 = affine_map<(d0, d1) -> (d1)>
-module attributes {torsor.strategy = {vector_bits = 512 : i64, row_task_rows = 16 : i64}} {
+module attributes {torsor.strategy = #strategy.dense<vector_bits = 512, task_rows = 32, cache_cols = 256, cache_depth = 256, register_rows = 8, register_vectors = 2, pack_transposed = true, row_task_rows = 16>} {
   func.func @layer_norm(%arg0: tensor<?x48xf32>, %arg1: tensor<48xf32>, %arg2: tensor<48xf32>) -> (tensor<?x48xf32>) {
     %c0 = arith.constant 0 : index
     %dim = tensor.dim %arg0, %c0 : tensor<?x48xf32>
@@ -138,7 +138,7 @@ module {
 // CHECK:       return
 #map = affine_map<(d0, d1) -> (d0, d1)>
 #map1 = affine_map<(d0, d1) -> (d0)>
-module attributes {torsor.strategy = {vector_bits = 512 : i64, row_task_rows = 16 : i64}} {
+module attributes {torsor.strategy = #strategy.dense<vector_bits = 512, task_rows = 32, cache_cols = 256, cache_depth = 256, register_rows = 8, register_vectors = 2, pack_transposed = true, row_task_rows = 16>} {
   func.func @softmax(%arg0: tensor<?x48xf32>) -> (tensor<?x48xf32>) {
     %c0 = arith.constant 0 : index
     %dim = tensor.dim %arg0, %c0 : tensor<?x48xf32>
@@ -196,7 +196,7 @@ module attributes {torsor.strategy = {vector_bits = 512 : i64, row_task_rows = 1
 // CHECK:       return %[[XC]], %[[Y]]
 #map = affine_map<(d0, d1) -> (d0, d1)>
 #map1 = affine_map<(d0, d1) -> (d0)>
-module attributes {torsor.strategy = {vector_bits = 512 : i64, row_task_rows = 16 : i64}} {
+module attributes {torsor.strategy = #strategy.dense<vector_bits = 512, task_rows = 32, cache_cols = 256, cache_depth = 256, register_rows = 8, register_vectors = 2, pack_transposed = true, row_task_rows = 16>} {
   func.func @no_consumer(%x: tensor<?x48xf32>) -> tensor<?xf32> {
     %c0 = arith.constant 0 : index
     %dim = tensor.dim %x, %c0 : tensor<?x48xf32>

@@ -1,35 +1,66 @@
 // RUN: torsor-opt %s --split-input-file --torsor-select-strategy=vector-bits=512 | FileCheck %s --check-prefix=AVX512
 // RUN: torsor-opt %s --split-input-file --torsor-select-strategy=vector-bits=256 | FileCheck %s --check-prefix=AVX2
-// RUN: torsor-opt %s --split-input-file --torsor-select-strategy | FileCheck %s --check-prefix=KEEP
+// RUN: torsor-opt %s --split-input-file --torsor-select-strategy | FileCheck %s --check-prefix=PORTABLE
+// RUN: torsor-opt %s --split-input-file --torsor-select-strategy=target=nvptx | FileCheck %s --check-prefix=NVPTX
 
-// A module without a strategy gets the one for the given width, or the
-// portable 128-bit one.
+// Every function gets the dense schedule of the target, every fused
+// attention the attention schedule for its element type and value width:
+// f32 with 64 value features at 512 bits is 16 lanes, 4 vectors of keys
+// per step, and 4 rows (4 accumulator vectors each, 16 of 32 registers);
+// at 256 bits the rows' 8 vectors each leave room for one row only. The
+// backward's rows share key loads whatever the value width (4). For the
+// GPU the forward gets the thread-block schedule and the backward runs on
+// one lane per thread.
 
-// AVX512: module attributes {torsor.strategy = {attention_key_vectors = 4 : i64, attention_max_query_rows = 4 : i64, matmul_cache_cols = 256 : i64, matmul_cache_depth = 256 : i64, matmul_pack_transposed = 1 : i64, matmul_register_rows = 8 : i64, matmul_register_vectors = 2 : i64, matmul_task_rows = 32 : i64, row_task_rows = 16 : i64, target = "cpu", vector_bits = 512 : i64, vector_registers = 32 : i64}}
-// AVX2:   module attributes {torsor.strategy = {{.*}}matmul_register_rows = 4 : i64, matmul_register_vectors = 2 : i64{{.*}}vector_bits = 256 : i64, vector_registers = 16 : i64}}
-// KEEP:   module attributes {torsor.strategy = {{.*}}vector_bits = 128 : i64, vector_registers = 16 : i64}}
-module {
-  func.func @f() { return }
+// AVX512-LABEL: func.func @attention
+//  AVX512-SAME: torsor.strategy = #strategy.dense<vector_bits = 512, task_rows = 32, cache_cols = 256, cache_depth = 256, register_rows = 8, register_vectors = 2, pack_transposed = true, row_task_rows = 16>
+//       AVX512: geo.flash_lie_attention {{.*}}torsor.strategy = #strategy.vector_attention<lanes = 16, query_rows = 4, key_tile = 64>
+//       AVX512: geo.flash_lie_attention_grad {{.*}}torsor.strategy = #strategy.vector_attention<lanes = 16, query_rows = 4, key_tile = 64>
+//       AVX512: geo.flash_lie_attention {{.*}}torsor.strategy = #strategy.vector_attention<lanes = 8, query_rows = 4, key_tile = 32>
+
+// AVX2-LABEL: func.func @attention
+//  AVX2-SAME: #strategy.dense<vector_bits = 256, {{.*}}register_rows = 4, register_vectors = 2
+//       AVX2: geo.flash_lie_attention {{.*}}#strategy.vector_attention<lanes = 8, query_rows = 1, key_tile = 32>
+//       AVX2: geo.flash_lie_attention_grad {{.*}}#strategy.vector_attention<lanes = 8, query_rows = 4, key_tile = 32>
+//       AVX2: geo.flash_lie_attention {{.*}}#strategy.vector_attention<lanes = 4, query_rows = 4, key_tile = 16>
+
+// PORTABLE-LABEL: func.func @attention
+//  PORTABLE-SAME: #strategy.dense<vector_bits = 128, {{.*}}register_rows = 4, register_vectors = 2
+//       PORTABLE: geo.flash_lie_attention {{.*}}#strategy.vector_attention<lanes = 4, query_rows = 1, key_tile = 16>
+
+// NVPTX-LABEL: func.func @attention
+//  NVPTX-SAME: torsor.strategy = #strategy.gpu_dense<threads_per_block = 256, block_rows = 64, block_cols = 64, block_depth = 16, thread_rows = 4, thread_cols = 4>
+//       NVPTX: geo.flash_lie_attention {{.*}}torsor.strategy = #strategy.gpu_attention<threads = 64, rows_per_thread = 1, key_tile = 64, score_chunk = 16, shared_memory_bytes = 49152>
+//       NVPTX: geo.flash_lie_attention_grad {{.*}}torsor.strategy = #strategy.vector_attention<lanes = 1, query_rows = 4, key_tile = 4>
+func.func @attention(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x64xf32>, %init: tensor<?x64xf32>, %do: tensor<?x64xf32>,
+                     %q64: tensor<?x9xf64>, %k64: tensor<9x?xf64>, %v64: tensor<?x8xf64>, %init64: tensor<?x8xf64>)
+    -> (tensor<?x64xf32>, tensor<?x9xf32>, tensor<?x8xf64>) {
+  %c0 = arith.constant 0 : index
+  %o = geo.flash_lie_attention %q, %k, %v, %c0, %init {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x64xf32>, index, tensor<?x64xf32>) -> tensor<?x64xf32>
+  %dq, %dk, %dv = geo.flash_lie_attention_grad %q, %k, %v, %o, %do {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>) -> (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x64xf32>)
+  %o64 = geo.flash_lie_attention %q64, %k64, %v64, %c0, %init64 {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>} : (tensor<?x9xf64>, tensor<9x?xf64>, tensor<?x8xf64>, index, tensor<?x8xf64>) -> tensor<?x8xf64>
+  return %o, %dq, %o64 : tensor<?x64xf32>, tensor<?x9xf32>, tensor<?x8xf64>
 }
 
 // -----
 
-// A strategy already there is kept when no width is given (KEEP), and
-// replaced when one is.
+// An op that carries a strategy keeps it: a test (or a user) can pin one,
+// and the pipelines run this pass again after passes that create ops.
 
-// AVX512: vector_bits = 512
-// AVX2:   vector_bits = 256
-// KEEP:   module attributes {torsor.strategy = {attention_key_vectors = 3 : i64, vector_bits = 64 : i64}}
-module attributes {torsor.strategy = {attention_key_vectors = 3 : i64, vector_bits = 64 : i64}} {
-  func.func @g() { return }
+// AVX512-LABEL: func.func @pinned
+//  AVX512-SAME: #strategy.dense<vector_bits = 256, task_rows = 8,
+//       AVX512: #strategy.vector_attention<lanes = 2, query_rows = 3, key_tile = 6>
+// NVPTX-LABEL: func.func @pinned
+//  NVPTX-SAME: #strategy.dense<vector_bits = 256, task_rows = 8,
+func.func @pinned(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x64xf32>, %init: tensor<?x64xf32>) -> tensor<?x64xf32>
+    attributes {torsor.strategy = #strategy.dense<vector_bits = 256, task_rows = 8, cache_cols = 64, cache_depth = 64, register_rows = 2, register_vectors = 1, pack_transposed = false, row_task_rows = 4>} {
+  %c0 = arith.constant 0 : index
+  %o = geo.flash_lie_attention %q, %k, %v, %c0, %init {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>, torsor.strategy = #strategy.vector_attention<lanes = 2, query_rows = 3, key_tile = 6>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x64xf32>, index, tensor<?x64xf32>) -> tensor<?x64xf32>
+  return %o : tensor<?x64xf32>
 }
 
 // -----
 
-// target=nvptx writes the GPU strategy: the CPU fields for one thread plus
-// the gpu_* fields, replacing whatever was there.
-// RUN: torsor-opt %s --split-input-file --torsor-select-strategy="target=nvptx gpu-arch=sm_80" | FileCheck %s --check-prefix=NVPTX
-// NVPTX: module attributes {torsor.strategy = {{{.*}}gpu_arch = "sm_80", gpu_attention_key_tile = 64 : i64, gpu_attention_query_rows = 64 : i64, gpu_attention_rows_per_thread = 1 : i64, gpu_attention_score_chunk = 16 : i64, gpu_matmul_block_cols = 64 : i64, gpu_matmul_block_depth = 16 : i64, gpu_matmul_block_rows = 64 : i64, gpu_matmul_thread_cols = 4 : i64, gpu_matmul_thread_rows = 4 : i64, gpu_shared_memory_bytes = 49152 : i64, gpu_threads_per_block = 256 : i64, gpu_warp_size = 32 : i64{{.*}}target = "nvptx"
-module attributes {torsor.strategy = {vector_bits = 512 : i64}} {
-  func.func @h() { return }
-}
+// RUN: not torsor-opt %s --split-input-file --torsor-select-strategy=target=tpu 2>&1 | FileCheck %s --check-prefix=TARGET
+// TARGET: error: torsor-select-strategy: unknown target 'tpu' (expected cpu or nvptx)
+func.func @h() { return }

@@ -19,7 +19,7 @@
 // CHECK:               vector.transfer_write {{.*}} : vector<8x32xf32>, tensor<8x32xf32>
 // CHECK:             linalg.contract {{.*}} -> tensor<8x?xf32>
 // CHECK:           linalg.contract {{.*}} -> tensor<?x32xf32>
-module attributes {torsor.strategy = {vector_bits = 512 : i64, vector_registers = 32 : i64}} {
+module attributes {torsor.strategy = #strategy.dense<vector_bits = 512, task_rows = 32, cache_cols = 256, cache_depth = 256, register_rows = 8, register_vectors = 2, pack_transposed = true, row_task_rows = 16>} {
   func.func @matmul(%a: tensor<?x256xf32>, %b: tensor<256x1000xf32>,
                     %c: tensor<?x1000xf32>) -> tensor<?x1000xf32> {
     %r = linalg.matmul ins(%a, %b : tensor<?x256xf32>, tensor<256x1000xf32>)

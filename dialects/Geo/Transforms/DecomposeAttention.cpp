@@ -25,11 +25,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/Strategy/TargetStrategy.h"
 #include "dialects/Geo/IR/GeoOps.h"
 #include "dialects/Geo/Transforms/KernelMath.h"
 #include "dialects/Geo/Transforms/Passes.h"
 #include "dialects/Lie/IR/GroupModel.h"
+#include "dialects/Strategy/IR/Strategy.h"
 
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -57,7 +57,7 @@ struct Chunk {
 /// Everything the kernel builder needs about one tiled op.
 class KernelBuilder {
 public:
-  KernelBuilder(FlashLieAttentionOp op, const TargetStrategy &strategy)
+  KernelBuilder(FlashLieAttentionOp op, strategy::VectorAttentionAttr strategy)
       : op(op), model(op.getGroup().getModel()) {
     auto vType = cast<RankedTensorType>(op.getValues().getType());
     elt = cast<FloatType>(vType.getElementType());
@@ -65,7 +65,7 @@ public:
     heads = op.getHeads();
     int64_t dim = vType.getDimSize(1), headDim = dim / heads;
     keyTile = *op.getKeyTile();
-    lanes = std::min<int64_t>(strategy.lanes(elt.getWidth()), keyTile);
+    lanes = std::min<int64_t>(strategy.getLanes(), keyTile);
     if (keyTile % lanes != 0)
       lanes = keyTile;
     keyVectors = keyTile / lanes;
@@ -398,7 +398,10 @@ struct GeoDecomposeAttention
                             "decomposed";
         return signalPassFailure();
       }
-      TargetStrategy strategy = TargetStrategy::get(op);
+      auto strategy = strategy::vectorAttentionOf(
+          op, rowsType.getElementType().getIntOrFloatBitWidth(),
+          cast<RankedTensorType>(op.getValues().getType()).getShape().back(),
+          /*backward=*/false);
       OpBuilder builder(op);
       // Mark where the kernel starts, to find its math ops afterwards.
       Operation *before = op->getPrevNode();

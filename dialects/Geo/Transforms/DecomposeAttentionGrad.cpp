@@ -29,13 +29,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/Strategy/TargetStrategy.h"
 #include "compiler/Transforms/LoopAttributes.h"
 #include "dialects/Geo/IR/GeoOps.h"
 #include "dialects/Geo/Transforms/KernelMath.h"
 #include "dialects/Geo/Transforms/Passes.h"
 #include "dialects/Lie/IR/GroupModel.h"
 #include "dialects/Lie/IR/Groups/Derivatives.h"
+#include "dialects/Strategy/IR/Strategy.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/PatternMatch.h"
@@ -64,18 +64,18 @@ namespace {
 /// of the operands is needed.
 class GradKernel {
 public:
-  GradKernel(FlashLieAttentionGradOp op, const TargetStrategy &strategy)
+  GradKernel(FlashLieAttentionGradOp op, strategy::VectorAttentionAttr strategy)
       : op(op), model(op.getGroup().getModel()) {
     auto vType = cast<RankedTensorType>(op.getValues().getType());
     elt = cast<FloatType>(vType.getElementType());
     dim = vType.getShape().back();
     heads = op.getHeads();
     headDim = dim / heads;
-    lanes = strategy.lanes(elt.getWidth());
+    lanes = strategy.getLanes();
     // Rows share key loads; a pair form that builds loops runs per lane in
     // scalar code, where sharing saves nothing and every row would repeat
     // that code (compile time).
-    rows = model.hasStraightLinePairForm() ? strategy.attentionMaxQueryRows : 1;
+    rows = model.hasStraightLinePairForm() ? strategy.getQueryRows() : 1;
     blocks = model.getBlocks().size();
     for (int64_t h = 0; h < heads; ++h)
       for (unsigned b = 0; b < blocks; ++b)
@@ -681,7 +681,11 @@ struct GeoDecomposeAttentionGrad
       OpBuilder builder(op);
       Operation *before = op->getPrevNode();
       ImplicitLocOpBuilder b(op.getLoc(), builder);
-      GradKernel kernel(op, TargetStrategy::get(op));
+      auto values = cast<RankedTensorType>(op.getValues().getType());
+      GradKernel kernel(op,
+                        strategy::vectorAttentionOf(
+                            op, values.getElementType().getIntOrFloatBitWidth(),
+                            values.getShape().back(), /*backward=*/true));
       FailureOr<SmallVector<Value>> results = kernel.build(b);
       if (failed(results))
         return signalPassFailure();

@@ -25,11 +25,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/Strategy/TargetStrategy.h"
 #include "dialects/Geo/IR/GeoOps.h"
 #include "dialects/Geo/Transforms/KernelMath.h"
 #include "dialects/Geo/Transforms/Passes.h"
 #include "dialects/Lie/IR/GroupModel.h"
+#include "dialects/Strategy/IR/Strategy.h"
 
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -78,7 +78,7 @@ struct ThreadContext {
   SmallVector<Scalars> query;           // [r][feature]
 };
 
-/// The kernel's tiles: TargetStrategy's gpu_attention fields, each
+/// The kernel's tiles: the op's #strategy.gpu_attention, each field
 /// overridable by a pass option.
 struct KernelTiles {
   int64_t threads, rowsPerThread, keyTile, chunk, sharedBytes;
@@ -604,25 +604,28 @@ struct GeoMapAttentionToGPU
     : torsor::geo::impl::GeoMapAttentionToGPUBase<GeoMapAttentionToGPU> {
   using Base::Base;
 
-  void runOnOperation() override {
-    SmallVector<FlashLieAttentionOp> ops;
-    getOperation()->walk([&](FlashLieAttentionOp op) { ops.push_back(op); });
-    // One target strategy for both targets: the GPU tiles are its
-    // gpu_attention fields (the defaults of forNVPTX when the module has
-    // none, as in torsor-opt tests).
-    TargetStrategy target = TargetStrategy::get(getOperation());
+  /// The tiles of `op`: its #strategy.gpu_attention (the default when it
+  /// has none, as in torsor-opt tests), each field overridable by a pass
+  /// option. A rows-per-thread option keeps the block's BQ query rows.
+  KernelTiles tilesOf(FlashLieAttentionOp op) const {
+    strategy::GPUAttentionAttr stamped = strategy::gpuAttentionOf(op);
     auto pick = [](unsigned option, unsigned field) -> int64_t {
       return option ? option : field;
     };
-    if (rowsPerThread)
-      target.gpuAttentionRowsPerThread = rowsPerThread;
-    KernelTiles strategy;
-    strategy.rowsPerThread = target.gpuAttentionRowsPerThread;
-    strategy.threads = pick(threadsPerBlock, target.gpuAttentionThreads());
-    strategy.keyTile = pick(keyTile, target.gpuAttentionKeyTile);
-    strategy.chunk = pick(scoreChunk, target.gpuAttentionScoreChunk);
-    strategy.sharedBytes = target.gpuSharedMemoryBytes;
+    KernelTiles tiles;
+    tiles.rowsPerThread = pick(rowsPerThread, stamped.getRowsPerThread());
+    int64_t blockRows = stamped.getThreads() * stamped.getRowsPerThread();
+    tiles.threads = pick(threadsPerBlock,
+                         std::max<int64_t>(1, blockRows / tiles.rowsPerThread));
+    tiles.keyTile = pick(keyTile, stamped.getKeyTile());
+    tiles.chunk = pick(scoreChunk, stamped.getScoreChunk());
+    tiles.sharedBytes = stamped.getSharedMemoryBytes();
+    return tiles;
+  }
 
+  void runOnOperation() override {
+    SmallVector<FlashLieAttentionOp> ops;
+    getOperation()->walk([&](FlashLieAttentionOp op) { ops.push_back(op); });
     SmallVector<Operation *> approximate;
     for (FlashLieAttentionOp op : ops) {
       if (op.getKeyTile()) {
@@ -636,7 +639,7 @@ struct GeoMapAttentionToGPU
                             "compiled for the CPU";
         return signalPassFailure();
       }
-      KernelBuilder kernel(op, strategy);
+      KernelBuilder kernel(op, tilesOf(op));
       if (failed(kernel.verifyStrategy()))
         return signalPassFailure();
       OpBuilder builder(op);

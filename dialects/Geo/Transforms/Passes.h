@@ -9,6 +9,7 @@
 
 #include "dialects/Geo/IR/GeoDialect.h"
 #include "dialects/Lie/IR/LieDialect.h"
+#include "dialects/Strategy/IR/Strategy.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"

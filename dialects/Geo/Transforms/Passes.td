@@ -2,7 +2,8 @@
 //
 // The fused attention pipeline (docs/compiler.md): fuse → tile → decompose,
 // after IREE's online attention. Each step is a pass of its own with its
-// own lit test; tile sizes come from the module's torsor.strategy.
+// own lit test; tile sizes come from each op's typed strategy
+// (`torsor.strategy`, dialects/Strategy).
 //
 //===----------------------------------------------------------------------===//
 
@@ -57,8 +58,10 @@ def GeoTileAttention : Pass<"geo-tile-attention"> {
   let summary = "Tile geo.flash_lie_attention into parallel query tiles";
   let description = [{
     Splits each untiled `geo.flash_lie_attention` into query tiles of R
-    rows (R from `torsor.strategy`: as many rows as keep the accumulators
-    in registers) and sets `key_tile` (keys per online-softmax step). The
+    rows and sets `key_tile` (keys per online-softmax step), both from the
+    op's `#strategy.vector_attention` (R: as many rows as keep the
+    accumulators in registers; the portable CPU choice without one). The
+    tiles carry the strategy on. The
     batch dims and the query tiles are flattened into one `scf.for` marked
     `torsor.parallel`, so the tiles run on the runtime's thread pool; the
     rows left over when R does not divide L run as 1-row tiles in a second
@@ -78,7 +81,8 @@ def GeoTileAttention : Pass<"geo-tile-attention"> {
   }];
   let dependentDialects = ["::mlir::scf::SCFDialect",
                            "::mlir::tensor::TensorDialect",
-                           "::mlir::arith::ArithDialect"];
+                           "::mlir::arith::ArithDialect",
+                           "::torsor::strategy::StrategyDialect"];
 }
 
 def GeoDecomposeAttention : Pass<"geo-decompose-attention"> {
@@ -107,7 +111,8 @@ def GeoDecomposeAttention : Pass<"geo-decompose-attention"> {
                            "::mlir::math::MathDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::tensor::TensorDialect",
-                           "::mlir::arith::ArithDialect"];
+                           "::mlir::arith::ArithDialect",
+                           "::torsor::strategy::StrategyDialect"];
 }
 
 def GeoDecomposeAttentionGrad : Pass<"geo-decompose-attention-grad"> {
@@ -150,7 +155,8 @@ def GeoDecomposeAttentionGrad : Pass<"geo-decompose-attention-grad"> {
                            "::mlir::math::MathDialect",
                            "::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect",
-                           "::mlir::arith::ArithDialect"];
+                           "::mlir::arith::ArithDialect",
+                           "::torsor::strategy::StrategyDialect"];
 }
 
 def GeoMapAttentionToGPU : Pass<"geo-map-attention-to-gpu", "::mlir::ModuleOp"> {
@@ -183,8 +189,8 @@ def GeoMapAttentionToGPU : Pass<"geo-map-attention-to-gpu", "::mlir::ModuleOp"> 
       * `out = acc / sum` for the rows inside the sequence.
 
     T, R, BQ, BK, S and the shared-memory budget come from the
-    `gpu_attention_*` fields of `torsor.strategy` (TargetStrategy),
-    each overridable by an option. For f32 the kernel's atan2 and exp are
+    op's `#strategy.gpu_attention` (`torsor.strategy`; the default
+    schedule without one), each overridable by an option. For f32 the kernel's atan2 and exp are
     the same polynomial forms as on the CPU (KernelMath.h).
 
     `cpu-emulation` emits the very same per-thread code with the block and
@@ -234,7 +240,8 @@ def GeoMapAttentionToGPU : Pass<"geo-map-attention-to-gpu", "::mlir::ModuleOp"> 
                            "::mlir::math::MathDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::tensor::TensorDialect",
-                           "::mlir::arith::ArithDialect"];
+                           "::mlir::arith::ArithDialect",
+                           "::torsor::strategy::StrategyDialect"];
 }
 
 #endif // TORSOR_GEO_TRANSFORMS_PASSES

@@ -10,10 +10,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/Strategy/TargetStrategy.h"
 #include "compiler/Transforms/LoopAttributes.h"
 #include "dialects/Geo/IR/GeoOps.h"
 #include "dialects/Geo/Transforms/Passes.h"
+#include "dialects/Strategy/IR/Strategy.h"
 
 #include "mlir/Dialect/Tensor/Utils/Utils.h"
 #include "mlir/IR/PatternMatch.h"
@@ -95,6 +95,8 @@ SmallVector<Value> buildTileLoop(OpBuilder &b, Location loc,
             k, v, offset, dest, lseDest, op.getGroup(), op.getHeadsAttr(),
             op.getTauAttr(), op.getLambdaAttr(), op.getCausalAttr(),
             lb.getI64IntegerAttr(keyTile));
+        tileOp->setAttr(strategy::kStrategyAttrName,
+                        op->getAttr(strategy::kStrategyAttrName));
 
         // Each tile result back into its rows.
         auto insert = [&](Value tile, Value into) {
@@ -125,9 +127,12 @@ void tileFlashAttention(FlashLieAttentionOp op, RewriterBase &rewriter) {
   auto vType = cast<RankedTensorType>(op.getValues().getType());
   unsigned rank = vType.getRank(), nb = rank - 2;
   unsigned bits = vType.getElementType().getIntOrFloatBitWidth();
-  TargetStrategy strategy = TargetStrategy::get(op);
-  int64_t keyTile = strategy.attentionKeyVectors * strategy.lanes(bits);
-  int64_t rows = strategy.attentionQueryRows(vType.getShape().back(), bits);
+  strategy::VectorAttentionAttr tiles = strategy::vectorAttentionOf(
+      op, bits, vType.getShape().back(), /*backward=*/false);
+  // The tiles carry the strategy on, for geo-decompose-attention.
+  op->setAttr(strategy::kStrategyAttrName, tiles);
+  int64_t keyTile = tiles.getKeyTile();
+  int64_t rows = tiles.getQueryRows();
 
   SmallVector<Value> batch;
   for (unsigned d = 0; d < nb; ++d)

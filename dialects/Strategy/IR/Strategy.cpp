@@ -1,0 +1,236 @@
+//===- Strategy.cpp - Typed tiling strategies per op ----------------------===//
+//
+// The dialect's registration and verifiers, and the choices with their
+// reasons. Numbers here are the only tile-size constants in the compiler.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Strategy/IR/Strategy.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <algorithm>
+
+using namespace mlir;
+using namespace torsor::strategy;
+
+#include "dialects/Strategy/IR/StrategyOpsDialect.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "dialects/Strategy/IR/StrategyAttrs.cpp.inc"
+
+void StrategyDialect::initialize() { registerAttributes(); }
+
+void StrategyDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "dialects/Strategy/IR/StrategyAttrs.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// Verifiers
+//===----------------------------------------------------------------------===//
+
+/// Fails unless every named field is at least 1.
+static LogicalResult
+verifyPositive(function_ref<InFlightDiagnostic()> emitError,
+               std::initializer_list<std::pair<StringRef, unsigned>> fields) {
+  for (auto [name, value] : fields)
+    if (value == 0)
+      return emitError() << "needs " << name
+                         << " ≥ 1 (a tile of zero iterations does no work)";
+  return success();
+}
+
+LogicalResult
+VectorAttentionAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                            unsigned lanes, unsigned queryRows,
+                            unsigned keyTile) {
+  if (failed(verifyPositive(emitError, {{"lanes", lanes},
+                                        {"query_rows", queryRows},
+                                        {"key_tile", keyTile}})))
+    return failure();
+  if (keyTile % lanes != 0)
+    return emitError() << "needs key_tile (" << keyTile
+                       << ") to be a multiple of lanes (" << lanes << ")";
+  return success();
+}
+
+LogicalResult
+GPUAttentionAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                         unsigned threads, unsigned rowsPerThread,
+                         unsigned keyTile, unsigned scoreChunk,
+                         unsigned sharedMemoryBytes) {
+  return verifyPositive(emitError,
+                        {{"threads", threads},
+                         {"rows_per_thread", rowsPerThread},
+                         {"key_tile", keyTile},
+                         {"score_chunk", scoreChunk},
+                         {"shared_memory_bytes", sharedMemoryBytes}});
+}
+
+LogicalResult DenseAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                unsigned vectorBits, unsigned taskRows,
+                                unsigned cacheCols, unsigned cacheDepth,
+                                unsigned registerRows, unsigned registerVectors,
+                                bool packTransposed, unsigned rowTaskRows) {
+  return verifyPositive(emitError, {{"vector_bits", vectorBits},
+                                    {"task_rows", taskRows},
+                                    {"cache_cols", cacheCols},
+                                    {"cache_depth", cacheDepth},
+                                    {"register_rows", registerRows},
+                                    {"register_vectors", registerVectors},
+                                    {"row_task_rows", rowTaskRows}});
+}
+
+LogicalResult GPUDenseAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   unsigned threadsPerBlock, unsigned blockRows,
+                                   unsigned blockCols, unsigned blockDepth,
+                                   unsigned threadRows, unsigned threadCols) {
+  if (failed(verifyPositive(emitError, {{"threads_per_block", threadsPerBlock},
+                                        {"block_rows", blockRows},
+                                        {"block_cols", blockCols},
+                                        {"block_depth", blockDepth},
+                                        {"thread_rows", threadRows},
+                                        {"thread_cols", threadCols}})))
+    return failure();
+  if (blockRows % threadRows || blockCols % threadCols)
+    return emitError() << "needs thread_rows | block_rows and thread_cols | "
+                          "block_cols, got block_rows = "
+                       << blockRows << ", thread_rows = " << threadRows
+                       << ", block_cols = " << blockCols
+                       << ", thread_cols = " << threadCols;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Choices
+//===----------------------------------------------------------------------===//
+
+Target Target::cpu(unsigned vectorBits) {
+  Target t;
+  t.vectorBits = std::max(vectorBits, 128u);
+  // AVX-512 doubles the register file as well as its width.
+  t.vectorRegisters = t.vectorBits >= 512 ? 32 : 16;
+  return t;
+}
+
+Target Target::gpuThread() {
+  // What one GPU thread does is scalar code (32-bit registers, no SIMD):
+  // vector kernels (the flash backward) degrade to one lane. The register
+  // budget is the CPU's portable one, which keeps a thread's accumulators
+  // within the ~128 registers that leave several warps resident.
+  Target t = cpu(128);
+  t.vectorBits = 32;
+  return t;
+}
+
+VectorAttentionAttr
+torsor::strategy::selectVectorAttention(MLIRContext *context,
+                                        const Target &target, unsigned bits,
+                                        int64_t valueDim, bool backward) {
+  unsigned lanes = target.lanes(bits);
+  // Rows of one micro-kernel share every key feature and value load. At
+  // most 4: beyond that the query features alone fill the registers.
+  constexpr int64_t maxRows = 4;
+  int64_t rows = maxRows;
+  if (!backward) {
+    // The forward keeps R × ceil(D / lanes) accumulators within half the
+    // vector registers (the other half holds key features and scores).
+    int64_t perRow = (valueDim + lanes - 1) / lanes;
+    int64_t budget = target.vectorRegisters / 2;
+    if (perRow > 0)
+      rows = std::clamp<int64_t>(budget / perRow, 1, maxRows);
+  }
+  // Four vectors of keys per online-softmax step: the running max and the
+  // rescale are paid once per tile, so wider tiles amortise the horizontal
+  // max.
+  constexpr unsigned keyVectors = 4;
+  return VectorAttentionAttr::get(context, lanes, static_cast<unsigned>(rows),
+                                  keyVectors * lanes);
+}
+
+GPUAttentionAttr torsor::strategy::selectGPUAttention(MLIRContext *context) {
+  // In the fused Lie attention one thread owns one query row (R = 1): the
+  // whole sequence is L threads, and more rows per thread would cut the
+  // resident warps (L = 16384 is only 512 warps on 132 SMs). BQ = 64 rows
+  // is two warps per block, so many blocks stay resident per SM.
+  // FlashAttention-2's key tile on sm_80/sm_90 for d = 64 is 64 keys per
+  // step. The tile holds keys and values, (Fk + D) · BK · 4 B = 22.5 KiB
+  // for SE(3) features and D = 64 in f32, within the 48 KiB of static
+  // shared memory every chip grants without opting in (sm_90 allows up to
+  // 227 KiB dynamically; a kernel that wants it asks). 16 scores per head
+  // in registers next to D = 64 accumulators keep a thread under ~128
+  // registers. None of these has been tuned on hardware yet.
+  constexpr unsigned queryRows = 64, rowsPerThread = 1;
+  return GPUAttentionAttr::get(context, queryRows / rowsPerThread,
+                               rowsPerThread, /*keyTile=*/64,
+                               /*scoreChunk=*/16,
+                               /*sharedMemoryBytes=*/48 * 1024);
+}
+
+DenseAttr torsor::strategy::selectDense(MLIRContext *context,
+                                        const Target &target) {
+  // Register tile: mr × 2 accumulators take half the register file; the
+  // rest holds the right operand's row vectors and the broadcast
+  // left-operand element (8 × 2 of 32 with AVX-512, 4 × 2 of 16 below it).
+  constexpr unsigned registerVectors = 2;
+  unsigned registerRows = target.vectorRegisters / 2 / registerVectors;
+  // A task of 32 rows keeps L = 64 on two threads; 256 × 256 f32 blocks of
+  // the right operand (256 KiB) fit the L2 of every x86 core of the last
+  // decade. A right operand stored transposed ([n, k], the `x Wᵀ` of
+  // linear layers) is transposed once so the micro-kernel loads contiguous
+  // vectors of it. 16 rows of d = 256 f32 are 16 KiB: with the row
+  // statistics they stay in L1 between the passes of a norm or softmax.
+  return DenseAttr::get(context, target.vectorBits, /*taskRows=*/32,
+                        /*cacheCols=*/256, /*cacheDepth=*/256, registerRows,
+                        registerVectors, /*packTransposed=*/true,
+                        /*rowTaskRows=*/16);
+}
+
+GPUDenseAttr torsor::strategy::selectGPUDense(MLIRContext *context) {
+  // 256 threads (8 warps) per block: enough warps to hide memory latency
+  // on every SM since sm_75 while 8 blocks still fit one SM, and a
+  // multiple of the warp so no warp is partly idle inside a tile.
+  // Dense layers: 64 × 64 output tiles, 16 deep, 4 × 4 outputs per thread
+  // (256 threads): A and B tiles take 2 · 64 · 16 · 4 B = 8 KiB in f32, and
+  // each thread does 16 FMAs per 8 shared loads. Not tuned on hardware yet.
+  return GPUDenseAttr::get(context, /*threadsPerBlock=*/256, /*blockRows=*/64,
+                           /*blockCols=*/64, /*blockDepth=*/16,
+                           /*threadRows=*/4, /*threadCols=*/4);
+}
+
+//===----------------------------------------------------------------------===//
+// Lookup
+//===----------------------------------------------------------------------===//
+
+VectorAttentionAttr torsor::strategy::vectorAttentionOf(Operation *op,
+                                                        unsigned bits,
+                                                        int64_t valueDim,
+                                                        bool backward) {
+  if (auto stamped = stampedAbove<VectorAttentionAttr>(op))
+    return stamped;
+  return selectVectorAttention(op->getContext(), Target::cpu(128), bits,
+                               valueDim, backward);
+}
+
+GPUAttentionAttr torsor::strategy::gpuAttentionOf(Operation *op) {
+  if (auto stamped = stampedAbove<GPUAttentionAttr>(op))
+    return stamped;
+  return selectGPUAttention(op->getContext());
+}
+
+DenseAttr torsor::strategy::denseOf(Operation *op) {
+  if (auto stamped = stampedAbove<DenseAttr>(op))
+    return stamped;
+  return selectDense(op->getContext(), Target::cpu(128));
+}
+
+GPUDenseAttr torsor::strategy::gpuDenseOf(Operation *op) {
+  if (auto stamped = stampedAbove<GPUDenseAttr>(op))
+    return stamped;
+  return selectGPUDense(op->getContext());
+}

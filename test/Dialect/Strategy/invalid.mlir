@@ -1,0 +1,26 @@
+// RUN: torsor-opt %s --split-input-file --verify-diagnostics
+
+// The strategy attributes reject tiles that cannot run.
+
+// expected-error @+1 {{needs key_tile (6) to be a multiple of lanes (4)}}
+func.func @ragged_key_tile() attributes {torsor.strategy = #strategy.vector_attention<lanes = 4, query_rows = 1, key_tile = 6>} { return }
+
+// -----
+
+// expected-error @+1 {{needs query_rows ≥ 1}}
+func.func @no_rows() attributes {torsor.strategy = #strategy.vector_attention<lanes = 4, query_rows = 0, key_tile = 16>} { return }
+
+// -----
+
+// expected-error @+1 {{needs thread_rows | block_rows and thread_cols | block_cols, got block_rows = 64, thread_rows = 3, block_cols = 64, thread_cols = 4}}
+func.func @ragged_thread_tile() attributes {torsor.strategy = #strategy.gpu_dense<threads_per_block = 256, block_rows = 64, block_cols = 64, block_depth = 16, thread_rows = 3, thread_cols = 4>} { return }
+
+// -----
+
+// expected-error @+1 {{needs score_chunk ≥ 1}}
+func.func @no_chunk() attributes {torsor.strategy = #strategy.gpu_attention<threads = 64, rows_per_thread = 1, key_tile = 64, score_chunk = 0, shared_memory_bytes = 49152>} { return }
+
+// -----
+
+// expected-error @+1 {{needs cache_depth ≥ 1}}
+func.func @no_depth() attributes {torsor.strategy = #strategy.dense<vector_bits = 512, task_rows = 32, cache_cols = 256, cache_depth = 0, register_rows = 8, register_vectors = 2, pack_transposed = true, row_task_rows = 16>} { return }
