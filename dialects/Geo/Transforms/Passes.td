@@ -24,9 +24,9 @@ def GeoFuseAttention : Pass<"geo-fuse-attention"> {
     the same poses, same values and attributes: what the gradient rule
     emits) takes the result as `out`, the fused op also returns the
     per-row log-sum-exp (`lse`) and the gradient takes it, so the backward
-    does not recompute the softmax statistics. `lse=false` leaves the
-    gradient to recompute them (the NVPTX pipeline: its attention kernel
-    has no log-sum-exp output).
+    does not recompute the softmax statistics (both attention kernels,
+    CPU and GPU, write it). `lse=false` leaves the gradient to recompute
+    them.
 
     Before:
     ```mlir
@@ -180,7 +180,9 @@ def GeoMapAttentionToGPU : Pass<"geo-map-attention-to-gpu", "::mlir::ModuleOp"> 
       * key tiles beyond a block's last row (causal) are never visited;
         the tiles that need masking (causal diagonal, sequence end) run in
         a second loop whose keys are masked per row;
-      * `out = acc / sum` for the rows inside the sequence.
+      * `out = acc / sum` for the rows inside the sequence, and with an
+        `lse` result (a flash backward's) `lse = max + log sum` per row
+        and head.
 
     T, R, BQ, BK, S and the shared-memory budget come from the
     `gpu_attention_*` fields of `torsor.strategy` (TargetStrategy),

@@ -13,6 +13,7 @@
 #include "compiler/Strategy/TargetStrategy.h"
 #include "compiler/Transforms/LoopAttributes.h"
 #include "dialects/Geo/IR/GeoOps.h"
+#include "dialects/Geo/Transforms/AttentionKernel.h"
 #include "dialects/Geo/Transforms/Passes.h"
 
 #include "mlir/Dialect/Tensor/Utils/Utils.h"
@@ -127,7 +128,10 @@ void tileFlashAttention(FlashLieAttentionOp op, RewriterBase &rewriter) {
   unsigned bits = vType.getElementType().getIntOrFloatBitWidth();
   TargetStrategy strategy = TargetStrategy::get(op);
   int64_t keyTile = strategy.attentionKeyVectors * strategy.lanes(bits);
-  int64_t rows = strategy.attentionQueryRows(vType.getShape().back(), bits);
+  // The rows that share each key load: the rule the backward uses too.
+  int64_t rows = chooseQueryRows(
+      op.getGroup().getModel(),
+      strategy.attentionQueryRows(vType.getShape().back(), bits));
 
   SmallVector<Value> batch;
   for (unsigned d = 0; d < nb; ++d)

@@ -19,7 +19,7 @@
 //       CHECK:       math.fma {{.*}} : vector<4xf32>
 //       CHECK:   scf.for
 //       CHECK:     vector.transfer_read {{.*}} : tensor<9x?xf32>, vector<8xf32>
-//       CHECK:     vector.step
+//       CHECK:     arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7]> : vector<8xindex>
 //       CHECK:     arith.cmpi ule
 //       CHECK:   vector.reduction <add>
 //       CHECK:   vector.transfer_write {{.*}} : vector<4xf32>, tensor<2x8xf32>
