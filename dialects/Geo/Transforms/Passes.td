@@ -100,7 +100,9 @@ def GeoDecomposeAttention : Pass<"geo-decompose-attention"> {
     in a second, masked loop. For f32, the kernel's atan2 and exp use
     MLIR's polynomial approximations (accuracy in docs/geo.md); f64 keeps
     libm. Models whose pairwise form is not straight-line (declared groups
-    with iterative logs) compute it per lane with scalar code.
+    with iterative logs) compute it per lane with scalar code, in one
+    private function per group and element type. The math is
+    AttentionKernel.h's, shared with the backward and the GPU kernel.
   }];
   let dependentDialects = ["::mlir::scf::SCFDialect",
                            "::mlir::vector::VectorDialect",
