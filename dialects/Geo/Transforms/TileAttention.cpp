@@ -50,15 +50,11 @@ SmallVector<Value> buildTileLoop(OpBuilder &b, Location loc,
       b, loc, zero, trips, one, outs,
       [&](OpBuilder &lb, Location nloc, Value t, ValueRange iterArgs) {
         // Delinearize t into (batch indices..., tile).
-        Value rest = t;
-        Value tile = arith::RemUIOp::create(lb, nloc, rest, tiles);
-        rest = arith::DivUIOp::create(lb, nloc, rest, tiles);
-        SmallVector<OpFoldResult> batchIdx(nb);
-        for (int d = nb - 1; d >= 0; --d) {
-          batchIdx[d] =
-              arith::RemUIOp::create(lb, nloc, rest, batch[d]).getResult();
-          rest = arith::DivUIOp::create(lb, nloc, rest, batch[d]);
-        }
+        ImplicitLocOpBuilder ib(nloc, lb);
+        Value tile = arith::RemUIOp::create(lb, nloc, t, tiles);
+        Value rest = arith::DivUIOp::create(lb, nloc, t, tiles);
+        SmallVector<OpFoldResult> batchIdx =
+            getAsOpFoldResult(buildDelinearized(ib, rest, batch));
         Value rowsV = arith::ConstantIndexOp::create(lb, nloc, rows);
         Value row = arith::AddIOp::create(
             lb, nloc, first, arith::MulIOp::create(lb, nloc, tile, rowsV));
