@@ -74,8 +74,7 @@ void torsor::buildNVPTXLoweringPipeline(OpPassManager &pm,
   // in registers (geo-map-attention-to-gpu; the tiles are the strategy's
   // gpu_attention_* fields). -O0 keeps the unfused loops: the oracle.
   if (options.optLevel > 0) {
-    // No log-sum-exp for gradients: the GPU kernel does not write one.
-    pm.addPass(geo::createGeoFuseAttention({/*lse=*/false}));
+    pm.addPass(geo::createGeoFuseAttention());
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
     addSelectStrategy(pm, options, "nvptx");

@@ -51,10 +51,10 @@ struct SelectStrategy : torsor::impl::TorsorSelectStrategyBase<SelectStrategy> {
         auto [bits, dim] = valueShape(fwd);
         stamp(op, gpu ? Attribute(selectGPUAttention(context))
                       : Attribute(selectVectorAttention(context, machine, bits,
-                                                        dim, false)));
+                                                        dim)));
       } else if (auto grad = dyn_cast<geo::FlashLieAttentionGradOp>(op)) {
         auto [bits, dim] = valueShape(grad);
-        stamp(op, selectVectorAttention(context, machine, bits, dim, true));
+        stamp(op, selectVectorAttention(context, machine, bits, dim));
       } else if (isa<func::FuncOp>(op)) {
         stamp(op, gpu ? Attribute(selectGPUDense(context))
                       : Attribute(selectDense(context, machine)));

@@ -8,9 +8,8 @@
 // f32 with 64 value features at 512 bits is 16 lanes, 4 vectors of keys
 // per step, and 4 rows (4 accumulator vectors each, 16 of 32 registers);
 // at 256 bits the rows' 8 vectors each leave room for one row only. The
-// backward's rows share key loads whatever the value width (4). For the
-// GPU the forward gets the thread-block schedule and the backward runs on
-// one lane per thread.
+// backward follows the same rule. For the GPU the forward gets the
+// thread-block schedule and the backward runs on one lane per thread.
 
 // AVX512-LABEL: func.func @attention
 //  AVX512-SAME: torsor.strategy = #strategy.dense<vector_bits = 512, task_rows = 32, cache_cols = 256, cache_depth = 256, register_rows = 8, register_vectors = 2, pack_transposed = true, row_task_rows = 16>
@@ -21,7 +20,7 @@
 // AVX2-LABEL: func.func @attention
 //  AVX2-SAME: #strategy.dense<vector_bits = 256, {{.*}}register_rows = 4, register_vectors = 2
 //       AVX2: geo.flash_lie_attention {{.*}}#strategy.vector_attention<lanes = 8, query_rows = 1, key_tile = 32>
-//       AVX2: geo.flash_lie_attention_grad {{.*}}#strategy.vector_attention<lanes = 8, query_rows = 4, key_tile = 32>
+//       AVX2: geo.flash_lie_attention_grad {{.*}}#strategy.vector_attention<lanes = 8, query_rows = 1, key_tile = 32>
 //       AVX2: geo.flash_lie_attention {{.*}}#strategy.vector_attention<lanes = 4, query_rows = 4, key_tile = 16>
 
 // PORTABLE-LABEL: func.func @attention
@@ -31,7 +30,7 @@
 // NVPTX-LABEL: func.func @attention
 //  NVPTX-SAME: torsor.strategy = #strategy.gpu_dense<threads_per_block = 256, block_rows = 64, block_cols = 64, block_depth = 16, thread_rows = 4, thread_cols = 4>
 //       NVPTX: geo.flash_lie_attention {{.*}}torsor.strategy = #strategy.gpu_attention<threads = 64, rows_per_thread = 1, key_tile = 64, score_chunk = 16, shared_memory_bytes = 49152>
-//       NVPTX: geo.flash_lie_attention_grad {{.*}}torsor.strategy = #strategy.vector_attention<lanes = 1, query_rows = 4, key_tile = 4>
+//       NVPTX: geo.flash_lie_attention_grad {{.*}}torsor.strategy = #strategy.vector_attention<lanes = 1, query_rows = 1, key_tile = 4>
 func.func @attention(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x64xf32>, %init: tensor<?x64xf32>, %do: tensor<?x64xf32>,
                      %q64: tensor<?x9xf64>, %k64: tensor<9x?xf64>, %v64: tensor<?x8xf64>, %init64: tensor<?x8xf64>)
     -> (tensor<?x64xf32>, tensor<?x9xf32>, tensor<?x8xf64>) {

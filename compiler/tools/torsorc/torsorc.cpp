@@ -36,6 +36,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
 #include "mlir/Support/ToolUtilities.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
@@ -290,9 +291,16 @@ LogicalResult compile(llvm::SourceMgr &sourceMgr, MLIRContext &context,
            << "--emit=ast needs a .tsr model as input";
   if (emitAction == Emit::AST)
     return torsor::frontend::dumpTorsorAST(sourceMgr, context, os);
+  // --mlir-timing: every stage below, the MLIR passes one by one, and
+  // LLVM's optimization, code generation and linking (printed on exit).
+  DefaultTimingManager timing;
+  applyDefaultTimingManagerCLOptions(timing);
+  TimingScope rootTimer = timing.getRootScope();
+  TimingScope frontendTimer = rootTimer.nest("frontend (parse, lower to MLIR)");
   OwningOpRef<ModuleOp> module = parseInput(sourceMgr, context);
   if (!module || failed(selectModel(*module)))
     return failure();
+  frontendTimer.stop();
   // Say which declared groups run with a built-in's closed forms, in the
   // IR every later stage prints (and, below, in the manifest).
   llvm::StringMap<std::string> special =
@@ -319,6 +327,8 @@ LogicalResult compile(llvm::SourceMgr &sourceMgr, MLIRContext &context,
     torsor::TorsorDifferentiateOptions differentiate;
     differentiate.unfused.assign(gradUnfused.begin(), gradUnfused.end());
     gpm.addPass(torsor::createTorsorDifferentiate(differentiate));
+    TimingScope gradTimer = rootTimer.nest("differentiate (--grad)");
+    gpm.enableTiming(gradTimer);
     if (failed(gpm.run(*module)))
       return failure();
   }
@@ -373,8 +383,11 @@ LogicalResult compile(llvm::SourceMgr &sourceMgr, MLIRContext &context,
   torsor::buildTorsorOptimizationPipeline(pm, pipelineOptions);
   if (emitAction != Emit::Opt)
     target->buildLoweringPipeline(pm, pipelineOptions);
+  TimingScope pipelineTimer = rootTimer.nest("MLIR pipeline");
+  pm.enableTiming(pipelineTimer);
   if (failed(pm.run(*module)))
     return failure();
+  pipelineTimer.stop();
   if (emitAction == Emit::Opt) {
     module->print(os);
     return success();
@@ -384,8 +397,10 @@ LogicalResult compile(llvm::SourceMgr &sourceMgr, MLIRContext &context,
     torsor::emitManifestFunction(*module, *manifest);
 
   llvm::LLVMContext llvmContext;
+  TimingScope llvmTimer = rootTimer.nest("LLVM IR (translate, optimize)");
   auto llvmModule =
       torsor::translateAndOptimize(*module, llvmContext, machine, optLevel);
+  llvmTimer.stop();
   if (!llvmModule)
     return emitError(UnknownLoc::get(&context))
            << "translation to LLVM IR failed";
@@ -446,10 +461,15 @@ LogicalResult compile(llvm::SourceMgr &sourceMgr, MLIRContext &context,
       llvm::sys::DontRemoveFileOnSignal(path);
     }
   } removeObject{objectPath};
-  if (failed(torsor::emitObjectFile(*llvmModule, machine, objectPath, error)) ||
-      failed(
+  TimingScope codegenTimer = rootTimer.nest("LLVM code generation");
+  if (failed(torsor::emitObjectFile(*llvmModule, machine, objectPath, error)))
+    return emitError(UnknownLoc::get(&context)) << error;
+  codegenTimer.stop();
+  TimingScope linkTimer = rootTimer.nest("link");
+  if (failed(
           torsor::linkSharedObject(objectPath, (*library)->writePath(), error)))
     return emitError(UnknownLoc::get(&context)) << error;
+  linkTimer.stop();
   if (manifestFile)
     if (llvm::Error e = torsor::writeBytes(*manifestFile, *manifest))
       return fileError(std::move(e));
@@ -503,6 +523,7 @@ int main(int argc, char **argv) {
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
+  registerDefaultTimingManagerCLOptions();
   torsor::registerAllPasses();
   cl::HideUnrelatedOptions(torsorcCategory);
   cl::AddExtraVersionPrinter([](llvm::raw_ostream &os) {

@@ -26,23 +26,20 @@
 // kernel runs, on vectors (one pair per lane), or, for a pair form that
 // builds loops (declared groups' iterative log), per lane with scalar code
 // as the forward does, with the log's derivative from the group model.
+// Scores, masks, softmax statistics and the pair form and its adjoint are
+// AttentionKernel.h's, shared with both forward kernels.
 //
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Transforms/LoopAttributes.h"
 #include "dialects/Geo/IR/GeoOps.h"
+#include "dialects/Geo/Transforms/AttentionKernel.h"
 #include "dialects/Geo/Transforms/KernelMath.h"
 #include "dialects/Geo/Transforms/Passes.h"
-#include "dialects/Lie/IR/GroupModel.h"
-#include "dialects/Lie/IR/Groups/Derivatives.h"
-#include "dialects/Strategy/IR/Strategy.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/PatternMatch.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
-#include "llvm/Support/FormatVariadic.h"
-
-#include <limits>
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 namespace torsor::geo {
 #define GEN_PASS_DEF_GEODECOMPOSEATTENTIONGRAD
@@ -52,57 +49,61 @@ namespace torsor::geo {
 using namespace mlir;
 using namespace torsor;
 using namespace torsor::geo;
-using torsor::lie::GroupModel;
 using torsor::lie::ScalarBuilder;
 using torsor::lie::Scalars;
 
 namespace {
 
+/// What the backward takes from the target strategy.
+struct GradTiles {
+  int64_t lanes;        ///< keys per vector
+  int64_t registerRows; ///< query rows whose state fits the registers
+};
+
+/// The schedule's one read of the target strategy.
+GradTiles strategyTiles(FlashLieAttentionGradOp op) {
+  auto vType = cast<RankedTensorType>(op.getValues().getType());
+  strategy::VectorAttentionAttr tiles = strategy::vectorAttentionOf(
+      op, vType.getElementTypeBitWidth(), vType.getShape().back());
+  return {tiles.getLanes(), tiles.getQueryRows()};
+}
+
 /// Builds the backward kernel of one flash_lie_attention_grad. Both
 /// passes run over (batch element, tile) pairs: one flat loop whose index
 /// is delinearised into the batch indices (row-major), so that no reshape
 /// of the operands is needed.
-class GradKernel {
+class GradSchedule {
 public:
-  GradKernel(FlashLieAttentionGradOp op, strategy::VectorAttentionAttr strategy)
-      : op(op), model(op.getGroup().getModel()) {
-    auto vType = cast<RankedTensorType>(op.getValues().getType());
-    elt = cast<FloatType>(vType.getElementType());
-    dim = vType.getShape().back();
+  GradSchedule(FlashLieAttentionGradOp op, const GradTiles &tiles)
+      : op(op), model(op.getGroup().getModel()),
+        coefs(ScoreCoefficients::of(op)),
+        elt(cast<FloatType>(
+            cast<RankedTensorType>(op.getValues().getType()).getElementType())),
+        pairs(model, op.getGroup(), elt, op->getParentOfType<ModuleOp>(),
+              op.getLoc()) {
+    dim = cast<RankedTensorType>(op.getValues().getType()).getShape().back();
     heads = op.getHeads();
     headDim = dim / heads;
-    lanes = strategy.getLanes();
-    // Rows share key loads; a pair form that builds loops runs per lane in
-    // scalar code, where sharing saves nothing and every row would repeat
-    // that code (compile time).
-    rows = model.hasStraightLinePairForm() ? strategy.getQueryRows() : 1;
-    blocks = model.getBlocks().size();
-    for (int64_t h = 0; h < heads; ++h)
-      for (unsigned b = 0; b < blocks; ++b)
-        coef.push_back(-op.getLambda()[h * blocks + b] / op.getTau()[h]);
+    lanes = tiles.lanes;
+    rows = chooseQueryRows(model, tiles.registerRows);
     numQ = model.getQueryFeatureCount();
     numK = model.getKeyFeatureCount();
-    nonPositiveScores = llvm::all_of(coef, [](double c) { return c <= 0; });
   }
 
   /// Builds the kernel before `op`; returns (dq, dkᵀ, dv).
   FailureOr<SmallVector<Value>> build(ImplicitLocOpBuilder &b);
+  /// The pair-form functions the kernel outlined.
+  ArrayRef<func::FuncOp> getOutlined() const { return pairs.getOutlined(); }
 
 private:
   VectorType vec() const { return VectorType::get({lanes}, elt); }
   Value idx(ImplicitLocOpBuilder &b, int64_t i) {
     return arith::ConstantIndexOp::create(b, i);
   }
-  /// `batch` followed by i and j: the indices of an element.
-  static SmallVector<Value> indices(ValueRange batch, Value i, Value j) {
-    SmallVector<Value> all(batch);
-    all.append({i, j});
-    return all;
-  }
   /// Element [batch..., i, j] of an operand.
   Value at(ImplicitLocOpBuilder &b, Value t, ValueRange batch, Value i,
            Value j) {
-    return tensor::ExtractOp::create(b, t, indices(batch, i, j));
+    return tensor::ExtractOp::create(b, t, withBatch(batch, {i, j}));
   }
   /// Masked vector load of row `r` of a feature-major [batch... x F x L]
   /// tensor at keys [j0, j0 + lanes) of one batch element, zero past the
@@ -111,79 +112,17 @@ private:
                  Value j0) {
     ScalarBuilder sm(b, elt);
     return vector::TransferReadOp::create(b, vec(), t,
-                                          indices(batch, idx(b, r), j0),
+                                          withBatch(batch, {idx(b, r), j0}),
                                           sm.c(0.0), ArrayRef<bool>{false});
   }
   /// Splits a flat loop index `t` over (batch element, `inner`) into the
-  /// batch indices (row-major over the batch dims) and the inner index.
+  /// batch indices and the inner index.
   std::pair<SmallVector<Value>, Value> delinearize(ImplicitLocOpBuilder &b,
                                                    Value t, Value inner) {
-    Value rest = arith::DivUIOp::create(b, t, inner);
     Value in = arith::RemUIOp::create(b, t, inner);
-    SmallVector<Value> batch(batchDims.size());
-    for (int d = batchDims.size() - 1; d >= 0; --d) {
-      batch[d] = arith::RemUIOp::create(b, rest, batchDims[d]);
-      rest = arith::DivUIOp::create(b, rest, batchDims[d]);
-    }
-    return {batch, in};
+    Value rest = arith::DivUIOp::create(b, t, inner);
+    return {buildDelinearized(b, rest, batchDims), in};
   }
-  /// Lanes j0 + l < end (and ≤ last when given) as a vector<lanes x i1>.
-  Value laneMask(ImplicitLocOpBuilder &b, Value j0, Value end,
-                 Value last = Value()) {
-    VectorType iv = VectorType::get({lanes}, b.getIndexType());
-    // The lane offsets as a constant rather than vector.step, which has no
-    // lowering inside GPU kernels (convert-gpu-to-nvvm).
-    SmallVector<APInt> offsets;
-    for (int64_t l = 0; l < lanes; ++l)
-      offsets.push_back(APInt(64, l));
-    Value step = arith::ConstantOp::create(
-        b, iv, DenseElementsAttr::get(iv, ArrayRef<APInt>(offsets)));
-    Value lane =
-        arith::AddIOp::create(b, step, vector::BroadcastOp::create(b, iv, j0));
-    Value ok = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, lane,
-                                     vector::BroadcastOp::create(b, iv, end));
-    if (last)
-      ok = arith::AndIOp::create(
-          b, ok,
-          arith::CmpIOp::create(b, arith::CmpIPredicate::ule, lane,
-                                vector::BroadcastOp::create(b, iv, last)));
-    return ok;
-  }
-  /// Scores of every head from block norms: s_h = Σ_b c_hb N_b.
-  SmallVector<Value> scores(ScalarBuilder &vm, ArrayRef<Value> norms) {
-    SmallVector<Value> s;
-    for (int64_t h = 0; h < heads; ++h) {
-      Value acc = vm.mul(vm.c(coef[h * blocks]), norms[0]);
-      for (unsigned bl = 1; bl < blocks; ++bl)
-        acc = vm.fma(vm.c(coef[h * blocks + bl]), norms[bl], acc);
-      s.push_back(acc);
-    }
-    return s;
-  }
-  /// n̄_b = Σ_h dS_h c_hb.
-  SmallVector<Value> normBars(ScalarBuilder &vm, ArrayRef<Value> ds) {
-    SmallVector<Value> nbar;
-    for (unsigned bl = 0; bl < blocks; ++bl) {
-      Value acc = vm.mul(vm.c(coef[bl]), ds[0]);
-      for (int64_t h = 1; h < heads; ++h)
-        acc = vm.fma(vm.c(coef[h * blocks + bl]), ds[h], acc);
-      nbar.push_back(acc);
-    }
-    return nbar;
-  }
-  /// The private function that evaluates one pair in scalar code, for a
-  /// pair form that builds loops: (q, k) → (N, w) with w the pair's log
-  /// coordinates, or with `vjp` (q, k, w, n̄) → (q̄, k̄). One per group and
-  /// element type in the module, so that the log's loops are emitted once,
-  /// not at every call site; the adjoint reuses w instead of a second log.
-  func::FuncOp pairFunction(bool vjp);
-  /// The pair block norms of queries `q` (splats) against `keys`, one pair
-  /// per lane.
-  Scalars pairNorms(ScalarBuilder &vm, ValueRange q, ValueRange keys);
-  /// Their VJP (q̄, k̄) for cotangents `nbar`, zero in lanes off `mask`.
-  FailureOr<std::pair<Scalars, Scalars>>
-  pairNormsVJP(ScalarBuilder &vm, ValueRange q, ValueRange keys,
-               ValueRange nbar, Value mask);
   /// Pass A over batch elements × `count` query tiles of `tileRows` rows
   /// starting at row `first`; carries (dq, lse, dsum).
   SmallVector<Value> buildPassA(ImplicitLocOpBuilder &b, ValueRange state,
@@ -196,175 +135,25 @@ private:
                                 Value lse, Value dsum);
 
   FlashLieAttentionGradOp op;
-  const GroupModel &model;
+  const lie::GroupModel &model;
+  ScoreCoefficients coefs;
   FloatType elt;
+  PairFormEvaluator pairs;
   int64_t dim, heads, headDim, lanes, rows;
-  unsigned blocks, numQ, numK;
-  SmallVector<double> coef; // [h][block]
-  /// Every c_hb ≤ 0 (λ ≥ 0, τ > 0): scores are ≤ 0, and the self pair,
-  /// always visible (also when causal), scores 0, so every row's max
-  /// score is 0 and the statistics need no running max.
-  bool nonPositiveScores = false;
+  unsigned numQ, numK;
   // Built in build(): the operands, the batch extents, their product,
   // the sequence length and the values feature-major.
   Value queries, keys, values, out, outGrad, givenLse;
   SmallVector<Value> batchDims;
   Value batches, len, valuesT;
   bool failedVJP = false;
-  /// The last per-lane pairNorms: its query and key features and the
-  /// pairs' log coordinates (vectors), for the pairNormsVJP that follows.
-  struct {
-    Value query, key;
-    SmallVector<Value> logs;
-  } lastPair;
-
-public:
-  /// The functions pairFunction created (the pass approximates their f32
-  /// math as the kernel's).
-  SmallVector<func::FuncOp> outlined;
 };
 
-func::FuncOp GradKernel::pairFunction(bool vjp) {
-  auto module = op->getParentOfType<ModuleOp>();
-  std::string name =
-      llvm::formatv("torsor_pair_{0}_{1}_f{2}_{3:x}",
-                    vjp ? "norms_vjp" : "norms", model.getName(),
-                    elt.getWidth(),
-                    llvm::hash_value(op.getGroup().getAsOpaquePointer()))
-          .str();
-  if (auto existing = module.lookupSymbol<func::FuncOp>(name))
-    return existing;
-  unsigned dimW = model.getAlgebraDim();
-  unsigned numIn = numQ + numK + (vjp ? dimW + blocks : 0);
-  unsigned numOut = vjp ? numQ + numK : blocks + dimW;
-  OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
-  auto fn =
-      func::FuncOp::create(mb, op.getLoc(), name,
-                           mb.getFunctionType(SmallVector<Type>(numIn, elt),
-                                              SmallVector<Type>(numOut, elt)));
-  fn.setPrivate();
-  Block *entry = fn.addEntryBlock();
-  auto fb = ImplicitLocOpBuilder::atBlockEnd(op.getLoc(), entry);
-  ScalarBuilder sm(fb, elt);
-  ValueRange args = entry->getArguments();
-  ValueRange q = args.take_front(numQ), k = args.slice(numQ, numK);
-  SmallVector<Value> results;
-  if (!vjp) {
-    Scalars w = lie::buildPairLog(model, sm, q, k);
-    Scalars norms = model.buildBlockNorms(sm, w);
-    results.assign(norms.begin(), norms.end());
-    results.append(w.begin(), w.end());
-  } else if (auto grads = lie::buildPairBlockNormsVJP(
-                 model, sm, q, k, args.drop_front(numQ + numK + dimW),
-                 /*norms=*/nullptr, args.slice(numQ + numK, dimW));
-             succeeded(grads)) {
-    results.append(grads->first.begin(), grads->first.end());
-    results.append(grads->second.begin(), grads->second.end());
-  } else {
-    failedVJP = true;
-    results.assign(numOut, sm.c(0.0));
-  }
-  func::ReturnOp::create(fb, results);
-  outlined.push_back(fn);
-  return fn;
-}
-
-/// Lane `lane` of every vector in `vs`.
-static SmallVector<Value> laneOf(ImplicitLocOpBuilder &b, ValueRange vs,
-                                 Value lane) {
-  SmallVector<Value> out;
-  for (Value v : vs)
-    out.push_back(
-        vector::ExtractOp::create(b, v, ArrayRef<OpFoldResult>{lane}));
-  return out;
-}
-
-Scalars GradKernel::pairNorms(ScalarBuilder &vm, ValueRange q,
-                              ValueRange keys) {
-  if (model.hasStraightLinePairForm())
-    return model.buildPairBlockNorms(vm, q, keys);
-  // Per lane with scalar code, as the forward kernel: the model's pair
-  // form builds loops (a declared group's iterative log). The code is
-  // one function per kernel, called per pair.
-  ImplicitLocOpBuilder &b = vm.builder();
-  func::FuncOp fn = pairFunction(/*vjp=*/false);
-  SmallVector<Value> init(blocks + model.getAlgebraDim(), vm.c(0.0));
-  auto loop = scf::ForOp::create(
-      b, idx(b, 0), idx(b, lanes), idx(b, 1), init,
-      [&](OpBuilder &nested, Location loc, Value lane, ValueRange norms) {
-        ImplicitLocOpBuilder lb(loc, nested);
-        SmallVector<Value> in = laneOf(lb, q, lane);
-        in.append(laneOf(lb, keys, lane));
-        auto call = func::CallOp::create(lb, fn, in);
-        SmallVector<Value> next;
-        for (auto [norm, vec] : llvm::zip_equal(call.getResults(), norms))
-          next.push_back(vector::InsertOp::create(
-              lb, norm, vec, ArrayRef<OpFoldResult>{lane}));
-        scf::YieldOp::create(lb, next);
-      });
-  ValueRange results = loop.getResults();
-  lastPair.query = q.front();
-  lastPair.key = keys.front();
-  lastPair.logs.assign(results.begin() + blocks, results.end());
-  return Scalars(results.begin(), results.begin() + blocks);
-}
-
-FailureOr<std::pair<Scalars, Scalars>>
-GradKernel::pairNormsVJP(ScalarBuilder &vm, ValueRange q, ValueRange keys,
-                         ValueRange nbar, Value mask) {
-  if (model.hasStraightLinePairForm())
-    return lie::buildPairBlockNormsVJP(model, vm, q, keys, nbar);
-  // Per lane with scalar code: the model's adjoint of its pair form (the
-  // log's derivative from the model, Groups/Derivatives.h). Lanes off the
-  // mask (past the end, or causally hidden) hold no pair: they are
-  // skipped, so that no log of a zero key reaches the sums.
-  ImplicitLocOpBuilder &b = vm.builder();
-  if (lastPair.query != q.front() || lastPair.key != keys.front())
-    (void)pairNorms(vm, q, keys); // the kernel calls pairNorms first
-  SmallVector<Value> logs = lastPair.logs;
-  func::FuncOp fn = pairFunction(/*vjp=*/true);
-  SmallVector<Value> init(numQ + numK, vm.c(0.0));
-  auto loop = scf::ForOp::create(
-      b, idx(b, 0), idx(b, lanes), idx(b, 1), init,
-      [&](OpBuilder &nested, Location loc, Value lane, ValueRange acc) {
-        ImplicitLocOpBuilder lb(loc, nested);
-        Value valid =
-            vector::ExtractOp::create(lb, mask, ArrayRef<OpFoldResult>{lane});
-        auto inLane =
-            scf::IfOp::create(lb, SmallVector<Type>(numQ + numK, elt), valid,
-                              /*withElseRegion=*/true);
-        {
-          OpBuilder::InsertionGuard guard(lb);
-          lb.setInsertionPointToStart(inLane.thenBlock());
-          SmallVector<Value> in = laneOf(lb, q, lane);
-          in.append(laneOf(lb, keys, lane));
-          in.append(laneOf(lb, logs, lane));
-          in.append(laneOf(lb, nbar, lane));
-          scf::YieldOp::create(lb,
-                               func::CallOp::create(lb, fn, in).getResults());
-          lb.setInsertionPointToStart(inLane.elseBlock());
-          ScalarBuilder sm(lb, elt);
-          scf::YieldOp::create(lb, SmallVector<Value>(numQ + numK, sm.c(0.0)));
-        }
-        SmallVector<Value> next;
-        for (auto [x, vec] : llvm::zip_equal(inLane.getResults(), acc))
-          next.push_back(vector::InsertOp::create(
-              lb, x, vec, ArrayRef<OpFoldResult>{lane}));
-        scf::YieldOp::create(lb, next);
-      });
-  if (failedVJP)
-    return failure();
-  ValueRange results = loop.getResults();
-  return std::make_pair(Scalars(results.begin(), results.begin() + numQ),
-                        Scalars(results.begin() + numQ, results.end()));
-}
-
-SmallVector<Value> GradKernel::passATile(ImplicitLocOpBuilder &b,
-                                         ValueRange state, ValueRange batch,
-                                         Value row0, int64_t tileRows) {
+SmallVector<Value> GradSchedule::passATile(ImplicitLocOpBuilder &b,
+                                           ValueRange state, ValueRange batch,
+                                           Value row0, int64_t tileRows) {
   ScalarBuilder sm(b, elt), vm(b, elt, lanes);
   Value dq = state[0], lse = state[1], dsum = state[2];
-  Value negInf = sm.c(-std::numeric_limits<double>::infinity());
   Value zeroIdx = idx(b, 0);
   Value step = idx(b, lanes);
 
@@ -389,14 +178,11 @@ SmallVector<Value> GradKernel::passATile(ImplicitLocOpBuilder &b,
     }
   }
   // Keys the tile's rows may see: [0, end), row r up to `last[r]`.
-  Value end = len;
+  Value end =
+      buildKeyRange(b, len, row0, tileRows, /*tile=*/0, op.getCausal()).end;
   SmallVector<Value> last(tileRows);
-  if (op.getCausal()) {
-    end = arith::MinUIOp::create(
-        b, len, arith::AddIOp::create(b, row0, idx(b, tileRows)));
-    for (int64_t r = 0; r < tileRows; ++r)
-      last[r] = rowIdx[r];
-  }
+  if (op.getCausal())
+    last = rowIdx;
 
   SmallVector<Value> lseRow(tileRows * heads);
   if (givenLse) {
@@ -405,58 +191,43 @@ SmallVector<Value> GradKernel::passATile(ImplicitLocOpBuilder &b,
       for (int64_t h = 0; h < heads; ++h)
         lseRow[r * heads + h] = at(b, givenLse, batch, rowIdx[r], idx(b, h));
   } else {
-    // Stats: lse per row and head from a recompute of the scores. Where
-    // every score is ≤ 0 (nonPositiveScores) the row max is the self
-    // pair's 0, Σ exp(s) ≥ 1 cannot underflow, and per-lane sums of
-    // exp(s) suffice. Otherwise a running max (scalar) and per-lane sums,
-    // as the forward's online softmax.
-    bool knownMax = nonPositiveScores;
-    size_t sums = knownMax ? 0 : tileRows * heads;
-    SmallVector<Value> init;
-    for (size_t i = 0; i < sums; ++i)
-      init.push_back(negInf);
-    for (int64_t i = 0; i < tileRows * heads; ++i)
-      init.push_back(vm.c(0.0));
+    // Stats: lse per row and head from a recompute of the scores, with
+    // the online softmax's running max unless the row max is known (0).
+    bool knownMax = coefs.allNonPositive();
+    size_t maxes = knownMax ? 0 : tileRows * heads;
+    SoftmaxState init = SoftmaxState::initial(sm, vm, tileRows, heads, {},
+                                              /*withMax=*/!knownMax);
     auto stats = scf::ForOp::create(
-        b, zeroIdx, end, step, init,
+        b, zeroIdx, end, step, init.pack(),
         [&](OpBuilder &nested, Location loc, Value j0, ValueRange args) {
           ImplicitLocOpBuilder lb(loc, nested);
           ScalarBuilder lsm(lb, elt), lvm(lb, elt, lanes);
           Scalars k;
           for (unsigned f = 0; f < numK; ++f)
             k.push_back(loadKeys(lb, keys, batch, f, j0));
-          SmallVector<Value> next(args);
-          Value ninf = lvm.c(-std::numeric_limits<double>::infinity());
+          SoftmaxState in = SoftmaxState::unpack(args, maxes, tileRows * heads);
+          SoftmaxState next = in;
           for (int64_t r = 0; r < tileRows; ++r) {
-            Value mask = laneMask(lb, j0, len, last[r]);
-            SmallVector<Value> s = scores(lvm, pairNorms(lvm, qSplat[r], k));
+            Value mask = buildKeyMask(lb, lanes, j0, len, last[r]);
+            SmallVector<Value> s =
+                coefs.buildScores(lvm, pairs.evaluate(lvm, qSplat[r], k).norms);
             for (int64_t h = 0; h < heads; ++h) {
               size_t rh = r * heads + h;
-              if (knownMax) {
-                Value p = lvm.select(mask, lvm.exp(s[h]), lvm.c(0.0));
-                next[rh] = lvm.add(args[rh], p);
-                continue;
-              }
-              Value sh = lvm.select(mask, s[h], ninf);
-              Value m = args[rh];
-              Value newMax =
-                  lsm.max(m, vector::ReductionOp::create(
-                                 lb, vector::CombiningKind::MAXIMUMF, sh));
-              Value alpha = lsm.exp(lsm.sub(m, newMax));
-              Value p = lvm.exp(lvm.sub(sh, lvm.splat(newMax)));
-              p = lvm.select(mask, p, lvm.c(0.0));
-              next[rh] = newMax;
-              next[sums + rh] = lvm.fma(args[sums + rh], lvm.splat(alpha), p);
+              SoftmaxStep st =
+                  buildSoftmaxStep(lsm, lvm, knownMax ? Value() : in.max[rh],
+                                   in.sum[rh], {s[h]}, {mask});
+              if (!knownMax)
+                next.max[rh] = st.max;
+              next.sum[rh] = st.sum;
             }
           }
-          scf::YieldOp::create(lb, next);
+          scf::YieldOp::create(lb, next.pack());
         });
-    for (int64_t rh = 0; rh < tileRows * heads; ++rh) {
-      Value total = vector::ReductionOp::create(b, vector::CombiningKind::ADD,
-                                                stats.getResult(sums + rh));
-      lseRow[rh] =
-          knownMax ? sm.log(total) : sm.add(stats.getResult(rh), sm.log(total));
-    }
+    SoftmaxState final =
+        SoftmaxState::unpack(stats.getResults(), maxes, tileRows * heads);
+    for (int64_t rh = 0; rh < tileRows * heads; ++rh)
+      lseRow[rh] = buildLogSumExp(sm, knownMax ? Value() : final.max[rh],
+                                  buildLaneSum(b, final.sum[rh]));
   }
 
   // Grads: dq accumulated per lane, reduced once.
@@ -476,19 +247,20 @@ SmallVector<Value> GradKernel::passATile(ImplicitLocOpBuilder &b,
           vcol.push_back(loadKeys(lb, valuesT, batch, d, j0));
         SmallVector<Value> next(args);
         for (int64_t r = 0; r < tileRows; ++r) {
-          Value mask = laneMask(lb, j0, len, last[r]);
-          SmallVector<Value> s = scores(lvm, pairNorms(lvm, qSplat[r], k));
+          Value mask = buildKeyMask(lb, lanes, j0, len, last[r]);
+          PairEvaluation pair = pairs.evaluate(lvm, qSplat[r], k);
+          SmallVector<Value> s = coefs.buildScores(lvm, pair.norms);
           SmallVector<Value> ds;
           for (int64_t h = 0; h < heads; ++h) {
-            Value p = lvm.exp(lvm.sub(s[h], lvm.splat(lseRow[r * heads + h])));
-            p = lvm.select(mask, p, lvm.c(0.0));
+            Value p = buildProbability(lvm, s[h], lseRow[r * heads + h], mask);
             Value dp = lvm.c(0.0);
             for (int64_t d = 0; d < headDim; ++d)
               dp = lvm.fma(lvm.splat(dOut[r][h * headDim + d]),
                            vcol[h * headDim + d], dp);
-            ds.push_back(lvm.mul(p, lvm.sub(dp, lvm.splat(dvec[r][h]))));
+            ds.push_back(buildScoreBar(lvm, p, dp, dvec[r][h]));
           }
-          auto vjp = pairNormsVJP(lvm, qSplat[r], k, normBars(lvm, ds), mask);
+          auto vjp = pairs.evaluateVJP(lvm, pair, qSplat[r], k,
+                                       coefs.buildNormBars(lvm, ds), mask);
           if (failed(vjp)) {
             failedVJP = true;
             break;
@@ -500,25 +272,23 @@ SmallVector<Value> GradKernel::passATile(ImplicitLocOpBuilder &b,
       });
 
   for (int64_t r = 0; r < tileRows; ++r) {
-    for (unsigned f = 0; f < numQ; ++f) {
-      Value total = vector::ReductionOp::create(b, vector::CombiningKind::ADD,
-                                                grads.getResult(r * numQ + f));
-      dq = tensor::InsertOp::create(b, total, dq,
-                                    indices(batch, rowIdx[r], idx(b, f)));
-    }
+    for (unsigned f = 0; f < numQ; ++f)
+      dq = tensor::InsertOp::create(
+          b, buildLaneSum(b, grads.getResult(r * numQ + f)), dq,
+          withBatch(batch, {rowIdx[r], idx(b, f)}));
     for (int64_t h = 0; h < heads; ++h) {
       lse = tensor::InsertOp::create(b, lseRow[r * heads + h], lse,
-                                     indices(batch, rowIdx[r], idx(b, h)));
+                                     withBatch(batch, {rowIdx[r], idx(b, h)}));
       dsum = tensor::InsertOp::create(b, dvec[r][h], dsum,
-                                      indices(batch, rowIdx[r], idx(b, h)));
+                                      withBatch(batch, {rowIdx[r], idx(b, h)}));
     }
   }
   return {dq, lse, dsum};
 }
 
-SmallVector<Value> GradKernel::buildPassA(ImplicitLocOpBuilder &b,
-                                          ValueRange state, Value first,
-                                          Value count, int64_t tileRows) {
+SmallVector<Value> GradSchedule::buildPassA(ImplicitLocOpBuilder &b,
+                                            ValueRange state, Value first,
+                                            Value count, int64_t tileRows) {
   // One flat loop over (batch element, tile) so that the thread pool
   // balances work across both.
   Value trips = arith::MulIOp::create(b, batches, count);
@@ -536,9 +306,9 @@ SmallVector<Value> GradKernel::buildPassA(ImplicitLocOpBuilder &b,
   return SmallVector<Value>(loop.getResults());
 }
 
-SmallVector<Value> GradKernel::buildPassB(ImplicitLocOpBuilder &b,
-                                          ValueRange state, Value lse,
-                                          Value dsum) {
+SmallVector<Value> GradSchedule::buildPassB(ImplicitLocOpBuilder &b,
+                                            ValueRange state, Value lse,
+                                            Value dsum) {
   Value vectors = arith::DivUIOp::create(
       b, arith::AddIOp::create(b, len, idx(b, lanes - 1)), idx(b, lanes));
   Value trips = arith::MulIOp::create(b, batches, vectors);
@@ -568,23 +338,25 @@ SmallVector<Value> GradKernel::buildPassB(ImplicitLocOpBuilder &b,
               Scalars q;
               for (unsigned f = 0; f < numQ; ++f)
                 q.push_back(ivm.splat(at(ib, queries, batch, i, idx(ib, f))));
-              Value mask = laneMask(ib, j0, len, op.getCausal() ? i : Value());
-              SmallVector<Value> s = scores(ivm, pairNorms(ivm, q, k));
+              Value mask = buildKeyMask(ib, lanes, j0, len,
+                                        op.getCausal() ? i : Value());
+              PairEvaluation pair = pairs.evaluate(ivm, q, k);
+              SmallVector<Value> s = coefs.buildScores(ivm, pair.norms);
               SmallVector<Value> next(acc), ds;
               for (int64_t h = 0; h < heads; ++h) {
                 Value lseI = at(ib, lse, batch, i, idx(ib, h));
                 Value dI = at(ib, dsum, batch, i, idx(ib, h));
-                Value p = ivm.exp(ivm.sub(s[h], ivm.splat(lseI)));
-                p = ivm.select(mask, p, ivm.c(0.0));
+                Value p = buildProbability(ivm, s[h], lseI, mask);
                 Value dp = ivm.c(0.0);
                 for (int64_t d = h * headDim; d < (h + 1) * headDim; ++d) {
                   Value g = ivm.splat(at(ib, outGrad, batch, i, idx(ib, d)));
                   dp = ivm.fma(g, vcol[d], dp);
                   next[numK + d] = ivm.fma(p, g, next[numK + d]);
                 }
-                ds.push_back(ivm.mul(p, ivm.sub(dp, ivm.splat(dI))));
+                ds.push_back(buildScoreBar(ivm, p, dp, dI));
               }
-              auto vjp = pairNormsVJP(ivm, q, k, normBars(ivm, ds), mask);
+              auto vjp = pairs.evaluateVJP(ivm, pair, q, k,
+                                           coefs.buildNormBars(ivm, ds), mask);
               if (failed(vjp))
                 failedVJP = true;
               else
@@ -594,14 +366,14 @@ SmallVector<Value> GradKernel::buildPassB(ImplicitLocOpBuilder &b,
             });
         Value dkT = args[0], dvT = args[1];
         for (unsigned f = 0; f < numK; ++f)
-          dkT = vector::TransferWriteOp::create(lb, rowLoop.getResult(f), dkT,
-                                                indices(batch, idx(lb, f), j0),
-                                                ArrayRef<bool>{false})
+          dkT = vector::TransferWriteOp::create(
+                    lb, rowLoop.getResult(f), dkT,
+                    withBatch(batch, {idx(lb, f), j0}), ArrayRef<bool>{false})
                     .getResult();
         for (int64_t d = 0; d < dim; ++d)
           dvT = vector::TransferWriteOp::create(
                     lb, rowLoop.getResult(numK + d), dvT,
-                    indices(batch, idx(lb, d), j0), ArrayRef<bool>{false})
+                    withBatch(batch, {idx(lb, d), j0}), ArrayRef<bool>{false})
                     .getResult();
         scf::YieldOp::create(lb, ValueRange{dkT, dvT});
       });
@@ -610,7 +382,7 @@ SmallVector<Value> GradKernel::buildPassB(ImplicitLocOpBuilder &b,
   return SmallVector<Value>(loop.getResults());
 }
 
-FailureOr<SmallVector<Value>> GradKernel::build(ImplicitLocOpBuilder &b) {
+FailureOr<SmallVector<Value>> GradSchedule::build(ImplicitLocOpBuilder &b) {
   queries = op.getQueries();
   keys = op.getKeys();
   values = op.getValues();
@@ -681,41 +453,23 @@ struct GeoDecomposeAttentionGrad
       OpBuilder builder(op);
       Operation *before = op->getPrevNode();
       ImplicitLocOpBuilder b(op.getLoc(), builder);
-      auto values = cast<RankedTensorType>(op.getValues().getType());
-      GradKernel kernel(op,
-                        strategy::vectorAttentionOf(
-                            op, values.getElementType().getIntOrFloatBitWidth(),
-                            values.getShape().back(), /*backward=*/true));
+      GradSchedule kernel(op, strategyTiles(op));
       FailureOr<SmallVector<Value>> results = kernel.build(b);
       if (failed(results))
         return signalPassFailure();
-      bool f32 = cast<RankedTensorType>(op.getValues().getType())
-                     .getElementType()
-                     .isF32();
-      for (func::FuncOp fn : kernel.outlined)
-        if (f32)
-          fn.walk([&](Operation *inner) {
-            if (isa<math::MathDialect>(inner->getDialect()))
-              approximate.push_back(inner);
-          });
-      if (f32)
-        for (Operation *it = before ? before->getNextNode()
-                                    : &op->getBlock()->front();
-             it != op.getOperation(); it = it->getNextNode())
-          it->walk([&](Operation *inner) {
-            if (isa<math::MathDialect>(inner->getDialect()))
-              approximate.push_back(inner);
-          });
+      // f32: the same polynomial atan2/exp as the forward kernel, so the
+      // backward differentiates what the forward computed.
+      if (cast<RankedTensorType>(op.getValues().getType())
+              .getElementType()
+              .isF32()) {
+        collectKernelMath(before, op, approximate);
+        for (func::FuncOp fn : kernel.getOutlined())
+          collectKernelMath(fn, approximate);
+      }
       op->replaceAllUsesWith(*results);
       op.erase();
     }
-    if (approximate.empty())
-      return;
-    // f32: the same polynomial atan2/exp as the forward kernel, so the
-    // backward differentiates what the forward computed.
-    RewritePatternSet patterns(&getContext());
-    populateKernelMathPatterns(patterns);
-    if (failed(applyOpPatternsGreedily(approximate, std::move(patterns))))
+    if (failed(approximateKernelMath(&getContext(), approximate)))
       signalPassFailure();
   }
 };

@@ -15,6 +15,7 @@
 
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/IR/TypeUtilities.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include <cmath>
 
@@ -68,4 +69,28 @@ void torsor::geo::populateKernelMathPatterns(RewritePatternSet &patterns) {
   patterns.add<PolynomialAtan2>(patterns.getContext());
   auto exp = [](StringRef name) { return name == "math.exp" || name == "exp"; };
   populateMathPolynomialApproximationPatterns(patterns, exp);
+}
+
+void torsor::geo::collectKernelMath(Operation *root,
+                                    SmallVectorImpl<Operation *> &ops) {
+  root->walk([&](Operation *inner) {
+    if (isa<math::MathDialect>(inner->getDialect()))
+      ops.push_back(inner);
+  });
+}
+
+void torsor::geo::collectKernelMath(Operation *prev, Operation *op,
+                                    SmallVectorImpl<Operation *> &ops) {
+  for (Operation *it = prev ? prev->getNextNode() : &op->getBlock()->front();
+       it != op; it = it->getNextNode())
+    collectKernelMath(it, ops);
+}
+
+LogicalResult torsor::geo::approximateKernelMath(MLIRContext *context,
+                                                 ArrayRef<Operation *> ops) {
+  if (ops.empty())
+    return success();
+  RewritePatternSet patterns(context);
+  populateKernelMathPatterns(patterns);
+  return applyOpPatternsGreedily(ops, std::move(patterns));
 }

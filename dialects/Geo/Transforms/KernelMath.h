@@ -20,6 +20,18 @@ namespace torsor::geo {
 /// Plus MLIR's own polynomial exp (no division).
 void populateKernelMathPatterns(mlir::RewritePatternSet &patterns);
 
+/// Appends the math ops nested in `root` to `ops`.
+void collectKernelMath(mlir::Operation *root,
+                       llvm::SmallVectorImpl<mlir::Operation *> &ops);
+/// Appends the math ops a pass built before `op` since `prev` (the op
+/// that preceded the kernel; null when the kernel starts its block).
+void collectKernelMath(mlir::Operation *prev, mlir::Operation *op,
+                       llvm::SmallVectorImpl<mlir::Operation *> &ops);
+/// Rewrites `ops` (f32 kernels' math) with populateKernelMathPatterns.
+mlir::LogicalResult
+approximateKernelMath(mlir::MLIRContext *context,
+                      llvm::ArrayRef<mlir::Operation *> ops);
+
 } // namespace torsor::geo
 
 #endif // TORSOR_DIALECTS_GEO_TRANSFORMS_KERNELMATH_H

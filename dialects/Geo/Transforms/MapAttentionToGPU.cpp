@@ -11,11 +11,13 @@
 //                 registers;
 //   per key tile of BK keys (barrier, cooperative copy of its key features
 //   and values into shared memory, barrier), per step of S keys:
-//     pair block norms from the group model (scalar ScalarBuilder, so the
-//       formulas are the ones the CPU kernel builds on vectors),
+//     pair block norms, scores, online softmax and P·V from
+//       AttentionKernel.h on scalars (one key per thread), the builders
+//       the CPU kernel runs on vectors,
 //     s = Σ_b c_hb N_b,  m' = max(m, max s),  α = e^{m − m'},
 //     p = e^{s − m'},  l = α l + Σ p,  acc = α acc + Σ p v;
-//   out = acc / l.
+//   out = acc / l, and lse = m + log l when the op has an lse result
+//   (the flash backward's statistics).
 //
 // The same builder also emits the block/thread structure as host loops
 // (`cpu-emulation`): the per-thread code is identical, only the barriers
@@ -26,15 +28,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Geo/IR/GeoOps.h"
+#include "dialects/Geo/Transforms/AttentionKernel.h"
 #include "dialects/Geo/Transforms/KernelMath.h"
 #include "dialects/Geo/Transforms/Passes.h"
-#include "dialects/Lie/IR/GroupModel.h"
-#include "dialects/Strategy/IR/Strategy.h"
 
-#include "mlir/IR/PatternMatch.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
-
-#include <limits>
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 namespace torsor::geo {
 #define GEN_PASS_DEF_GEOMAPATTENTIONTOGPU
@@ -44,31 +45,16 @@ namespace torsor::geo {
 using namespace mlir;
 using namespace torsor;
 using namespace torsor::geo;
-using torsor::lie::GroupModel;
 using torsor::lie::ScalarBuilder;
 using torsor::lie::Scalars;
 
 namespace {
 
-/// What one thread carries from key step to key step: per row r and head h
-/// the running max and sum, per row and value column the accumulator.
-struct State {
-  SmallVector<Value> max, sum, acc; // [r][h], [r][h], [r][d]
-
-  SmallVector<Value> flat() const {
-    SmallVector<Value> all(max);
-    all.append(sum);
-    all.append(acc);
-    return all;
-  }
-};
-
 /// Values one block computes once: where its rows and keys are.
 struct BlockContext {
   SmallVector<Value> batch; // indices of the batch element
   Value firstRow;           // x · BQ
-  Value unmaskedEnd;        // keys [0, unmaskedEnd): whole tiles all rows see
-  Value end;                // keys [unmaskedEnd, end): tiles with masks
+  KeyRange keys;            // unmasked whole tiles, then masked ones
 };
 
 /// Values one thread computes once per phase (recomputing them is cheaper
@@ -84,30 +70,32 @@ struct KernelTiles {
   int64_t threads, rowsPerThread, keyTile, chunk, sharedBytes;
 };
 
-/// Builds the kernel of one untiled flash_lie_attention.
-class KernelBuilder {
+/// The GPU schedule of one untiled flash_lie_attention (AttentionKernel.h
+/// builds the math): blocks of query rows, one thread per row, key tiles
+/// in shared memory.
+class GPUSchedule {
 public:
-  KernelBuilder(FlashLieAttentionOp op, const KernelTiles &strategy)
-      : op(op), model(op.getGroup().getModel()) {
+  GPUSchedule(FlashLieAttentionOp op, const KernelTiles &tiles)
+      : op(op), coefs(ScoreCoefficients::of(op)),
+        elt(cast<FloatType>(
+            cast<RankedTensorType>(op.getValues().getType()).getElementType())),
+        pairs(op.getGroup().getModel(), op.getGroup(), elt,
+              op->getParentOfType<ModuleOp>(), op.getLoc()) {
     auto vType = cast<RankedTensorType>(op.getValues().getType());
-    elt = cast<FloatType>(vType.getElementType());
     rank = vType.getRank();
     heads = op.getHeads();
     dim = vType.getDimSize(rank - 1);
-    headDim = dim / heads;
     queryFeatures =
         cast<RankedTensorType>(op.getQueries().getType()).getDimSize(rank - 1);
     keyFeatures =
         cast<RankedTensorType>(op.getKeys().getType()).getDimSize(rank - 2);
-    threads = strategy.threads;
-    rowsPerThread = strategy.rowsPerThread;
-    keyTile = strategy.keyTile;
-    chunk = strategy.chunk;
-    sharedBytes = strategy.sharedBytes;
-    unsigned blocks = model.getBlocks().size();
-    for (int64_t h = 0; h < heads; ++h)
-      for (unsigned b = 0; b < blocks; ++b)
-        coef.push_back(-op.getLambda()[h * blocks + b] / op.getTau()[h]);
+    threads = tiles.threads;
+    rowsPerThread = tiles.rowsPerThread;
+    keyTile = tiles.keyTile;
+    chunk = tiles.chunk;
+    sharedBytes = tiles.sharedBytes;
+    // One scalar accumulator per value column: chunk d is column d.
+    columns = splitValueColumns(heads, dim, /*width=*/0);
     // 16-byte loads of value rows from shared memory where rows allow.
     int64_t perLoad = 16 / (elt.getWidth() / 8);
     valueLoad = dim % perLoad == 0 ? perLoad : 1;
@@ -115,52 +103,70 @@ public:
 
   /// Checks the strategy fits this op (shared memory, divisibility).
   LogicalResult verifyStrategy();
-  /// Builds the kernel before `op`; returns the output tensor.
-  Value build(ImplicitLocOpBuilder &b, bool emulate);
+  /// Builds the kernel before `op`; returns the output and (when the op
+  /// has one) the lse tensor.
+  std::pair<Value, Value> build(ImplicitLocOpBuilder &b, bool emulate);
+  /// The pair-form functions the kernel outlined.
+  ArrayRef<func::FuncOp> getOutlined() const { return pairs.getOutlined(); }
+
+private:
   /// The kernel as one gpu.launch of the grid (gridX, gridY).
   void buildLaunch(ImplicitLocOpBuilder &b, Value gridX, Value gridY);
   /// The same per-thread code with blocks and threads as host loops.
   void buildEmulated(ImplicitLocOpBuilder &b, Value gridX, Value gridY);
-
-private:
   /// Elements of the shared tile: values [BK][D], then features [Fk][BK].
   int64_t tileElements() const { return keyTile * (dim + keyFeatures); }
   int64_t stateSize() const { return rowsPerThread * (2 * heads + dim); }
   Value idx(ImplicitLocOpBuilder &b, int64_t v) {
     return arith::ConstantIndexOp::create(b, v);
   }
+  SoftmaxState unpack(ValueRange values) const {
+    size_t rh = rowsPerThread * heads;
+    return SoftmaxState::unpack(values, rh, rh);
+  }
+  SoftmaxState initialState(ImplicitLocOpBuilder &b) {
+    ScalarBuilder sm(b, elt);
+    return SoftmaxState::initial(sm, sm, rowsPerThread, heads, columns,
+                                 /*withMax=*/true);
+  }
+  /// Row r's accumulators in `acc`.
+  MutableArrayRef<Value> rowOf(SmallVectorImpl<Value> &acc, int64_t r) const {
+    return MutableArrayRef<Value>(acc).slice(r * dim, dim);
+  }
 
   BlockContext blockContext(ImplicitLocOpBuilder &b, Value blockX,
                             Value blockY);
   ThreadContext threadContext(ImplicitLocOpBuilder &b, const BlockContext &bc,
                               Value tid);
-  State initialState(ImplicitLocOpBuilder &b);
-  State unflatten(ValueRange values) const;
   /// The block's cooperative copy of key tile `first` into `tile`.
   void stage(ImplicitLocOpBuilder &b, const BlockContext &bc, Value tid,
              Value first, Value tile, bool masked);
   /// One thread's pass over key tile `first` (in `tile`).
-  State compute(ImplicitLocOpBuilder &b, const ThreadContext &tc, Value first,
-                Value tile, const State &in, bool masked);
+  SoftmaxState compute(ImplicitLocOpBuilder &b, const ThreadContext &tc,
+                       Value first, Value tile, const SoftmaxState &in,
+                       bool masked);
   /// One step of S keys at `first + offset`.
-  State step(ImplicitLocOpBuilder &b, const ThreadContext &tc, Value first,
-             Value offset, Value tile, const State &in, bool masked);
-  /// out = acc / l for the thread's rows inside the sequence.
+  SoftmaxState step(ImplicitLocOpBuilder &b, const ThreadContext &tc,
+                    Value first, Value offset, Value tile,
+                    const SoftmaxState &in, bool masked);
+  /// out = acc / l (and lse = m + log l) for the thread's rows inside the
+  /// sequence.
   void finish(ImplicitLocOpBuilder &b, const BlockContext &bc,
-              const ThreadContext &tc, const State &state);
+              const ThreadContext &tc, const SoftmaxState &state);
 
   FlashLieAttentionOp op;
-  const GroupModel &model;
+  ScoreCoefficients coefs;
   FloatType elt;
-  int64_t rank, heads, dim, headDim, queryFeatures, keyFeatures;
+  PairFormEvaluator pairs;
+  int64_t rank, heads, dim, queryFeatures, keyFeatures;
   int64_t threads, rowsPerThread, keyTile, chunk, sharedBytes, valueLoad;
-  SmallVector<double> coef; // [h][block]
+  SmallVector<ValueChunk> columns;
   // Host values built in build().
-  Value queries, keys, values, out, queryLen, keyLen, offset;
+  Value queries, keys, values, out, lse, queryLen, keyLen, offset;
   SmallVector<Value> batchExtents;
 };
 
-LogicalResult KernelBuilder::verifyStrategy() {
+LogicalResult GPUSchedule::verifyStrategy() {
   if (threads < 1 || rowsPerThread < 1 || chunk < 1 || keyTile % chunk != 0)
     return op.emitOpError() << "GPU attention strategy needs T, R, S ≥ 1 and "
                                "S dividing BK, got T = "
@@ -176,37 +182,20 @@ LogicalResult KernelBuilder::verifyStrategy() {
   return success();
 }
 
-BlockContext KernelBuilder::blockContext(ImplicitLocOpBuilder &b, Value blockX,
-                                         Value blockY) {
+BlockContext GPUSchedule::blockContext(ImplicitLocOpBuilder &b, Value blockX,
+                                       Value blockY) {
   BlockContext bc;
-  // Row-major delinearization of the batch dims.
-  Value rest = blockY;
-  bc.batch.resize(batchExtents.size());
-  for (int d = batchExtents.size() - 1; d >= 0; --d) {
-    bc.batch[d] = arith::RemUIOp::create(b, rest, batchExtents[d]);
-    rest = arith::DivUIOp::create(b, rest, batchExtents[d]);
-  }
+  bc.batch = buildDelinearized(b, blockY, batchExtents);
   int64_t blockRows = threads * rowsPerThread;
   bc.firstRow = arith::MulIOp::create(b, blockX, idx(b, blockRows));
-  // Keys every row of the block sees (causal: up to its first row) run in
-  // whole unmasked tiles; the rest up to the last row's keys with masks.
-  Value seenByAll = keyLen;
-  bc.end = keyLen;
-  if (op.getCausal()) {
-    Value first = arith::AddIOp::create(b, offset, bc.firstRow);
-    seenByAll = arith::MinUIOp::create(
-        b, keyLen, arith::AddIOp::create(b, first, idx(b, 1)));
-    bc.end = arith::MinUIOp::create(
-        b, keyLen, arith::AddIOp::create(b, first, idx(b, blockRows)));
-  }
-  Value tile = idx(b, keyTile);
-  bc.unmaskedEnd = arith::MulIOp::create(
-      b, arith::DivUIOp::create(b, seenByAll, tile), tile);
+  bc.keys =
+      buildKeyRange(b, keyLen, arith::AddIOp::create(b, offset, bc.firstRow),
+                    blockRows, keyTile, op.getCausal());
   return bc;
 }
 
-ThreadContext KernelBuilder::threadContext(ImplicitLocOpBuilder &b,
-                                           const BlockContext &bc, Value tid) {
+ThreadContext GPUSchedule::threadContext(ImplicitLocOpBuilder &b,
+                                         const BlockContext &bc, Value tid) {
   ThreadContext tc;
   Value lastRow = arith::SubIOp::create(b, queryLen, idx(b, 1));
   for (int64_t r = 0; r < rowsPerThread; ++r) {
@@ -219,39 +208,16 @@ ThreadContext KernelBuilder::threadContext(ImplicitLocOpBuilder &b,
     // Rows past the end compute on the last row and are not written.
     Value at = arith::MinUIOp::create(b, row, lastRow);
     Scalars features;
-    for (int64_t f = 0; f < queryFeatures; ++f) {
-      SmallVector<Value> indices(bc.batch);
-      indices.append({at, idx(b, f)});
-      features.push_back(memref::LoadOp::create(b, queries, indices));
-    }
+    for (int64_t f = 0; f < queryFeatures; ++f)
+      features.push_back(memref::LoadOp::create(
+          b, queries, withBatch(bc.batch, {at, idx(b, f)})));
     tc.query.push_back(features);
   }
   return tc;
 }
 
-State KernelBuilder::initialState(ImplicitLocOpBuilder &b) {
-  ScalarBuilder sm(b, elt);
-  State s;
-  for (int64_t i = 0; i < rowsPerThread * heads; ++i) {
-    s.max.push_back(sm.c(-std::numeric_limits<double>::infinity()));
-    s.sum.push_back(sm.c(0.0));
-  }
-  for (int64_t i = 0; i < rowsPerThread * dim; ++i)
-    s.acc.push_back(sm.c(0.0));
-  return s;
-}
-
-State KernelBuilder::unflatten(ValueRange values) const {
-  size_t rh = rowsPerThread * heads;
-  State s;
-  s.max.assign(values.begin(), values.begin() + rh);
-  s.sum.assign(values.begin() + rh, values.begin() + 2 * rh);
-  s.acc.assign(values.begin() + 2 * rh, values.end());
-  return s;
-}
-
-void KernelBuilder::stage(ImplicitLocOpBuilder &b, const BlockContext &bc,
-                          Value tid, Value first, Value tile, bool masked) {
+void GPUSchedule::stage(ImplicitLocOpBuilder &b, const BlockContext &bc,
+                        Value tid, Value first, Value tile, bool masked) {
   // Consecutive threads copy consecutive addresses of both the source (keys
   // are feature-major, values row-major) and the tile: coalesced loads,
   // conflict-free stores. Keys past the end (masked tiles only) copy the
@@ -270,17 +236,14 @@ void KernelBuilder::stage(ImplicitLocOpBuilder &b, const BlockContext &bc,
               arith::AddIOp::create(lb, first, featureMajor ? in : outer);
           if (masked)
             key = arith::MinUIOp::create(lb, key, lastKey);
-          SmallVector<Value> indices(bc.batch);
-          if (featureMajor)
-            indices.append({outer, key});
-          else
-            indices.append({key, in});
-          Value x =
-              memref::LoadOp::create(lb, featureMajor ? keys : values, indices);
-          Value at = featureMajor
+          SmallVector<Value> at = featureMajor ? SmallVector<Value>{outer, key}
+                                               : SmallVector<Value>{key, in};
+          Value x = memref::LoadOp::create(lb, featureMajor ? keys : values,
+                                           withBatch(bc.batch, at));
+          Value to = featureMajor
                          ? arith::AddIOp::create(lb, i, idx(lb, keyTile * dim))
                          : i;
-          memref::StoreOp::create(lb, x, tile, ValueRange{at});
+          memref::StoreOp::create(lb, x, tile, ValueRange{to});
           scf::YieldOp::create(lb);
         });
   };
@@ -288,15 +251,13 @@ void KernelBuilder::stage(ImplicitLocOpBuilder &b, const BlockContext &bc,
   copy(keyFeatures * keyTile, keyTile, /*featureMajor=*/true);
 }
 
-State KernelBuilder::step(ImplicitLocOpBuilder &b, const ThreadContext &tc,
-                          Value first, Value offsetInTile, Value tile,
-                          const State &in, bool masked) {
+SoftmaxState GPUSchedule::step(ImplicitLocOpBuilder &b, const ThreadContext &tc,
+                               Value first, Value offsetInTile, Value tile,
+                               const SoftmaxState &in, bool masked) {
   ScalarBuilder sm(b, elt);
-  Value negInf = sm.c(-std::numeric_limits<double>::infinity());
-  unsigned blocks = model.getBlocks().size();
   // Scores [r][h][j] and, masked, validity [r][j].
   SmallVector<Value> scores(rowsPerThread * heads * chunk);
-  SmallVector<Value> valid(rowsPerThread * chunk);
+  SmallVector<Value> valid(masked ? rowsPerThread * chunk : 0);
   for (int64_t j = 0; j < chunk; ++j) {
     Value local = arith::AddIOp::create(b, offsetInTile, idx(b, j));
     Scalars key;
@@ -307,54 +268,34 @@ State KernelBuilder::step(ImplicitLocOpBuilder &b, const ThreadContext &tc,
     }
     Value keyIdx = arith::AddIOp::create(b, first, local);
     for (int64_t r = 0; r < rowsPerThread; ++r) {
-      if (masked) {
-        Value ok =
-            arith::CmpIOp::create(b, arith::CmpIPredicate::ult, keyIdx, keyLen);
-        if (op.getCausal())
-          ok = arith::AndIOp::create(
-              b, ok,
-              arith::CmpIOp::create(b, arith::CmpIPredicate::ule, keyIdx,
-                                    tc.last[r]));
-        valid[r * chunk + j] = ok;
-      }
+      if (masked)
+        valid[r * chunk + j] =
+            buildKeyMask(b, /*lanes=*/0, keyIdx, keyLen,
+                         op.getCausal() ? tc.last[r] : Value());
       // The group model's pairwise form, one pair per thread.
-      Scalars norms = model.buildPairBlockNorms(sm, tc.query[r], key);
-      for (int64_t h = 0; h < heads; ++h) {
-        Value s = sm.mul(sm.c(coef[h * blocks]), norms[0]);
-        for (unsigned bl = 1; bl < blocks; ++bl)
-          s = sm.fma(sm.c(coef[h * blocks + bl]), norms[bl], s);
-        if (masked)
-          s = sm.select(valid[r * chunk + j], s, negInf);
-        scores[(r * heads + h) * chunk + j] = s;
-      }
+      SmallVector<Value> s =
+          coefs.buildScores(sm, pairs.evaluate(sm, tc.query[r], key).norms);
+      for (int64_t h = 0; h < heads; ++h)
+        scores[(r * heads + h) * chunk + j] = s[h];
     }
   }
 
   // Online softmax: one max, one rescale per S keys and head.
-  State out = in;
+  SoftmaxState out = in;
   SmallVector<Value> probs(scores.size());
   for (int64_t r = 0; r < rowsPerThread; ++r)
     for (int64_t h = 0; h < heads; ++h) {
       size_t rh = r * heads + h, base = rh * chunk;
-      Value stepMax = scores[base];
-      for (int64_t j = 1; j < chunk; ++j)
-        stepMax = sm.max(stepMax, scores[base + j]);
-      Value newMax = sm.max(in.max[rh], stepMax);
-      Value alpha = sm.exp(sm.sub(in.max[rh], newMax));
-      Value sum = sm.mul(in.sum[rh], alpha);
-      for (int64_t j = 0; j < chunk; ++j) {
-        Value p = sm.exp(sm.sub(scores[base + j], newMax));
-        if (masked)
-          p = sm.select(valid[r * chunk + j], p, sm.c(0.0));
-        probs[base + j] = p;
-        sum = sm.add(sum, p);
-      }
-      out.max[rh] = newMax;
-      out.sum[rh] = sum;
-      for (int64_t d = h * headDim; d < (h + 1) * headDim; ++d) {
-        Value &acc = out.acc[r * dim + d];
-        acc = sm.mul(acc, alpha);
-      }
+      ArrayRef<Value> masks;
+      if (masked)
+        masks = ArrayRef<Value>(valid).slice(r * chunk, chunk);
+      SoftmaxStep next =
+          buildSoftmaxStep(sm, sm, in.max[rh], in.sum[rh],
+                           ArrayRef<Value>(scores).slice(base, chunk), masks);
+      out.max[rh] = next.max;
+      out.sum[rh] = next.sum;
+      llvm::copy(next.probs, probs.begin() + base);
+      buildRescale(b, elt, columns, rowOf(out.acc, r), h, next.alpha);
     }
 
   // P·V: each value of the tile loaded once (16 bytes at a time), into
@@ -363,63 +304,64 @@ State KernelBuilder::step(ImplicitLocOpBuilder &b, const ThreadContext &tc,
   for (int64_t j = 0; j < chunk; ++j) {
     Value local = arith::AddIOp::create(b, offsetInTile, idx(b, j));
     Value rowStart = arith::MulIOp::create(b, local, idx(b, dim));
+    SmallVector<Value> v;
     for (int64_t d0 = 0; d0 < dim; d0 += valueLoad) {
       Value at = arith::AddIOp::create(b, rowStart, idx(b, d0));
-      SmallVector<Value> v;
       if (valueLoad == 1) {
         v.push_back(memref::LoadOp::create(b, tile, ValueRange{at}));
-      } else {
-        auto load = vector::LoadOp::create(b, loadType, tile, ValueRange{at});
-        load.setAlignment(16);
-        for (int64_t e = 0; e < valueLoad; ++e)
-          v.push_back(vector::ExtractOp::create(b, load, e));
+        continue;
       }
-      for (int64_t r = 0; r < rowsPerThread; ++r)
-        for (int64_t e = 0; e < valueLoad; ++e) {
-          int64_t d = d0 + e, h = d / headDim;
-          Value &acc = out.acc[r * dim + d];
-          acc = sm.fma(probs[(r * heads + h) * chunk + j], v[e], acc);
-        }
+      auto load = vector::LoadOp::create(b, loadType, tile, ValueRange{at});
+      load.setAlignment(16);
+      for (int64_t e = 0; e < valueLoad; ++e)
+        v.push_back(vector::ExtractOp::create(b, load, e));
     }
+    for (int64_t r = 0; r < rowsPerThread; ++r)
+      buildPVUpdate(
+          b, elt, columns, rowOf(out.acc, r),
+          [&](int64_t h) { return probs[(r * heads + h) * chunk + j]; }, v);
   }
   return out;
 }
 
-State KernelBuilder::compute(ImplicitLocOpBuilder &b, const ThreadContext &tc,
-                             Value first, Value tile, const State &in,
-                             bool masked) {
+SoftmaxState GPUSchedule::compute(ImplicitLocOpBuilder &b,
+                                  const ThreadContext &tc, Value first,
+                                  Value tile, const SoftmaxState &in,
+                                  bool masked) {
   auto loop = scf::ForOp::create(
-      b, idx(b, 0), idx(b, keyTile), idx(b, chunk), in.flat(),
+      b, idx(b, 0), idx(b, keyTile), idx(b, chunk), in.pack(),
       [&](OpBuilder &nested, Location loc, Value offsetInTile,
           ValueRange args) {
         ImplicitLocOpBuilder lb(loc, nested);
-        State next =
-            step(lb, tc, first, offsetInTile, tile, unflatten(args), masked);
-        scf::YieldOp::create(lb, next.flat());
+        SoftmaxState next =
+            step(lb, tc, first, offsetInTile, tile, unpack(args), masked);
+        scf::YieldOp::create(lb, next.pack());
       });
-  return unflatten(loop.getResults());
+  return unpack(loop.getResults());
 }
 
-void KernelBuilder::finish(ImplicitLocOpBuilder &b, const BlockContext &bc,
-                           const ThreadContext &tc, const State &state) {
+void GPUSchedule::finish(ImplicitLocOpBuilder &b, const BlockContext &bc,
+                         const ThreadContext &tc, const SoftmaxState &state) {
   for (int64_t r = 0; r < rowsPerThread; ++r) {
     auto inside = scf::IfOp::create(b, tc.inside[r], /*withElse=*/false);
     ImplicitLocOpBuilder ib(b.getLoc(), inside.getThenBodyBuilder());
     ScalarBuilder sm(ib, elt);
-    for (int64_t h = 0; h < heads; ++h) {
-      Value inv = sm.div(sm.c(1.0), state.sum[r * heads + h]);
-      for (int64_t d = h * headDim; d < (h + 1) * headDim; ++d) {
-        SmallVector<Value> indices(bc.batch);
-        indices.append({tc.row[r], idx(ib, d)});
-        memref::StoreOp::create(ib, sm.mul(state.acc[r * dim + d], inv), out,
-                                indices);
-      }
-    }
+    ArrayRef<Value> sums = ArrayRef<Value>(state.sum).slice(r * heads, heads);
+    if (lse)
+      for (int64_t h = 0; h < heads; ++h)
+        memref::StoreOp::create(
+            ib, buildLogSumExp(sm, state.max[r * heads + h], sums[h]), lse,
+            withBatch(bc.batch, {tc.row[r], idx(ib, h)}));
+    SmallVector<Value> result = buildNormalized(
+        ib, elt, columns, ArrayRef<Value>(state.acc).slice(r * dim, dim), sums);
+    for (auto [d, value] : llvm::enumerate(result))
+      memref::StoreOp::create(ib, value, out,
+                              withBatch(bc.batch, {tc.row[r], idx(ib, d)}));
   }
 }
 
-void KernelBuilder::buildLaunch(ImplicitLocOpBuilder &gb, Value gridX,
-                                Value gridY) {
+void GPUSchedule::buildLaunch(ImplicitLocOpBuilder &gb, Value gridX,
+                              Value gridY) {
   MLIRContext *ctx = gb.getContext();
   // The shared tile is a module-level workgroup global rather than a
   // launch attribution: only a global carries an alignment, and the
@@ -445,29 +387,31 @@ void KernelBuilder::buildLaunch(ImplicitLocOpBuilder &gb, Value gridX,
   BlockContext bc =
       blockContext(kb, launch.getBlockIds().x, launch.getBlockIds().y);
   ThreadContext tc = threadContext(kb, bc, tid);
-  auto keyLoop = [&](Value lb, Value ub, const State &state, bool masked) {
+  auto keyLoop = [&](Value lb, Value ub, const SoftmaxState &state,
+                     bool masked) {
     auto loop = scf::ForOp::create(
-        kb, lb, ub, idx(kb, keyTile), state.flat(),
+        kb, lb, ub, idx(kb, keyTile), state.pack(),
         [&](OpBuilder &nested, Location loc, Value first, ValueRange args) {
           ImplicitLocOpBuilder ib(loc, nested);
           // The previous tile is consumed before it is overwritten.
           gpu::BarrierOp::create(ib);
           stage(ib, bc, tid, first, tile, masked);
           gpu::BarrierOp::create(ib);
-          State next = compute(ib, tc, first, tile, unflatten(args), masked);
-          scf::YieldOp::create(ib, next.flat());
+          SoftmaxState next =
+              compute(ib, tc, first, tile, unpack(args), masked);
+          scf::YieldOp::create(ib, next.pack());
         });
-    return unflatten(loop.getResults());
+    return unpack(loop.getResults());
   };
-  State state = keyLoop(idx(kb, 0), bc.unmaskedEnd, initialState(kb),
-                        /*masked=*/false);
-  state = keyLoop(bc.unmaskedEnd, bc.end, state, /*masked=*/true);
+  SoftmaxState state = keyLoop(idx(kb, 0), bc.keys.unmaskedEnd,
+                               initialState(kb), /*masked=*/false);
+  state = keyLoop(bc.keys.unmaskedEnd, bc.keys.end, state, /*masked=*/true);
   finish(kb, bc, tc, state);
   gpu::TerminatorOp::create(kb);
 }
 
-void KernelBuilder::buildEmulated(ImplicitLocOpBuilder &gb, Value gridX,
-                                  Value gridY) {
+void GPUSchedule::buildEmulated(ImplicitLocOpBuilder &gb, Value gridX,
+                                Value gridY) {
   Value zero = idx(gb, 0);
   // Host loops: blocks in parallel, threads one phase at a time.
   scf::ParallelOp::create(
@@ -498,8 +442,9 @@ void KernelBuilder::buildEmulated(ImplicitLocOpBuilder &gb, Value gridX,
           return arith::AddIOp::create(
               ib, arith::MulIOp::create(ib, tid, idx(ib, size)), idx(ib, i));
         };
-        auto save = [&](ImplicitLocOpBuilder &ib, Value tid, const State &s) {
-          for (auto [i, v] : llvm::enumerate(s.flat()))
+        auto save = [&](ImplicitLocOpBuilder &ib, Value tid,
+                        const SoftmaxState &s) {
+          for (auto [i, v] : llvm::enumerate(s.pack()))
             memref::StoreOp::create(ib, v, spill, ValueRange{at(ib, tid, i)});
         };
         auto restore = [&](ImplicitLocOpBuilder &ib, Value tid) {
@@ -507,7 +452,7 @@ void KernelBuilder::buildEmulated(ImplicitLocOpBuilder &gb, Value gridX,
           for (int64_t i = 0; i < size; ++i)
             all.push_back(
                 memref::LoadOp::create(ib, spill, ValueRange{at(ib, tid, i)}));
-          return unflatten(all);
+          return unpack(all);
         };
         forThreads(pb, [&](ImplicitLocOpBuilder &ib, Value tid) {
           save(ib, tid, initialState(ib));
@@ -523,15 +468,15 @@ void KernelBuilder::buildEmulated(ImplicitLocOpBuilder &gb, Value gridX,
                 });
                 forThreads(ib, [&](ImplicitLocOpBuilder &tb, Value tid) {
                   ThreadContext tc = threadContext(tb, bc, tid);
-                  State s =
+                  SoftmaxState s =
                       compute(tb, tc, first, tile, restore(tb, tid), masked);
                   save(tb, tid, s);
                 });
                 scf::YieldOp::create(ib);
               });
         };
-        keyLoop(idx(pb, 0), bc.unmaskedEnd, /*masked=*/false);
-        keyLoop(bc.unmaskedEnd, bc.end, /*masked=*/true);
+        keyLoop(idx(pb, 0), bc.keys.unmaskedEnd, /*masked=*/false);
+        keyLoop(bc.keys.unmaskedEnd, bc.keys.end, /*masked=*/true);
         forThreads(pb, [&](ImplicitLocOpBuilder &tb, Value tid) {
           ThreadContext tc = threadContext(tb, bc, tid);
           finish(tb, bc, tc, restore(tb, tid));
@@ -540,7 +485,8 @@ void KernelBuilder::buildEmulated(ImplicitLocOpBuilder &gb, Value gridX,
       });
 }
 
-Value KernelBuilder::build(ImplicitLocOpBuilder &b, bool emulate) {
+std::pair<Value, Value> GPUSchedule::build(ImplicitLocOpBuilder &b,
+                                           bool emulate) {
   MLIRContext *ctx = b.getContext();
   // Buffers of the operands, any layout (no copies for strided slices).
   auto bufferOf = [&](Value tensor) -> Value {
@@ -559,7 +505,6 @@ Value KernelBuilder::build(ImplicitLocOpBuilder &b, bool emulate) {
   offset = op.getQueryOffset();
   int64_t nb = rank - 2;
   batchExtents.clear();
-  SmallVector<Value> outSizes;
   Value gridY = idx(b, 1);
   for (int64_t d = 0; d < nb; ++d) {
     Value extent = memref::DimOp::create(b, queries, d);
@@ -568,16 +513,22 @@ Value KernelBuilder::build(ImplicitLocOpBuilder &b, bool emulate) {
   }
   queryLen = memref::DimOp::create(b, queries, nb);
   keyLen = memref::DimOp::create(b, keys, nb + 1);
-  // The output has the queries' rows and the values' columns.
-  auto outType = MemRefType::get(
-      cast<RankedTensorType>(op.getInit().getType()).getShape(), elt);
-  for (int64_t d = 0; d < rank; ++d)
-    if (outType.isDynamicDim(d))
-      outSizes.push_back(d < nb ? batchExtents[d]
-                         : d == nb
-                             ? queryLen
-                             : memref::DimOp::create(b, values, d).getResult());
-  out = memref::AllocOp::create(b, outType, outSizes);
+  // The output has the queries' rows and the values' columns; the lse
+  // the queries' rows and one column per head.
+  auto allocate = [&](Value init) -> Value {
+    auto type =
+        MemRefType::get(cast<RankedTensorType>(init.getType()).getShape(), elt);
+    SmallVector<Value> sizes;
+    for (int64_t d = 0; d < rank; ++d)
+      if (type.isDynamicDim(d))
+        sizes.push_back(d < nb ? batchExtents[d]
+                        : d == nb
+                            ? queryLen
+                            : memref::DimOp::create(b, values, d).getResult());
+    return memref::AllocOp::create(b, type, sizes);
+  };
+  out = allocate(op.getInit());
+  lse = op.getLseInit() ? allocate(op.getLseInit()) : Value();
 
   int64_t blockRows = threads * rowsPerThread;
   Value gridX =
@@ -596,24 +547,31 @@ Value KernelBuilder::build(ImplicitLocOpBuilder &b, bool emulate) {
   else
     buildLaunch(gb, gridX, gridY);
 
-  return bufferization::ToTensorOp::create(
-      b, op.getInit().getType(), out, /*restrict=*/true, /*writable=*/true);
+  auto toTensor = [&](Value buffer, Value init) -> Value {
+    if (!buffer)
+      return Value();
+    return bufferization::ToTensorOp::create(b, init.getType(), buffer,
+                                             /*restrict=*/true,
+                                             /*writable=*/true);
+  };
+  return {toTensor(out, op.getInit()), toTensor(lse, op.getLseInit())};
 }
 
 struct GeoMapAttentionToGPU
     : torsor::geo::impl::GeoMapAttentionToGPUBase<GeoMapAttentionToGPU> {
   using Base::Base;
 
-  /// The tiles of `op`: its #strategy.gpu_attention (the default when it
-  /// has none, as in torsor-opt tests), each field overridable by a pass
-  /// option. A rows-per-thread option keeps the block's BQ query rows.
-  KernelTiles tilesOf(FlashLieAttentionOp op) const {
+  /// The pass's one read of the strategy: the op's #strategy.gpu_attention
+  /// (the default schedule without one, as in torsor-opt tests), each
+  /// field overridden by the pass option of the same tile.
+  KernelTiles strategyTiles(FlashLieAttentionOp op) const {
     strategy::GPUAttentionAttr stamped = strategy::gpuAttentionOf(op);
     auto pick = [](unsigned option, unsigned field) -> int64_t {
       return option ? option : field;
     };
     KernelTiles tiles;
     tiles.rowsPerThread = pick(rowsPerThread, stamped.getRowsPerThread());
+    // A rows-per-thread option keeps the block's BQ query rows.
     int64_t blockRows = stamped.getThreads() * stamped.getRowsPerThread();
     tiles.threads = pick(threadsPerBlock,
                          std::max<int64_t>(1, blockRows / tiles.rowsPerThread));
@@ -633,39 +591,28 @@ struct GeoMapAttentionToGPU
                             "(geo-tile-attention); map the untiled op";
         return signalPassFailure();
       }
-      if (op.getLse()) {
-        op.emitOpError() << "with a log-sum-exp result (for the flash "
-                            "backward) has no GPU kernel; gradients are "
-                            "compiled for the CPU";
-        return signalPassFailure();
-      }
-      KernelBuilder kernel(op, tilesOf(op));
+      GPUSchedule kernel(op, strategyTiles(op));
       if (failed(kernel.verifyStrategy()))
         return signalPassFailure();
       OpBuilder builder(op);
       Operation *before = op->getPrevNode();
       ImplicitLocOpBuilder b(op.getLoc(), builder);
-      Value result = kernel.build(b, cpuEmulation);
+      auto [result, lse] = kernel.build(b, cpuEmulation);
       // f32: the CPU kernel's polynomial atan2 and exp (KernelMath.h), so
       // both targets (and the emulation) evaluate the same formulas.
       if (cast<RankedTensorType>(op.getResult().getType())
               .getElementType()
-              .isF32())
-        for (Operation *it = before ? before->getNextNode()
-                                    : &op->getBlock()->front();
-             it != op.getOperation(); it = it->getNextNode())
-          it->walk([&](Operation *inner) {
-            if (isa<math::MathDialect>(inner->getDialect()))
-              approximate.push_back(inner);
-          });
+              .isF32()) {
+        collectKernelMath(before, op, approximate);
+        for (func::FuncOp fn : kernel.getOutlined())
+          collectKernelMath(fn, approximate);
+      }
       op.getResult().replaceAllUsesWith(result);
+      if (lse)
+        op.getLse().replaceAllUsesWith(lse);
       op.erase();
     }
-    if (approximate.empty())
-      return;
-    RewritePatternSet patterns(&getContext());
-    populateKernelMathPatterns(patterns);
-    if (failed(applyOpPatternsGreedily(approximate, std::move(patterns))))
+    if (failed(approximateKernelMath(&getContext(), approximate)))
       signalPassFailure();
   }
 };

@@ -25,9 +25,9 @@ def GeoFuseAttention : Pass<"geo-fuse-attention"> {
     the same poses, same values and attributes: what the gradient rule
     emits) takes the result as `out`, the fused op also returns the
     per-row log-sum-exp (`lse`) and the gradient takes it, so the backward
-    does not recompute the softmax statistics. `lse=false` leaves the
-    gradient to recompute them (the NVPTX pipeline: its attention kernel
-    has no log-sum-exp output).
+    does not recompute the softmax statistics (both attention kernels,
+    CPU and GPU, write it). `lse=false` leaves the gradient to recompute
+    them.
 
     Before:
     ```mlir
@@ -104,7 +104,9 @@ def GeoDecomposeAttention : Pass<"geo-decompose-attention"> {
     in a second, masked loop. For f32, the kernel's atan2 and exp use
     MLIR's polynomial approximations (accuracy in docs/geo.md); f64 keeps
     libm. Models whose pairwise form is not straight-line (declared groups
-    with iterative logs) compute it per lane with scalar code.
+    with iterative logs) compute it per lane with scalar code, in one
+    private function per group and element type. The math is
+    AttentionKernel.h's, shared with the backward and the GPU kernel.
   }];
   let dependentDialects = ["::mlir::scf::SCFDialect",
                            "::mlir::vector::VectorDialect",
@@ -186,7 +188,9 @@ def GeoMapAttentionToGPU : Pass<"geo-map-attention-to-gpu", "::mlir::ModuleOp"> 
       * key tiles beyond a block's last row (causal) are never visited;
         the tiles that need masking (causal diagonal, sequence end) run in
         a second loop whose keys are masked per row;
-      * `out = acc / sum` for the rows inside the sequence.
+      * `out = acc / sum` for the rows inside the sequence, and with an
+        `lse` result (a flash backward's) `lse = max + log sum` per row
+        and head.
 
     T, R, BQ, BK, S and the shared-memory budget come from the
     op's `#strategy.gpu_attention` (`torsor.strategy`; the default

@@ -12,6 +12,7 @@
 
 #include "compiler/Transforms/LoopAttributes.h"
 #include "dialects/Geo/IR/GeoOps.h"
+#include "dialects/Geo/Transforms/AttentionKernel.h"
 #include "dialects/Geo/Transforms/Passes.h"
 #include "dialects/Strategy/IR/Strategy.h"
 
@@ -49,15 +50,11 @@ SmallVector<Value> buildTileLoop(OpBuilder &b, Location loc,
       b, loc, zero, trips, one, outs,
       [&](OpBuilder &lb, Location nloc, Value t, ValueRange iterArgs) {
         // Delinearize t into (batch indices..., tile).
-        Value rest = t;
-        Value tile = arith::RemUIOp::create(lb, nloc, rest, tiles);
-        rest = arith::DivUIOp::create(lb, nloc, rest, tiles);
-        SmallVector<OpFoldResult> batchIdx(nb);
-        for (int d = nb - 1; d >= 0; --d) {
-          batchIdx[d] =
-              arith::RemUIOp::create(lb, nloc, rest, batch[d]).getResult();
-          rest = arith::DivUIOp::create(lb, nloc, rest, batch[d]);
-        }
+        ImplicitLocOpBuilder ib(nloc, lb);
+        Value tile = arith::RemUIOp::create(lb, nloc, t, tiles);
+        Value rest = arith::DivUIOp::create(lb, nloc, t, tiles);
+        SmallVector<OpFoldResult> batchIdx =
+            getAsOpFoldResult(buildDelinearized(ib, rest, batch));
         Value rowsV = arith::ConstantIndexOp::create(lb, nloc, rows);
         Value row = arith::AddIOp::create(
             lb, nloc, first, arith::MulIOp::create(lb, nloc, tile, rowsV));
@@ -127,12 +124,14 @@ void tileFlashAttention(FlashLieAttentionOp op, RewriterBase &rewriter) {
   auto vType = cast<RankedTensorType>(op.getValues().getType());
   unsigned rank = vType.getRank(), nb = rank - 2;
   unsigned bits = vType.getElementType().getIntOrFloatBitWidth();
-  strategy::VectorAttentionAttr tiles = strategy::vectorAttentionOf(
-      op, bits, vType.getShape().back(), /*backward=*/false);
+  strategy::VectorAttentionAttr tiles =
+      strategy::vectorAttentionOf(op, bits, vType.getShape().back());
   // The tiles carry the strategy on, for geo-decompose-attention.
   op->setAttr(strategy::kStrategyAttrName, tiles);
   int64_t keyTile = tiles.getKeyTile();
-  int64_t rows = tiles.getQueryRows();
+  // The rows that share each key load: the rule the backward uses too.
+  int64_t rows =
+      chooseQueryRows(op.getGroup().getModel(), tiles.getQueryRows());
 
   SmallVector<Value> batch;
   for (unsigned d = 0; d < nb; ++d)

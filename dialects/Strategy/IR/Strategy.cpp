@@ -131,20 +131,18 @@ Target Target::gpuThread() {
 VectorAttentionAttr
 torsor::strategy::selectVectorAttention(MLIRContext *context,
                                         const Target &target, unsigned bits,
-                                        int64_t valueDim, bool backward) {
+                                        int64_t valueDim) {
   unsigned lanes = target.lanes(bits);
-  // Rows of one micro-kernel share every key feature and value load. At
-  // most 4: beyond that the query features alone fill the registers.
+  // Rows of one micro-kernel share every key feature and value load; the
+  // forward and the backward both keep R × ceil(D / lanes) accumulators
+  // within half the vector registers (the other half holds key features
+  // and scores), and at most 4 rows: beyond that the query features alone
+  // fill the registers.
   constexpr int64_t maxRows = 4;
-  int64_t rows = maxRows;
-  if (!backward) {
-    // The forward keeps R × ceil(D / lanes) accumulators within half the
-    // vector registers (the other half holds key features and scores).
-    int64_t perRow = (valueDim + lanes - 1) / lanes;
-    int64_t budget = target.vectorRegisters / 2;
-    if (perRow > 0)
-      rows = std::clamp<int64_t>(budget / perRow, 1, maxRows);
-  }
+  int64_t perRow = (valueDim + lanes - 1) / lanes;
+  int64_t budget = target.vectorRegisters / 2;
+  int64_t rows =
+      perRow > 0 ? std::clamp<int64_t>(budget / perRow, 1, maxRows) : maxRows;
   // Four vectors of keys per online-softmax step: the running max and the
   // rescale are paid once per tile, so wider tiles amortise the horizontal
   // max.
@@ -209,12 +207,11 @@ GPUDenseAttr torsor::strategy::selectGPUDense(MLIRContext *context) {
 
 VectorAttentionAttr torsor::strategy::vectorAttentionOf(Operation *op,
                                                         unsigned bits,
-                                                        int64_t valueDim,
-                                                        bool backward) {
+                                                        int64_t valueDim) {
   if (auto stamped = stampedAbove<VectorAttentionAttr>(op))
     return stamped;
   return selectVectorAttention(op->getContext(), Target::cpu(128), bits,
-                               valueDim, backward);
+                               valueDim);
 }
 
 GPUAttentionAttr torsor::strategy::gpuAttentionOf(Operation *op) {

@@ -46,12 +46,11 @@ struct Target {
   }
 };
 
-/// The vector schedule of a fused attention op whose elements are `bits`
-/// wide with `valueDim` value features; `backward` for the flash backward
-/// (its rows share key loads regardless of the value width).
+/// The vector schedule of a fused attention op (forward or backward: one
+/// rule) whose elements are `bits` wide with `valueDim` value features.
 VectorAttentionAttr selectVectorAttention(mlir::MLIRContext *context,
                                           const Target &target, unsigned bits,
-                                          int64_t valueDim, bool backward);
+                                          int64_t valueDim);
 /// The GPU kernel schedule of a fused attention op.
 GPUAttentionAttr selectGPUAttention(mlir::MLIRContext *context);
 /// The CPU dense and row kernels of a function.
@@ -75,7 +74,7 @@ template <typename AttrT> AttrT stampedAbove(mlir::Operation *op) {
 /// The vector schedule of attention op `op` (stamped on it or an
 /// ancestor, or the portable CPU choice).
 VectorAttentionAttr vectorAttentionOf(mlir::Operation *op, unsigned bits,
-                                      int64_t valueDim, bool backward);
+                                      int64_t valueDim);
 /// The GPU schedule of attention op `op` (stamped on it or an ancestor,
 /// or the default).
 GPUAttentionAttr gpuAttentionOf(mlir::Operation *op);

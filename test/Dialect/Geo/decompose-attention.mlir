@@ -19,7 +19,7 @@
 //       CHECK:       math.fma {{.*}} : vector<4xf32>
 //       CHECK:   scf.for
 //       CHECK:     vector.transfer_read {{.*}} : tensor<9x?xf32>, vector<8xf32>
-//       CHECK:     vector.step
+//       CHECK:     arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7]> : vector<8xindex>
 //       CHECK:     arith.cmpi ule
 //       CHECK:   vector.reduction <add>
 //       CHECK:   vector.transfer_write {{.*}} : vector<4xf32>, tensor<2x8xf32>
@@ -67,4 +67,24 @@ func.func @with_lse(%q: tensor<2x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32
   %c0 = arith.constant 0 : index
   %o, %lse = geo.flash_lie_attention %q, %k, %v, %c0, %init lse %lse0 {group = #lie.group<so3>, heads = 2 : i64, tau = array<f64: 1.0, 2.0>, lambda = array<f64: 1.0, 0.5>, key_tile = 8 : i64} : (tensor<2x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, index, tensor<2x8xf32>, tensor<2x2xf32>) -> (tensor<2x8xf32>, tensor<2x2xf32>)
   return %o, %lse : tensor<2x8xf32>, tensor<2x2xf32>
+}
+
+// -----
+
+// A declared group whose log is iterative (Sim(2), generic): the pair form
+// runs per lane as calls of one private function (the log's loops emitted
+// once), in both key loops.
+// CHECK-LABEL: func.func @declared_per_lane
+//       CHECK:   scf.for
+//       CHECK:     scf.for
+//       CHECK:       func.call @torsor_pair_norms_Sim2_f64
+//       CHECK:       vector.insert {{.*}} : f64 into vector<4xf64>
+//       CHECK:   scf.for
+//       CHECK:       func.call @torsor_pair_norms_Sim2_f64
+//       CHECK:   return
+//       CHECK: func.func private @torsor_pair_norms_Sim2_f64
+//       CHECK:   scf.while
+func.func @declared_per_lane(%q: tensor<1x9xf64>, %k: tensor<9x?xf64>, %v: tensor<?x4xf64>, %init: tensor<1x4xf64>, %off: index) -> tensor<1x4xf64> {
+  %o = geo.flash_lie_attention %q, %k, %v, %off, %init {group = #lie.group<"Sim2", n = 3, generators = array<f64: 0.0, -1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0>, blocks = [["rotscale", 0, 1], ["trans", 2, 3]], generic>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0, 0.5>, causal, key_tile = 4 : i64} : (tensor<1x9xf64>, tensor<9x?xf64>, tensor<?x4xf64>, index, tensor<1x4xf64>) -> tensor<1x4xf64>
+  return %o : tensor<1x4xf64>
 }

@@ -105,10 +105,40 @@ func.func @already_tiled(%q: tensor<4x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x
 
 // -----
 
-// The log-sum-exp result is only asked for by the CPU's flash backward.
-func.func @with_lse(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32>, %init: tensor<?x8xf32>, %lse0: tensor<?x1xf32>) -> tensor<?x1xf32> {
+// With a log-sum-exp result (the flash backward's statistics) the kernel
+// also writes m + log l per row and head, into a buffer of its own.
+// CHECK-LABEL: func.func @with_lse
+//       CHECK:   %[[OUT:.*]] = memref.alloc({{.*}}) : memref<?x8xf32>
+//       CHECK:   %[[LSE:.*]] = memref.alloc({{.*}}) : memref<?x1xf32>
+//       CHECK:   gpu.launch
+//       CHECK:     scf.if
+//       CHECK:       %[[LOG:.*]] = math.log
+//       CHECK:       %[[L:.*]] = arith.addf %{{.*}}, %[[LOG]] : f32
+//       CHECK:       memref.store %[[L]], %[[LSE]]
+//       CHECK:       memref.store {{.*}}, %[[OUT]]
+//       CHECK:     gpu.terminator
+//   CHECK-DAG:   %[[O:.*]] = bufferization.to_tensor %[[OUT]] restrict writable
+//   CHECK-DAG:   %[[LT:.*]] = bufferization.to_tensor %[[LSE]] restrict writable
+//       CHECK:   return %[[O]], %[[LT]]
+func.func @with_lse(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32>, %init: tensor<?x8xf32>, %lse0: tensor<?x1xf32>) -> (tensor<?x8xf32>, tensor<?x1xf32>) {
   %c0 = arith.constant 0 : index
-  // expected-error @+1 {{with a log-sum-exp result (for the flash backward) has no GPU kernel; gradients are compiled for the CPU}}
   %o, %lse = geo.flash_lie_attention %q, %k, %v, %c0, %init lse %lse0 {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, index, tensor<?x8xf32>, tensor<?x1xf32>) -> (tensor<?x8xf32>, tensor<?x1xf32>)
-  return %lse : tensor<?x1xf32>
+  return %o, %lse : tensor<?x8xf32>, tensor<?x1xf32>
+}
+
+// -----
+
+// A declared group whose log is iterative (Sim(2), generic): each thread
+// calls the one private function of its pair form per pair.
+// CHECK-LABEL: func.func @declared_per_thread
+//       CHECK:   gpu.launch
+//       CHECK:     func.call @torsor_pair_norms_Sim2_f32
+//       CHECK:     gpu.terminator
+//       CHECK: func.func private @torsor_pair_norms_Sim2_f32
+//       CHECK:   scf.while
+//   CHECK-NOT:   math.exp
+func.func @declared_per_thread(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32>, %init: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %c0 = arith.constant 0 : index
+  %o = geo.flash_lie_attention %q, %k, %v, %c0, %init {group = #lie.group<"Sim2", n = 3, generators = array<f64: 0.0, -1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0>, blocks = [["rotscale", 0, 1], ["trans", 2, 3]], generic>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0, 0.5>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, index, tensor<?x8xf32>) -> tensor<?x8xf32>
+  return %o : tensor<?x8xf32>
 }
