@@ -25,9 +25,10 @@ extern "C" {
 /// Oldest compiled-model ABI still accepted (v1 CPU models keep working).
 #define TORSOR_ABI_VERSION_MIN 1
 /// Version of this header's C API: 2 added the device functions
-/// (torsorModuleDevice ... torsorCudaAvailable); every version-1 function
-/// is unchanged.
-#define TORSOR_RUNTIME_API_VERSION 2
+/// (torsorModuleDevice ... torsorCudaAvailable); 3 added the device
+/// backward (torsorModuleRunBackwardDevice, torsorModuleGetGradientDevice).
+/// Every earlier function is unchanged.
+#define TORSOR_RUNTIME_API_VERSION 3
 
 /// Element types a tensor may have (manifest spelling in comments).
 typedef enum TorsorDType {
@@ -293,6 +294,27 @@ TorsorStatus *torsorModuleSetHostOutputs(TorsorModule *module, int32_t enable);
 TorsorStatus *torsorModuleGetOutputDevice(const TorsorModule *module,
                                           const char *name,
                                           TorsorTensor *tensor);
+
+/// Runs the backward entry of a CUDA model (API version 3) as
+/// torsorModuleRunBackward() does, but `cotangents[i].data` is a
+/// CUdeviceptr (cast to void *) of row-major data, borrowed for the call,
+/// and the gradients stay on the device: read them with
+/// torsorModuleGetGradientDevice() (torsorModuleGetGradient() fails until
+/// the next host backward run). With inputs and params bound as device
+/// memory too, nothing is copied between host and device. The NaN/Inf
+/// check of cotangents (which reads host memory) skips device cotangents.
+/// CPU models refuse this call (TORSOR_FAILED_PRECONDITION).
+TorsorStatus *torsorModuleRunBackwardDevice(TorsorModule *module,
+                                            const TorsorTensor *cotangents,
+                                            int32_t numCotangents);
+
+/// Describes gradient `name` of the last successful backward run of a CUDA
+/// model in device memory (API version 3): `tensor->data` is a CUdeviceptr
+/// owned by the module, valid until the next backward run or
+/// torsorModuleFree(). Works after either backward call.
+TorsorStatus *torsorModuleGetGradientDevice(const TorsorModule *module,
+                                            const char *name,
+                                            TorsorTensor *tensor);
 
 /// Allocation entry points of compiled models (docs/runtime.md, "Memory"):
 /// `torsor_alloc(bytes, what)` returns `bytes` of memory for the buffer
