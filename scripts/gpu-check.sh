@@ -57,7 +57,7 @@ while [ $# -gt 0 ]; do
     --no-bench) BENCH=0; shift ;;
     --bench-args) BENCH_ARGS=$2; shift 2 ;;
     --step-timeout) STEP=$2; shift 2 ;;
-    -h|--help) sed -n '3,38p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,42p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu-check: unknown argument '$1' (see --help)" >&2; exit 1 ;;
   esac
 done
