@@ -194,6 +194,23 @@ def custom_op(model, group_source=None):
             borrowed_params={s.name: t for s, t in zip(param_specs, params)})
         return [torch.from_numpy(grads[g["name"]]) for g in grad_specs]
 
+    def _setup_double(ctx, inputs, output):
+        pass
+
+    def _refuse_double(ctx, grads):
+        raise FailedPreconditionError(
+            "%s: second derivatives are not supported through a Torsor layer: the "
+            "compiled backward entry (torsorc --grad) has no derivative of its own, so "
+            "a backward through this layer's gradient (create_graph=True, then "
+            "differentiating the gradient: double backward, gradient penalties, "
+            "Hessian-vector products) cannot run. Compute such terms on a PyTorch "
+            "twin of the layer, or keep this layer's gradient out of them "
+            "(.detach() it)" % qualname)
+
+    # A double backward reaches this rule and gets the error above, instead
+    # of torch's "no autograd formula was registered".
+    backward_op.register_autograd(_refuse_double, setup_context=_setup_double)
+
     @backward_op.register_fake
     def _fake_backward(inputs, params, cotangents):
         dims = dims_of(inputs, params)

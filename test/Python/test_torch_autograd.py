@@ -324,6 +324,22 @@ class Autograd(unittest.TestCase):
                 else:
                     os.environ["TORSOR_CUDA_DRIVER"] = old
 
+    def test_double_backward_is_a_clear_error(self):
+        """create_graph=True works for first derivatives; differentiating
+        the gradient again raises a FailedPreconditionError that says
+        what to do, not torch's 'no autograd formula'."""
+        layer = module("standard_attention")
+        x = twin_inputs("standard_attention", 5, "f64")["x"].requires_grad_()
+        (g,) = torch.autograd.grad(layer(x=x).square().sum(), x, create_graph=True)
+        (want,) = torch.autograd.grad(layer(x=x).square().sum(), x)
+        self.assertTrue(torch.equal(g.detach(), want))
+        with self.assertRaises(torsor.FailedPreconditionError) as cm:
+            g.square().sum().backward()
+        msg = str(cm.exception)
+        self.assertIn("second derivatives are not supported through a Torsor layer", msg)
+        self.assertIn("PyTorch twin of the layer", msg)
+        self.assertIn(".detach() it", msg)
+
     def test_no_backward_entry_is_a_clear_error(self):
         m = torsor.compile(common.example("heisenberg"), dtype="f64", opt=0)
         layer = ttorch.TorsorModule(m)
