@@ -202,6 +202,23 @@ TorsorStatus *torsorModuleLoadWeights(TorsorModule *module,
   });
 }
 
+TorsorStatus *torsorModuleLoadWeightsConverting(TorsorModule *module,
+                                                const char *safetensorsPath,
+                                                TorsorNoteFn note,
+                                                void *context) {
+  if (!module || !safetensorsPath)
+    return toC(invalidArg("module or weights path is NULL"));
+  return guarded([&] {
+    RoundingNote sink = [&](const std::string &message) {
+      if (note)
+        note(message.c_str(), context);
+    };
+    Claim claim(module);
+    return toC(claim ? loadWeights(*module, safetensorsPath, &sink)
+                     : busyError());
+  });
+}
+
 void torsorModuleSetCheckGroups(TorsorModule *module, int32_t enable,
                                 double tol) {
   if (!module)

@@ -13,6 +13,7 @@
 
 #include "ElfCheck.h"
 #include "GroupCheck.h"
+#include "Half.h"
 #include "ManifestMatch.h"
 #include "ModelMemory.h"
 #include "NonFinite.h"
@@ -514,7 +515,8 @@ Status bindDevice(TorsorModule &m, int kind, const char *name,
   return Status();
 }
 
-Status loadWeights(TorsorModule &m, const char *safetensorsPath) {
+Status loadWeights(TorsorModule &m, const char *safetensorsPath,
+                   const RoundingNote *note) {
   TensorBundle bundle;
   Status s = readSafeTensors(safetensorsPath, bundle);
   if (!s.ok())
@@ -525,6 +527,17 @@ Status loadWeights(TorsorModule &m, const char *safetensorsPath) {
     s = findTensor(m.manifest.params, TORSOR_PARAM, name, index);
     if (!s.ok())
       return s.withPrefix(prefix);
+    if (note) {
+      const TensorSpec &spec = m.manifest.params[index];
+      int32_t from = tensor.dtype();
+      bool rounded = false;
+      if (!(s = convertFloatForModel(tensor, spec.dtype, rounded)).ok())
+        return s.withPrefix(prefix);
+      if (rounded)
+        (*note)(prefix + "param '" + name + "': converting " + dtypeName(from) +
+                " to the model's dtype " + dtypeName(spec.dtype) +
+                " (rounded to nearest)");
+    }
     s = bindOwned(TORSOR_PARAM, m.manifest.params[index], std::move(tensor),
                   m.params[index]);
     if (!s.ok())

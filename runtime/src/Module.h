@@ -20,6 +20,7 @@
 #include "cuda/GpuModule.h"
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -97,8 +98,15 @@ Status bindDevice(TorsorModule &m, int kind, const char *name,
 Status bindDeviceTensor(int kind, const TensorSpec &spec, const TorsorTensor *t,
                         BoundTensor &out);
 
-/// Binds every tensor of a .safetensors bundle as a param.
-Status loadWeights(TorsorModule &m, const char *safetensorsPath);
+/// Receives the message of each conversion that rounds (loadWeights).
+using RoundingNote = std::function<void(const std::string &)>;
+
+/// Binds every tensor of a .safetensors bundle as a param. With `note`,
+/// under the hosts' dtype policy: float tensors of the other float dtype
+/// are converted (convertFloatForModel), each rounding one reported to
+/// `note`; without it, dtypes must match (f16/bf16 storage is widened).
+Status loadWeights(TorsorModule &m, const char *safetensorsPath,
+                   const RoundingNote *note = nullptr);
 
 /// Validates the bindings, allocates the outputs and calls the entry point.
 Status runModule(TorsorModule &m);

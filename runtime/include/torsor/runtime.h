@@ -26,7 +26,8 @@ extern "C" {
 #define TORSOR_ABI_VERSION_MIN 1
 /// Version of this header's C API: 2 added the device functions
 /// (torsorModuleDevice ... torsorCudaAvailable); 3 added the device
-/// backward (torsorModuleRunBackwardDevice, torsorModuleGetGradientDevice).
+/// backward (torsorModuleRunBackwardDevice, torsorModuleGetGradientDevice)
+/// and torsorModuleLoadWeightsConverting.
 /// Every earlier function is unchanged.
 #define TORSOR_RUNTIME_API_VERSION 3
 
@@ -167,6 +168,23 @@ void torsorModuleUnbindInputs(TorsorModule *module);
 /// an error; params the bundle lacks stay unbound.
 TorsorStatus *torsorModuleLoadWeights(TorsorModule *module,
                                       const char *safetensorsPath);
+
+/// Receives one message per conversion that rounds (API version 3), e.g.
+/// "w.safetensors: param 'w': converting f64 to the model's dtype f32
+/// (rounded to nearest)"; `context` is the caller's pointer.
+typedef void (*TorsorNoteFn)(const char *message, void *context);
+
+/// Reads a .safetensors bundle as torsorModuleLoadWeights() does, but
+/// under the hosts' dtype policy (API version 3; docs/runtime.md,
+/// "dtypes"; torsor-run and the Python package use it): a float tensor of
+/// the other float dtype is converted to its param's dtype, f32 -> f64
+/// exactly and silently, f64 -> f32 rounded to nearest with a call of
+/// `note(message, context)` (`note` may be NULL). Integer and float
+/// tensors are still never converted.
+TorsorStatus *torsorModuleLoadWeightsConverting(TorsorModule *module,
+                                                const char *safetensorsPath,
+                                                TorsorNoteFn note,
+                                                void *context);
 
 /// Enables (`enable` != 0) or disables the group-membership check that
 /// torsorModuleRun() applies to group inputs, with absolute tolerance `tol`.
