@@ -53,6 +53,7 @@ from . import groups as _groups
 from .compiler import compile as _compile
 from .errors import FailedPreconditionError, InvalidArgumentError, TorsorError, TorsorWarning
 from .model import Model
+from .model import rounds as _rounds
 
 _TORCH_DTYPE = {"f32": torch.float32, "f64": torch.float64, "i64": torch.int64}
 _counter = itertools.count()
@@ -340,8 +341,9 @@ def _check_device(spec, value, cuda, model, what="input"):
 
 def _check_dtype(spec, value, what="input"):
     """The dtype policy (docs/python.md, "dtypes"): a float tensor of another
-    float dtype (f16, bf16, f32, f64) is converted to the model's dtype with
-    a TorsorWarning, differentiably; integers and floats never mix."""
+    float dtype (f16, bf16, f32, f64) is converted to the model's dtype,
+    differentiably, with a TorsorWarning when that rounds (f64 -> f32);
+    integers and floats never mix."""
     want = _TORCH_DTYPE[spec.dtype]
     if isinstance(value, np.ndarray):
         value = torch.from_numpy(np.ascontiguousarray(value))
@@ -350,9 +352,11 @@ def _check_dtype(spec, value, what="input"):
     if value.dtype == want:
         return value
     if value.is_floating_point() and want.is_floating_point:
-        warnings.warn("%s '%s': converting %s to the model's dtype %s (a copy)"
-                      % (what, spec.name, str(value.dtype).replace("torch.", ""),
-                         spec.dtype), TorsorWarning, stacklevel=4)
+        have = str(value.dtype).replace("torch.", "")
+        if _rounds(have, str(want).replace("torch.", "")):
+            warnings.warn("%s '%s': converting %s to the model's dtype %s (rounded to "
+                          "nearest; a copy)" % (what, spec.name, have, spec.dtype),
+                          TorsorWarning, stacklevel=4)
         return value.to(want)
     hint = (".long()" if spec.dtype == "i64" else ".to(torch.%s)" % str(want)[6:])
     raise InvalidArgumentError(

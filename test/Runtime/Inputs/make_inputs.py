@@ -74,6 +74,7 @@ def main(out):
     np.save(j("x_fortran.npy"), np.asfortranarray(x()))
     np.save(j("x_big.npy"), x().astype(">f4"))
     np.save(j("x_i32.npy"), x().astype(np.int32))
+    np.save(j("x_c64.npy"), x().astype(np.complex64))
     whole = open(j("x.npy"), "rb").read()
     open(j("x_trunc.npy"), "wb").write(whole[:-8])
     open(j("garbage.npy"), "wb").write(b"this is not an array\n")
