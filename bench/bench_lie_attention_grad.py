@@ -168,10 +168,15 @@ def main():
     a = ap.parse_args()
 
     harness.pin_to_cpus(a.threads)
-    rt = ctypes.CDLL(os.path.join(a.build, "lib", "libtorsor_runtime.so"), mode=ctypes.RTLD_GLOBAL)
-    rt.torsorSetNumThreads.argtypes = [ctypes.c_int32]
-    rt.torsorSetNumThreads.restype = ctypes.c_void_p
-    rt.torsorSetNumThreads(a.threads)
+    # The compiled module below resolves torsor_parallel_for from the
+    # runtime, so the runtime is opened RTLD_GLOBAL first; its C API is
+    # called through the torsor package's binding (the same library).
+    runtime = os.path.abspath(os.path.join(a.build, "lib", "libtorsor_runtime.so"))
+    ctypes.CDLL(runtime, mode=ctypes.RTLD_GLOBAL)
+    os.environ["TORSOR_RUNTIME_LIB"] = runtime
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+    import torsor
+    torsor.set_num_threads(a.threads)
 
     tmp = tempfile.TemporaryDirectory(prefix="torsor-bench-grad-")
     src, so = os.path.join(tmp.name, "m.mlir"), os.path.join(tmp.name, "m.so")

@@ -5,7 +5,8 @@ scaled_dot_product_attention (flash) and FlexAttention, on the same GPU.
 The timing part of scripts/gpu-check.sh's attention benchmark. It runs on
 the device machine (PyTorch, Triton and JAX; no LLVM): the models are
 compiled here beforehand and carried as .so files, and run in-process
-through the Torsor runtime's C API (libtorsor_runtime.so via ctypes).
+through the Torsor runtime's C API (libtorsor_runtime.so, through the
+torsor package's ctypes binding: python/torsor beside bench/).
 
 Problem: one layer, one head, tokens g [L, n, n] of SO(3) or SE(3), values
 v [L, dv] (dv = 64), f32, not causal; L = 4096, 16384, 65536 by default.
@@ -17,9 +18,7 @@ Rows of the table:
                 per-token pair features); device inputs bound with
                 torsorModuleBindInputDevice and outputs left on the device
                 (API 2), so one timed call is torsorModuleRun alone (which
-                synchronizes its stream before it returns). Without API 2
-                the inputs are host arrays and the time includes copies
-                (the row is labelled so).
+                synchronizes its stream before it returns).
   sdpa-flash    F.scaled_dot_product_attention, flash backend, bf16 q/k/v
                 [1, 1, L, dv]: plain attention at the same L and d (the
                 issue's yardstick; not the same function).
@@ -139,115 +138,82 @@ def rel_err(got, ref):
     return float(np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-300))
 
 
-# --- Torsor through the runtime's C API ---------------------------------------------
+# --- Torsor through the runtime's C API (the torsor package's binding) ---------------
 
-class _Tensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p),
-                ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("strides", ctypes.POINTER(ctypes.c_int64)),
-                ("rank", ctypes.c_int32),
-                ("dtype", ctypes.c_int32)]
-
-
+# The device functions this benchmark needs (runtime.h, API version 2).
 API2 = ("torsorCudaAvailable", "torsorModuleDevice", "torsorModuleBindInputDevice",
         "torsorModuleSetHostOutputs", "torsorModuleGetOutputDevice")
 
 
-class Runtime:
-    """libtorsor_runtime.so; `api2` when it has the device functions."""
+def torsor_package(runtime):
+    """The torsor package (python/ beside bench/, in a checkout and in the
+    gpu-check stage alike), set to load the runtime library `runtime`: the
+    project's one ctypes binding of the C API, used here as everywhere."""
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    os.environ["TORSOR_RUNTIME_LIB"] = os.path.abspath(runtime)
+    try:
+        import torsor
+        from torsor import _capi, _device
+    except ImportError as e:
+        fail("cannot import the torsor package from %s: %s"
+             % (os.path.join(ROOT, "python"), e))
+    try:
+        lib = _capi.lib()
+    except (OSError, torsor.TorsorError) as e:
+        fail("cannot load the Torsor runtime %s: %s" % (runtime, e))
+    missing = [n for n in API2 if not hasattr(lib, n)]
+    if missing:
+        fail("the Torsor runtime %s lacks the device API (%s); rebuild it"
+             % (runtime, ", ".join(missing)))
+    return torsor, _capi, _device
 
-    def __init__(self, path):
-        try:
-            self.lib = lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
-        except OSError as e:
-            fail("cannot load the Torsor runtime %s: %s" % (path, e))
-        vp, cp = ctypes.c_void_p, ctypes.c_char_p
-        lib.torsorStatusMessage.argtypes = [vp]
-        lib.torsorStatusMessage.restype = cp
-        lib.torsorStatusFree.argtypes = [vp]
-        lib.torsorModuleLoad.argtypes = [cp, ctypes.POINTER(vp)]
-        lib.torsorModuleLoad.restype = vp
-        lib.torsorModuleFree.argtypes = [vp]
-        lib.torsorModuleRun.argtypes = [vp]
-        lib.torsorModuleRun.restype = vp
-        for name in ("torsorModuleBindInput", "torsorModuleGetOutput"):
-            getattr(lib, name).argtypes = [vp, cp, ctypes.POINTER(_Tensor)]
-            getattr(lib, name).restype = vp
-        self.api2 = all(hasattr(lib, name) for name in API2)
-        if self.api2:
-            lib.torsorCudaAvailable.restype = vp
-            lib.torsorModuleDevice.argtypes = [vp]
-            lib.torsorModuleDevice.restype = ctypes.c_int32
-            for name in ("torsorModuleBindInputDevice", "torsorModuleGetOutputDevice"):
-                getattr(lib, name).argtypes = [vp, cp, ctypes.POINTER(_Tensor)]
-                getattr(lib, name).restype = vp
-            lib.torsorModuleSetHostOutputs.argtypes = [vp, ctypes.c_int32]
-            lib.torsorModuleSetHostOutputs.restype = vp
 
-    def check(self, status, what):
-        if status:
-            msg = self.lib.torsorStatusMessage(status).decode()
-            self.lib.torsorStatusFree(status)
-            raise RuntimeError("%s: %s" % (what, msg))
-
-    def cuda_problem(self):
-        """None when the runtime can use a GPU, else its message."""
-        if not self.api2:
-            return "the runtime has no device API (version 2)"
-        status = self.lib.torsorCudaAvailable()
-        if not status:
-            return None
-        msg = self.lib.torsorStatusMessage(status).decode()
-        self.lib.torsorStatusFree(status)
-        return msg
+def cuda_problem(runtime):
+    """None when the runtime can use a GPU, else its message."""
+    _, _capi, _device = torsor_package(runtime)
+    try:
+        _capi.check(_device.lib().torsorCudaAvailable())
+    except Exception as e:  # a TorsorError subclass carrying the runtime's message
+        return str(e)
+    return None
 
 
 class TorsorModel:
-    """One loaded nvptx model with device (torch) tensors bound."""
+    """One loaded nvptx model (a torsor.Model) with device (torch) tensors
+    bound once, so one timed call is torsorModuleRun alone."""
 
-    def __init__(self, rt, path):
-        self.rt, self.keep = rt, {}
-        handle = ctypes.c_void_p()
-        rt.check(rt.lib.torsorModuleLoad(path.encode(), ctypes.byref(handle)),
-                 "torsorModuleLoad(%s)" % path)
-        self.handle = handle
-        self.device = rt.api2 and rt.lib.torsorModuleDevice(handle) == 1
-        if self.device:
-            rt.check(rt.lib.torsorModuleSetHostOutputs(handle, 0), "outputs on the device")
+    def __init__(self, runtime, path):
+        torsor, self.capi, self.dev = torsor_package(runtime)
+        self.model = torsor.load(path)
+        if not self.dev.is_cuda_model(self.model):
+            fail("%s is not an nvptx model (compile it with --target=nvptx)" % path)
+        self.lib = self.dev.lib()
+        self.handle = self.model._handle
+        self.keep = {}
+        self.capi.check(self.lib.torsorModuleSetHostOutputs(self.handle, 0))
 
     def bind(self, name, tensor):
-        """`tensor`: a contiguous torch tensor (CUDA with API 2, else CPU)."""
-        shape = (ctypes.c_int64 * tensor.dim())(*tensor.shape)
-        dtype = {"torch.float32": 0, "torch.float64": 1}[str(tensor.dtype)]
-        t = _Tensor(tensor.data_ptr(), shape, None, tensor.dim(), dtype)
-        fn = (self.rt.lib.torsorModuleBindInputDevice if self.device
-              else self.rt.lib.torsorModuleBindInput)
-        self.rt.check(fn(self.handle, name.encode(), ctypes.byref(t)), "bind %s" % name)
-        self.keep[name] = (tensor, shape)
+        """`tensor`: a contiguous CUDA torch tensor, borrowed until rebound."""
+        dtype = {"torch.float32": "f32", "torch.float64": "f64"}[str(tensor.dtype)]
+        keep = []
+        self.dev._bind(self.lib, self.handle,
+                       {name: (tensor.data_ptr(), tuple(tensor.shape), dtype)}, {}, keep)
+        self.keep[name] = (tensor, keep)
 
     def run(self):
-        self.rt.check(self.rt.lib.torsorModuleRun(self.handle), "torsorModuleRun")
+        self.capi.check(self.lib.torsorModuleRun(self.handle))
 
     def output(self, torch, name):
         """Output `name` of the last run as a CPU float64 tensor."""
-        t = _Tensor()
-        fn = (self.rt.lib.torsorModuleGetOutputDevice if self.device
-              else self.rt.lib.torsorModuleGetOutput)
-        self.rt.check(fn(self.handle, name.encode(), ctypes.byref(t)), "output %s" % name)
-        shape = tuple(t.shape[i] for i in range(t.rank))
-        count = int(np.prod(shape))
-        if not self.device:
-            buf = (ctypes.c_float * count).from_address(t.data)
-            return torch.from_numpy(np.frombuffer(buf, np.float32).reshape(shape).copy()).double()
-        # A view of the runtime's device buffer (CUDA array interface), copied.
-        view = type("DeviceArray", (), {"__cuda_array_interface__": {
-            "shape": shape, "typestr": "<f4", "data": (t.data, True), "version": 2}})()
-        return torch.as_tensor(view, device="cuda").double().cpu()
+        import torsor.torch as ttorch
+        t = self.capi.Tensor()
+        self.capi.check(self.lib.torsorModuleGetOutputDevice(
+            self.handle, self.capi.encode(name), ctypes.byref(t)))
+        ptr, shape, dtype = self.dev._describe(t)
+        return ttorch._from_device(ptr, shape, dtype, torch.device("cuda")).double().cpu()
 
-    def __del__(self):
-        if getattr(self, "handle", None):
-            self.rt.lib.torsorModuleFree(self.handle)
-            self.handle = None
+    def close(self):
+        self.model.close()
 
 
 # --- models ---------------------------------------------------------------------
@@ -400,12 +366,11 @@ def dry_run(args, checks):
         if not check_manifest(args.models, group, args.gpu_arch):
             print("ok   %s model: %s.so, target nvptx" % (group, group.lower()))
     if os.path.exists(args.runtime):
-        rt = Runtime(args.runtime)
-        print("ok   runtime %s loads; device API 2: %s" % (args.runtime, rt.api2))
-        print("     CUDA here: %s" % (rt.cuda_problem() or "available"))
-        if not rt.api2:
-            checks.failed.append("runtime without the device API")
-            print("FAIL the runtime lacks %s" % ", ".join(API2))
+        # torsor_package() stops with a message when the device API is missing.
+        torsor_package(args.runtime)
+        print("ok   runtime %s loads through the torsor package; device API: yes"
+              % args.runtime)
+        print("     CUDA here: %s" % (cuda_problem(args.runtime) or "available"))
     else:
         checks.failed.append("runtime missing")
         print("FAIL runtime %s not found (--runtime)" % args.runtime)
@@ -432,9 +397,8 @@ def gpu_run(args, checks):
     import torch
     if not torch.cuda.is_available():
         fail("no CUDA device visible to PyTorch (use --dry-run without a GPU)")
-    rt = Runtime(args.runtime)
-    problem = rt.cuda_problem()
-    if problem and rt.api2:
+    problem = cuda_problem(args.runtime)
+    if problem:
         fail("the Torsor runtime cannot use the GPU: %s" % problem)
     props = torch.cuda.get_device_properties(0)
     print("device: %s, %d SMs; torch %s" % (props.name, props.multi_processor_count,
@@ -445,17 +409,14 @@ def gpu_run(args, checks):
         problems = check_manifest(args.models, group, args.gpu_arch)
         if problems:
             fail("; ".join(problems))
-        models[group] = TorsorModel(rt, os.path.join(args.models, group.lower() + ".so"))
-    label = "torsor" if all(m.device for m in models.values()) else "torsor (host I/O)"
+        models[group] = TorsorModel(args.runtime,
+                                    os.path.join(args.models, group.lower() + ".so"))
+    label = "torsor"
 
     def torsor_call(group, g, v):
         m = models[group]
-        if m.device:
-            m.bind("g", g)
-            m.bind("v", v)
-        else:
-            m.bind("g", g.cpu().contiguous())
-            m.bind("v", v.cpu().contiguous())
+        m.bind("g", g)
+        m.bind("v", v)
         # The inputs were written on PyTorch's stream, the model runs on its
         # own: finish the writes first.
         torch.cuda.synchronize()
@@ -504,6 +465,8 @@ def gpu_run(args, checks):
             results["rows"].append(row)
             print_row(row, label)
     print_table(results, label)
+    for m in models.values():
+        m.close()
     if args.out:
         with open(args.out, "w") as f:
             json.dump(results, f, indent=1)

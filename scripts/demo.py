@@ -365,14 +365,12 @@ NOT_YET = [
     "no compiled model has run on a real GPU in this project's CI: the NVPTX path "
     "(--target=nvptx, fused kernels, backward) is tested against a stand-in driver "
     "(scripts/gpu-check.sh runs the real check on a GPU machine)",
-    "torsor.torch on CUDA tensors (nvptx models, device memory bound without copies) "
-    "is tested against the stand-in driver only; its backward goes through host memory",
+    "torsor.torch on CUDA tensors (nvptx models; device memory bound without copies, "
+    "forward and backward) is tested against the stand-in driver only",
+    "second derivatives (double backward, gradient penalties) through a Torsor layer: "
+    "refused with a clear error",
     "optimisation on the quotient is a torch optimizer wrapper (torsor.quotient), "
     "not an option of torsor.train's NumPy optimizers",
-    "torsor.groups' random/exp/log cover the built-in groups only (basis() covers "
-    "declared ones)",
-    "bench/gpu_attention.py keeps its own ctypes binding of the C API's device "
-    "functions next to the package's (torsor._device)",
 ]
 
 

@@ -17,7 +17,9 @@
 #   2b. when staged (torch_check.py, from scripts/gpu_torch_check.py):
 #      torsor.torch's TorsorModule over the nvptx se3_pose_attention --grad
 #      model on CUDA tensors against the CPU model on CPU tensors, forward
-#      (--tol) and gradients (--grad-tol), one row "torsor.torch cuda";
+#      (--tol) and gradients of params, x and pose (--grad-tol), the CUDA
+#      layer staying on the device both ways (torsorModuleRunBackwardDevice;
+#      HOSTCOPY if it went through host memory), one row "torsor.torch cuda";
 #   4. bench/gpu_attention.py (Lie attention against PyTorch SDPA and
 #      FlexAttention), when it was staged, as `python3 gpu_attention.py
 #      BENCH_ARGS` with TORSOR_RUN, TORSOR_RUNTIME_LIB and TORSOR_GPU_STAGE
@@ -55,7 +57,7 @@ while [ $# -gt 0 ]; do
     --no-bench) BENCH=0; shift ;;
     --bench-args) BENCH_ARGS=$2; shift 2 ;;
     --step-timeout) STEP=$2; shift 2 ;;
-    -h|--help) sed -n '3,36p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,42p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu-check: unknown argument '$1' (see --help)" >&2; exit 1 ;;
   esac
 done

@@ -5,12 +5,16 @@ Staged by scripts/gpu-check-prepare.sh as STAGE/torch_check.py next to a
 copy of the torsor package (STAGE/python/torsor). For the staged --grad
 models of se3_pose_attention (NAME.grad.cpu.so and NAME.grad.nvptx.so),
 with the staged inputs and weights: TorsorModule over the nvptx model on
-CUDA tensors (device memory bound without host copies; the backward goes
-through host memory, docs/pytorch.md) against TorsorModule over the CPU
-model on CPU tensors. Forward relative error ≤ TOL, gradients of every
-param and of the float input ≤ GRAD_TOL. Prints one last line:
+CUDA tensors against TorsorModule over the CPU model on CPU tensors.
+Forward relative error ≤ TOL; gradients of every param, of the float
+input and of the pose input (the ambient gradient of a group input)
+≤ GRAD_TOL. The CUDA layer must stay on the device both ways: its forward
+and backward go through torsor._device (torsorModuleRunBackwardDevice for
+the backward), and the host-memory Model.run / Model.backward are never
+called for it (counted; a host round trip is reported as HOSTCOPY).
+Prints one last line:
 
-    torch-check: ok|MISMATCH|FAILED fwd <err> bwd <err> [note]
+    torch-check: ok|MISMATCH|HOSTCOPY|FAILED fwd <err> bwd <err> [note]
 
 usage: torch_check.py STAGE [TOL] [GRAD_TOL]
 """
@@ -64,24 +68,53 @@ def main():
     cpu = ttorch.TorsorModule(os.path.join(STAGE, ex["grad"]["nvptx"].replace(".nvptx.", ".cpu.")),
                               params=params)
     gpu = ttorch.TorsorModule(os.path.join(STAGE, ex["grad"]["nvptx"]), params=params).cuda()
+    # Count the calls of each path: the CUDA layer must use torsor._device
+    # (device memory) both ways and never the host-memory Model.run /
+    # Model.backward, which the CPU layer uses.
+    from torsor import _device
+    from torsor.model import Model
+    counts = {}
+
+    def counted(owner, label, name):
+        inner = getattr(owner, name)
+
+        def wrapper(*a, **k):
+            counts[label] = counts.get(label, 0) + 1
+            return inner(*a, **k)
+        setattr(owner, name, wrapper)
+    for owner, label in ((_device, "_device"), (Model, "Model")):
+        for name in ("run", "backward"):
+            counted(owner, "%s.%s" % (label, name), name)
     results = []
     for layer, dev in ((cpu, "cpu"), (gpu, "cuda")):
+        counts.clear()
         x = inputs["x"].to(dev).requires_grad_()
-        y = layer(pose=inputs["pose"].to(dev), x=x)
+        pose = inputs["pose"].to(dev).requires_grad_()
+        y = layer(pose=pose, x=x)
         cot = torch.sin(torch.arange(y.numel(), dtype=y.dtype, device=dev)).reshape(y.shape)
         (y * cot).sum().backward()
-        grads = {"x": x.grad.cpu()}
+        grads = {"x": x.grad.cpu(), "pose": pose.grad.cpu()}
         grads.update({n: p.grad.cpu() for n, p in layer.named_parameters()})
-        results.append((y.detach().cpu(), grads))
+        results.append((y.detach().cpu(), grads, dict(counts)))
+    gpu_counts = results[1][2]
+    on_device = (gpu_counts.get("_device.run", 0) >= 1
+                 and gpu_counts.get("_device.backward", 0) >= 1
+                 and not gpu_counts.get("Model.run") and not gpu_counts.get("Model.backward"))
 
     def rel(a, b):
         a, b = a.double(), b.double()
         return float((a - b).norm() / b.norm().clamp_min(1e-300))
     fwd = rel(results[1][0], results[0][0])
-    bwd = max(rel(results[1][1][k], results[0][1][k]) for k in results[0][1])
-    ok = fwd <= TOL and bwd <= GRAD_TOL
-    print("torch-check: %s fwd %.2e bwd %.2e" % ("ok" if ok else "MISMATCH", fwd, bwd))
-    return 0 if ok else 1
+    errs = {k: rel(results[1][1][k], results[0][1][k]) for k in results[0][1]}
+    worst = max(errs, key=errs.get)
+    bwd = errs[worst]
+    verdict = "ok" if fwd <= TOL and bwd <= GRAD_TOL else "MISMATCH"
+    if verdict == "ok" and not on_device:
+        verdict = "HOSTCOPY"
+    print("torch-check: %s fwd %.2e bwd %.2e (worst gradient %s; cuda calls %s)"
+          % (verdict, fwd, bwd, worst,
+             ", ".join("%s %d" % kv for kv in sorted(gpu_counts.items()))))
+    return 0 if verdict == "ok" else 1
 
 
 if __name__ == "__main__":

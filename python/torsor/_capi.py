@@ -73,6 +73,10 @@ _SIGNATURES = {
     "torsorGetNumThreads": (_I32, []),
 }
 
+# void (*TorsorNoteFn)(const char *message, void *context)
+NOTE_FN = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_void_p)
+_SIGNATURES["torsorModuleLoadWeightsConverting"] = (_P, [_P, _STR, NOTE_FN, _P])
+
 _lib = None
 
 

@@ -228,13 +228,27 @@ _INT_NAMES = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "u
 _TARGET = {"f32": "float32", "f64": "float64", "i64": "int64"}
 
 
+# Conversions that round (the only ones that warn): float64 to float32.
+_ROUNDING = {("float64", "float32")}
+
+
+def rounds(have, target):
+    """Whether converting dtype `have` to `target` (NumPy/torch names without
+    the "torch." prefix) can change a value: the dtype policy warns for
+    exactly these conversions."""
+    return (have, target) in _ROUNDING
+
+
 def _convert_dtype(label, value, want):
     """The dtype policy for inputs, params and cotangents (docs/python.md,
-    "dtypes"): an array or tensor of another float dtype (f16, bf16, f32,
-    f64) for a float tensor, or of another integer dtype for an i64 one, is
-    converted to the model's dtype (a copy) with a TorsorWarning; integers
-    and floats never mix (InvalidArgumentError). Lists and scalars are
-    converted silently; other values pass through unchanged."""
+    "dtypes"; torsor-run follows it too): an array or tensor of another
+    float dtype (f16, bf16, f32, f64) for a float tensor is converted to the
+    model's dtype (a copy): silently when exact (f16/bf16 -> f32/f64,
+    f32 -> f64), with a TorsorWarning when it rounds (f64 -> f32). Another
+    integer dtype for an i64 tensor is converted when every value fits
+    (int8 ... uint32 always do; uint64 is checked) and refused otherwise.
+    Integers and floats never mix (InvalidArgumentError). Lists and scalars
+    are converted silently; other values pass through unchanged."""
     if want not in _TARGET:
         return value
     if _is_torch_tensor(value):
@@ -248,8 +262,15 @@ def _convert_dtype(label, value, want):
         return value
     is_float = want in ("f32", "f64")
     if have in (_FLOAT_NAMES if is_float else _INT_NAMES):
-        warnings.warn("%s: converting %s to the model's dtype %s (a copy)"
-                      % (label, have, want), TorsorWarning, stacklevel=4)
+        if rounds(have, target):
+            warnings.warn("%s: converting %s to the model's dtype %s (rounded to "
+                          "nearest; a copy)" % (label, have, want), TorsorWarning,
+                          stacklevel=4)
+        count = value.numel() if _is_torch_tensor(value) else value.size
+        if have == "uint64" and count and int(value.max()) > np.iinfo(np.int64).max:
+            raise InvalidArgumentError(
+                "%s: uint64 values above %d do not fit the model's dtype i64; they "
+                "are not converted" % (label, np.iinfo(np.int64).max))
         if _is_torch_tensor(value):
             import torch
             return value.detach().to(getattr(torch, target))
@@ -367,9 +388,10 @@ class Model:
     m.run({"pose": poses, ...})     run: always {name: array}
 
     Inputs are NumPy arrays or CPU torch tensors; one of another float
-    dtype (f16, bf16, f32, f64) is converted to the model's dtype with a
-    torsor.TorsorWarning, integers and floats never mix (an error); lists
-    are converted. Params follow the same policy.
+    dtype (f16, bf16, f32, f64) is converted to the model's dtype, with a
+    torsor.TorsorWarning when that rounds (f64 -> f32), integers and floats
+    never mix (an error); lists are converted. Params, weight bundles and
+    cotangents follow the same policy, as torsor-run does.
     Outputs are NumPy arrays, or torch tensors when any input was one.
     One call at a time per Model (a lock serialises threads); separate
     Models may run concurrently from separate threads.
@@ -430,10 +452,19 @@ class Model:
 
     def load_weights(self, path):
         """Binds every tensor of a .safetensors bundle to the param of the
-        same name (the runtime reads and keeps the data)."""
+        same name (the runtime reads and keeps the data), under the dtype
+        policy: a float tensor of the other float dtype is converted, with a
+        TorsorWarning when it rounds (F64 weights for an f32 model)."""
+        notes = []
+        note = _capi.NOTE_FN(lambda message, _ctx: notes.append(message))
         with self._lock:
-            _capi.check(self._lib.torsorModuleLoadWeights(
-                self._handle, _capi.encode(os.fspath(path))))
+            status = self._lib.torsorModuleLoadWeightsConverting(
+                self._handle, _capi.encode(os.fspath(path)), note, None)
+        # Warned after the call: an exception raised inside a ctypes
+        # callback (warnings as errors) would be lost.
+        for message in notes:
+            warnings.warn(message.decode("utf-8", "replace"), TorsorWarning, stacklevel=2)
+        _capi.check(status)
         return self
 
     def set_params(self, params):

@@ -25,12 +25,14 @@ the .tsr text of a declared group (`group Sim2 { matrix 3; generator ...}`).
 import math
 import re
 import threading
+import warnings
 
 import torch
 
 from .compiler import compile as _compile
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, TorsorWarning
 from .groups import BUILTIN
+from .model import rounds as _rounds
 from .torch import custom_op
 
 # λ blocks per built-in group (runtime/include/torsor/GroupFacts.def).
@@ -82,6 +84,15 @@ class _OneOp(torch.nn.Module):
             op = _op_for(source(width) if width is not None else source(), name,
                          group_source, self.opt)
             cache[(name, width)] = op
+        # The dtype policy (docs/python.md, "dtypes"): a conversion that
+        # rounds (an f64 g with f32 v) warns; exact ones are silent.
+        for t in inputs[:-1]:
+            have = str(t.dtype).replace("torch.", "")
+            if _rounds(have, str(dtype).replace("torch.", "")):
+                warnings.warn("%s: converting a %s input to the compute dtype %s (the "
+                              "dtype of the last input; rounded to nearest)"
+                              % (type(self).__name__, have, name), TorsorWarning,
+                              stacklevel=3)
         ins = [t.to(dtype) for t in inputs]
         outs = op(ins, [p.to(dtype) for p in params])
         return outs[0].reshape(out_shape).to(inputs[-1].dtype)

@@ -34,8 +34,9 @@ state_dict() / load_state_dict() and optimizers speak Torsor's names.
 Inputs and params are lent to the runtime without a copy; outputs and
 gradients are fresh tensors. CPU models take CPU tensors; nvptx models
 (compiled with target="nvptx") take CUDA tensors, bound as device memory
-without host copies in the forward pass, synchronised with the caller's
-current stream (docs/pytorch.md, "CUDA tensors").
+without host copies, forward and backward (the gradients stay on the
+device), synchronised with the caller's current stream (docs/pytorch.md,
+"CUDA tensors").
 """
 import itertools
 import os
@@ -52,6 +53,7 @@ from . import groups as _groups
 from .compiler import compile as _compile
 from .errors import FailedPreconditionError, InvalidArgumentError, TorsorError, TorsorWarning
 from .model import Model
+from .model import rounds as _rounds
 
 _TORCH_DTYPE = {"f32": torch.float32, "f64": torch.float64, "i64": torch.int64}
 _counter = itertools.count()
@@ -184,16 +186,31 @@ def custom_op(model, group_source=None):
     def backward_op(inputs: List[torch.Tensor], params: List[torch.Tensor],
                     cotangents: List[torch.Tensor]) -> List[torch.Tensor]:
         check_counts(inputs, params)
-        # The C API's backward takes host cotangents and returns host
-        # gradients (for nvptx models it copies both ways itself), so CUDA
-        # tensors go through host memory here.
-        host = (lambda t: t.cpu()) if cuda else (lambda t: t)
+        if cuda:  # device cotangents in, device gradients out: no host copies
+            return _backward_cuda(model, in_specs, param_specs, out_specs, grad_specs,
+                                  inputs, params, cotangents)
         grads = model.backward(
-            {s.name: host(t) for s, t in zip(in_specs, inputs)},
-            {s.name: host(c).contiguous() for s, c in zip(out_specs, cotangents)},
-            borrowed_params={s.name: host(t) for s, t in zip(param_specs, params)})
-        device = _device_of(inputs, params)
-        return [torch.from_numpy(grads[g["name"]]).to(device) for g in grad_specs]
+            {s.name: t for s, t in zip(in_specs, inputs)},
+            {s.name: c.contiguous() for s, c in zip(out_specs, cotangents)},
+            borrowed_params={s.name: t for s, t in zip(param_specs, params)})
+        return [torch.from_numpy(grads[g["name"]]) for g in grad_specs]
+
+    def _setup_double(ctx, inputs, output):
+        pass
+
+    def _refuse_double(ctx, grads):
+        raise FailedPreconditionError(
+            "%s: second derivatives are not supported through a Torsor layer: the "
+            "compiled backward entry (torsorc --grad) has no derivative of its own, so "
+            "a backward through this layer's gradient (create_graph=True, then "
+            "differentiating the gradient: double backward, gradient penalties, "
+            "Hessian-vector products) cannot run. Compute such terms on a PyTorch "
+            "twin of the layer, or keep this layer's gradient out of them "
+            "(.detach() it)" % qualname)
+
+    # A double backward reaches this rule and gets the error above, instead
+    # of torch's "no autograd formula was registered".
+    backward_op.register_autograd(_refuse_double, setup_context=_setup_double)
 
     @backward_op.register_fake
     def _fake_backward(inputs, params, cotangents):
@@ -244,6 +261,25 @@ class _CudaArray:
                                          "strides": None}
 
 
+def _sync_current_stream(device):
+    """Waits for the caller's current CUDA stream on `device`, so the
+    tensors it wrote are complete before the runtime reads them."""
+    torch.cuda.current_stream(device).synchronize()
+
+
+def _from_device(ptr, shape, dtype, device):
+    """A fresh tensor on `device` holding a copy of module-owned device
+    memory (a device-to-device copy on the current stream)."""
+    if not ptr or 0 in shape:
+        return torch.empty(shape, dtype=_TORCH_DTYPE[dtype], device=device)
+    return torch.as_tensor(_CudaArray(ptr, shape, dtype), device=device).clone()
+
+
+def _device_args(specs, tensors):
+    """{name: (device pointer, shape, dtype)} of contiguous tensors."""
+    return {s.name: (t.data_ptr(), tuple(t.shape), s.dtype) for s, t in zip(specs, tensors)}
+
+
 def _run_cuda(model, in_specs, param_specs, out_specs, inputs, params):
     """One forward run of an nvptx model on CUDA tensors, without host
     copies: the tensors' memory is bound as device memory, and each output
@@ -254,19 +290,25 @@ def _run_cuda(model, in_specs, param_specs, out_specs, inputs, params):
     ins = [t.contiguous() for t in inputs]
     ps = [t.contiguous() for t in params]
     device = _device_of(ins, ps)
-    torch.cuda.current_stream(device).synchronize()
-    out = _device.run(model,
-                      {s.name: (t.data_ptr(), tuple(t.shape), s.dtype) for s, t in zip(in_specs, ins)},
-                      {s.name: (t.data_ptr(), tuple(t.shape), s.dtype)
-                       for s, t in zip(param_specs, ps)})
-    result = []
-    for s in out_specs:
-        ptr, shape, dtype = out[s.name]
-        if not ptr or 0 in shape:
-            result.append(torch.empty(shape, dtype=_TORCH_DTYPE[dtype], device=device))
-        else:
-            result.append(torch.as_tensor(_CudaArray(ptr, shape, dtype), device=device).clone())
-    return result
+    _sync_current_stream(device)
+    out = _device.run(model, _device_args(in_specs, ins), _device_args(param_specs, ps))
+    return [_from_device(*out[s.name], device) for s in out_specs]
+
+
+def _backward_cuda(model, in_specs, param_specs, out_specs, grad_specs, inputs, params,
+                   cotangents):
+    """The backward of an nvptx model on CUDA tensors, without host copies
+    (torsorModuleRunBackwardDevice): inputs, params and cotangents are bound
+    as device memory, and each gradient is copied device-to-device into a
+    fresh tensor, synchronised with the current stream as _run_cuda is."""
+    ins = [t.contiguous() for t in inputs]
+    ps = [t.contiguous() for t in params]
+    cots = [c.contiguous() for c in cotangents]
+    device = _device_of(ins, ps)
+    _sync_current_stream(device)
+    grads = _device.backward(model, _device_args(in_specs, ins), _device_args(param_specs, ps),
+                             _device_args(out_specs, cots))
+    return [_from_device(*grads[g["name"]], device) for g in grad_specs]
 
 
 def _device_of(inputs, params):
@@ -299,8 +341,9 @@ def _check_device(spec, value, cuda, model, what="input"):
 
 def _check_dtype(spec, value, what="input"):
     """The dtype policy (docs/python.md, "dtypes"): a float tensor of another
-    float dtype (f16, bf16, f32, f64) is converted to the model's dtype with
-    a TorsorWarning, differentiably; integers and floats never mix."""
+    float dtype (f16, bf16, f32, f64) is converted to the model's dtype,
+    differentiably, with a TorsorWarning when that rounds (f64 -> f32);
+    integers and floats never mix."""
     want = _TORCH_DTYPE[spec.dtype]
     if isinstance(value, np.ndarray):
         value = torch.from_numpy(np.ascontiguousarray(value))
@@ -309,9 +352,11 @@ def _check_dtype(spec, value, what="input"):
     if value.dtype == want:
         return value
     if value.is_floating_point() and want.is_floating_point:
-        warnings.warn("%s '%s': converting %s to the model's dtype %s (a copy)"
-                      % (what, spec.name, str(value.dtype).replace("torch.", ""),
-                         spec.dtype), TorsorWarning, stacklevel=4)
+        have = str(value.dtype).replace("torch.", "")
+        if _rounds(have, str(want).replace("torch.", "")):
+            warnings.warn("%s '%s': converting %s to the model's dtype %s (rounded to "
+                          "nearest; a copy)" % (what, spec.name, have, spec.dtype),
+                          TorsorWarning, stacklevel=4)
         return value.to(want)
     hint = (".long()" if spec.dtype == "i64" else ".to(torch.%s)" % str(want)[6:])
     raise InvalidArgumentError(

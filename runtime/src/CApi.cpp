@@ -202,6 +202,23 @@ TorsorStatus *torsorModuleLoadWeights(TorsorModule *module,
   });
 }
 
+TorsorStatus *torsorModuleLoadWeightsConverting(TorsorModule *module,
+                                                const char *safetensorsPath,
+                                                TorsorNoteFn note,
+                                                void *context) {
+  if (!module || !safetensorsPath)
+    return toC(invalidArg("module or weights path is NULL"));
+  return guarded([&] {
+    RoundingNote sink = [&](const std::string &message) {
+      if (note)
+        note(message.c_str(), context);
+    };
+    Claim claim(module);
+    return toC(claim ? loadWeights(*module, safetensorsPath, &sink)
+                     : busyError());
+  });
+}
+
 void torsorModuleSetCheckGroups(TorsorModule *module, int32_t enable,
                                 double tol) {
   if (!module)
@@ -383,7 +400,65 @@ TorsorStatus *torsorModuleGetGradient(const TorsorModule *module,
                         format("gradient '%s' is not available: backward has "
                                "not run successfully",
                                name)));
+    if (!module->gradientsOnHost)
+      return toC(Status(TORSOR_FAILED_PRECONDITION,
+                        format("gradient '%s' stayed on the device (the "
+                               "backward ran on device cotangents, "
+                               "torsorModuleRunBackwardDevice); read it with "
+                               "torsorModuleGetGradientDevice",
+                               name)));
     *tensor = module->gradients[i].view(module->gradientStrides[i]);
+    return nullptr;
+  }
+  return toC(invalidArg(format("unknown gradient '%s'", name)));
+}
+
+TorsorStatus *torsorModuleRunBackwardDevice(TorsorModule *module,
+                                            const TorsorTensor *cotangents,
+                                            int32_t numCotangents) {
+  if (!module)
+    return toC(invalidArg("module is NULL"));
+  if (!module->gpu)
+    return toC(Status(TORSOR_FAILED_PRECONDITION,
+                      format("model '%s' runs on the CPU (target '%s'); run "
+                             "its backward on host cotangents with "
+                             "torsorModuleRunBackward",
+                             module->soPath.c_str(),
+                             module->manifest.target.c_str())));
+  return guarded([&] {
+    Claim claim(module);
+    return toC(claim ? runModuleBackward(*module, cotangents, numCotangents,
+                                         /*onDevice=*/true)
+                     : busyError());
+  });
+}
+
+TorsorStatus *torsorModuleGetGradientDevice(const TorsorModule *module,
+                                            const char *name,
+                                            TorsorTensor *tensor) {
+  if (!module || !name || !tensor)
+    return toC(invalidArg("module, name or tensor is NULL"));
+  if (!module->gpu)
+    return toC(Status(TORSOR_FAILED_PRECONDITION,
+                      "model '" + module->soPath +
+                          "' runs on the CPU: read its gradients with "
+                          "torsorModuleGetGradient"));
+  const std::vector<TensorSpec> &list = module->manifest.gradients;
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (list[i].name != name)
+      continue;
+    if (!module->haveGradients)
+      return toC(Status(TORSOR_FAILED_PRECONDITION,
+                        format("gradient '%s' is not available: backward has "
+                               "not run successfully",
+                               name)));
+    const std::vector<int64_t> &shape = module->gradientShapes[i];
+    tensor->data = reinterpret_cast<void *>(
+        static_cast<uintptr_t>(module->gpu->gradientPtr(i)));
+    tensor->shape = shape.data();
+    tensor->strides = nullptr;
+    tensor->rank = static_cast<int32_t>(shape.size());
+    tensor->dtype = list[i].dtype;
     return nullptr;
   }
   return toC(invalidArg(format("unknown gradient '%s'", name)));

@@ -65,4 +65,31 @@ Status widenForModel(HostTensor &t, int32_t dtype) {
   return Status();
 }
 
+Status convertFloatForModel(HostTensor &t, int32_t dtype, bool &rounded) {
+  rounded = false;
+  Status s = widenForModel(t, dtype);
+  bool f32ToF64 = t.dtype() == TORSOR_DTYPE_F32 && dtype == TORSOR_DTYPE_F64;
+  bool f64ToF32 = t.dtype() == TORSOR_DTYPE_F64 && dtype == TORSOR_DTYPE_F32;
+  if (!s.ok() || !(f32ToF64 || f64ToF32))
+    return s;
+  HostTensor converted;
+  if (!(s = HostTensor::create(dtype, t.shape(), converted)).ok())
+    return s;
+  if (f32ToF64) {
+    const float *src = static_cast<const float *>(t.data());
+    double *dst = static_cast<double *>(converted.data());
+    for (int64_t i = 0; i < t.numel(); ++i)
+      dst[i] = src[i];
+  } else {
+    const double *src = static_cast<const double *>(t.data());
+    float *dst = static_cast<float *>(converted.data());
+    for (int64_t i = 0; i < t.numel(); ++i)
+      dst[i] = static_cast<float>(src[i]);
+    rounded = true;
+  }
+  converted.setWidenedFromHalf(t.widenedFromHalf());
+  t = std::move(converted);
+  return Status();
+}
+
 } // namespace torsor::rt

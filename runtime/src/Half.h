@@ -5,7 +5,9 @@
 // compute in f32 or f64, so the readers widen half-precision data to f32
 // when they load it (exactly: every f16 and bf16 value is an f32 value),
 // and binding widens it once more to f64 for an f64 model. There is no
-// compute in half precision.
+// compute in half precision. The hosts' dtype policy (torsor-run, the
+// Python package, torsorModuleLoadWeightsConverting) also converts between
+// f32 and f64 storage: exactly one way, rounding (and saying so) the other.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +35,13 @@ void widenHalf(const unsigned char *bytes, HalfFormat format, HostTensor &out);
 /// If `t` holds f32 data widened from half precision and `dtype` is f64,
 /// replaces it with its f64 copy (exact); otherwise leaves it alone.
 Status widenForModel(HostTensor &t, int32_t dtype);
+
+/// The dtype policy for float data (docs/runtime.md, "dtypes"): converts
+/// f32 or f64 `t` (half-precision storage included) to the model's float
+/// `dtype`: f32 -> f64 exactly, f64 -> f32 rounded to nearest, which sets
+/// `rounded`. Any other combination is left alone, so binding reports the
+/// mismatch (integers and floats are never converted).
+Status convertFloatForModel(HostTensor &t, int32_t dtype, bool &rounded);
 
 } // namespace torsor::rt
 

@@ -13,6 +13,7 @@
 
 #include "ElfCheck.h"
 #include "GroupCheck.h"
+#include "Half.h"
 #include "ManifestMatch.h"
 #include "ModelMemory.h"
 #include "NonFinite.h"
@@ -475,6 +476,30 @@ Status bindHost(TorsorModule &m, int kind, const char *name,
   return Status();
 }
 
+Status bindDeviceTensor(int kind, const TensorSpec &spec, const TorsorTensor *t,
+                        BoundTensor &out) {
+  const char *name = spec.name.c_str();
+  if (t->rank < 0 || (t->rank > 0 && !t->shape))
+    return invalidArg(
+        format("%s '%s': bad rank or NULL shape", kindWord(kind), name));
+  std::vector<int64_t> shape(t->shape, t->shape + t->rank);
+  Status s = checkAgainstSpec(kind, spec, t->dtype, shape);
+  if (!s.ok())
+    return s;
+  std::vector<int64_t> strides = rowMajorStrides(shape);
+  if (t->strides && !std::equal(strides.begin(), strides.end(), t->strides))
+    return invalidArg(format("%s '%s': device memory must be row-major "
+                             "(the runtime cannot re-layout it)",
+                             kindWord(kind), name));
+  out = BoundTensor();
+  out.bound = true;
+  out.dtype = t->dtype;
+  out.shape = std::move(shape);
+  out.strides = std::move(strides);
+  out.data = t->data;
+  return Status();
+}
+
 Status bindDevice(TorsorModule &m, int kind, const char *name,
                   const TorsorTensor *t) {
   const std::vector<TensorSpec> &list = m.manifest.list(kind);
@@ -482,29 +507,16 @@ Status bindDevice(TorsorModule &m, int kind, const char *name,
   Status s = findTensor(list, kind, name, index);
   if (!s.ok())
     return s;
-  if (t->rank < 0 || (t->rank > 0 && !t->shape))
-    return invalidArg(
-        format("%s '%s': bad rank or NULL shape", kindWord(kind), name));
-  std::vector<int64_t> shape(t->shape, t->shape + t->rank);
-  if (!(s = checkAgainstSpec(kind, list[index], t->dtype, shape)).ok())
-    return s;
-  std::vector<int64_t> strides = rowMajorStrides(shape);
-  if (t->strides && !std::equal(strides.begin(), strides.end(), t->strides))
-    return invalidArg(format("%s '%s': device memory must be row-major "
-                             "(the runtime cannot re-layout it)",
-                             kindWord(kind), name));
   BoundTensor b;
-  b.bound = true;
-  b.dtype = t->dtype;
-  b.shape = std::move(shape);
-  b.strides = std::move(strides);
-  b.data = t->data;
+  if (!(s = bindDeviceTensor(kind, list[index], t, b)).ok())
+    return s;
   (kind == TORSOR_INPUT ? m.inputs : m.params)[index] = std::move(b);
   m.gpu->noteBound(kind, index, /*onDevice=*/true);
   return Status();
 }
 
-Status loadWeights(TorsorModule &m, const char *safetensorsPath) {
+Status loadWeights(TorsorModule &m, const char *safetensorsPath,
+                   const RoundingNote *note) {
   TensorBundle bundle;
   Status s = readSafeTensors(safetensorsPath, bundle);
   if (!s.ok())
@@ -515,6 +527,17 @@ Status loadWeights(TorsorModule &m, const char *safetensorsPath) {
     s = findTensor(m.manifest.params, TORSOR_PARAM, name, index);
     if (!s.ok())
       return s.withPrefix(prefix);
+    if (note) {
+      const TensorSpec &spec = m.manifest.params[index];
+      int32_t from = tensor.dtype();
+      bool rounded = false;
+      if (!(s = convertFloatForModel(tensor, spec.dtype, rounded)).ok())
+        return s.withPrefix(prefix);
+      if (rounded)
+        (*note)(prefix + "param '" + name + "': converting " + dtypeName(from) +
+                " to the model's dtype " + dtypeName(spec.dtype) +
+                " (rounded to nearest)");
+    }
     s = bindOwned(TORSOR_PARAM, m.manifest.params[index], std::move(tensor),
                   m.params[index]);
     if (!s.ok())
@@ -526,7 +549,8 @@ Status loadWeights(TorsorModule &m, const char *safetensorsPath) {
 }
 
 /// Arguments: inputs, params, cotangents, then gradients.
-Status runModuleBackward(TorsorModule &m, const TorsorTensor *cots, int32_t n) {
+Status runModuleBackward(TorsorModule &m, const TorsorTensor *cots, int32_t n,
+                         bool onDevice) {
   m.haveGradients = false;
   if (!m.backwardEntry)
     return Status(TORSOR_UNAVAILABLE,
@@ -545,7 +569,8 @@ Status runModuleBackward(TorsorModule &m, const TorsorTensor *cots, int32_t n) {
   std::vector<BoundTensor> bound(n);
   for (int32_t i = 0; i < n; ++i) {
     const TensorSpec &spec = m.manifest.cotangents[i];
-    s = bindTensor(TORSOR_OUTPUT, spec, &cots[i], bound[i]);
+    s = onDevice ? bindDeviceTensor(TORSOR_OUTPUT, spec, &cots[i], bound[i])
+                 : bindTensor(TORSOR_OUTPUT, spec, &cots[i], bound[i]);
     // Checked like an output, but named as what it is.
     if (!s.ok() && s.message.rfind("output '", 0) == 0)
       s.message.replace(0, 6, "cotangent");
@@ -557,8 +582,9 @@ Status runModuleBackward(TorsorModule &m, const TorsorTensor *cots, int32_t n) {
                             "output (%s with this run's dims)",
                             spec.name.c_str(), spec.shapeString().c_str()));
     // A NaN or Inf cotangent makes every gradient NaN: refused like a
-    // non-finite input while input checks are on.
-    if (s.ok() && m.checkGroups)
+    // non-finite input while input checks are on (host memory only: the
+    // check cannot read device cotangents).
+    if (s.ok() && m.checkGroups && !onDevice)
       s = checkFinite("cotangent '" + spec.name + "'", bound[i]);
     if (!s.ok())
       return s;
@@ -569,13 +595,15 @@ Status runModuleBackward(TorsorModule &m, const TorsorTensor *cots, int32_t n) {
   size_t numGrads = m.manifest.gradients.size();
   m.gradients.resize(numGrads);
   m.gradientStrides.resize(numGrads);
-  std::vector<std::vector<int64_t>> gradShapes(numGrads);
+  m.gradientShapes.assign(numGrads, {});
   std::vector<int32_t> gradDTypes(numGrads);
   for (size_t i = 0; i < numGrads; ++i) {
-    std::vector<int64_t> &shape = gradShapes[i];
+    std::vector<int64_t> &shape = m.gradientShapes[i];
     gradDTypes[i] = m.manifest.gradients[i].dtype;
     s = outputShape(m.manifest.gradients[i], dims, shape);
-    if (s.ok() && !(m.gradients[i].data() && m.gradients[i].shape() == shape))
+    // Gradients kept on the device need no host buffers.
+    if (s.ok() && !onDevice &&
+        !(m.gradients[i].data() && m.gradients[i].shape() == shape))
       s = HostTensor::create(m.manifest.gradients[i].dtype, shape,
                              m.gradients[i]);
     if (!s.ok())
@@ -583,12 +611,14 @@ Status runModuleBackward(TorsorModule &m, const TorsorTensor *cots, int32_t n) {
     m.gradientStrides[i] = m.gradients[i].strides();
   }
   if (m.gpu) {
-    // nvptx: device buffers for everything, the gradients copied back.
-    s = m.gpu->runBackward(m.backwardEntry, m.inputs, m.params, bound,
-                           gradShapes, gradDTypes, m.gradients,
+    // nvptx: device buffers for everything; the gradients are copied back
+    // unless the cotangents came as device memory (then they stay there).
+    s = m.gpu->runBackward(m.backwardEntry, m.inputs, m.params, bound, onDevice,
+                           m.gradientShapes, gradDTypes, m.gradients,
                            "running the backward of model '" + m.soPath + "'");
     if (!s.ok())
       return s;
+    m.gradientsOnHost = !onDevice;
     m.haveGradients = true;
     return Status();
   }
@@ -607,6 +637,7 @@ Status runModuleBackward(TorsorModule &m, const TorsorTensor *cots, int32_t n) {
   for (size_t start : starts)
     args.push_back(storage.data() + start);
   m.backwardEntry(args.data());
+  m.gradientsOnHost = true;
   m.haveGradients = true;
   return Status();
 }

@@ -20,6 +20,7 @@
 #include "cuda/GpuModule.h"
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,7 +43,12 @@ struct TorsorModule {
   void (*backwardEntry)(void **) = nullptr;
   std::vector<torsor::rt::HostTensor> gradients;
   std::vector<std::vector<int64_t>> gradientStrides;
+  /// Gradient shapes of the last backward run.
+  std::vector<std::vector<int64_t>> gradientShapes;
   bool haveGradients = false;
+  /// False after a backward run of an nvptx model on device cotangents:
+  /// its gradients stayed on the device (torsorModuleGetGradientDevice).
+  bool gradientsOnHost = true;
   std::vector<torsor::rt::BoundTensor> inputs, params;
   std::vector<torsor::rt::HostTensor> outputs;
   std::vector<std::vector<int64_t>> outputStrides;
@@ -87,14 +93,29 @@ Status bindHost(TorsorModule &m, int kind, const char *name,
 Status bindDevice(TorsorModule &m, int kind, const char *name,
                   const TorsorTensor *t);
 
-/// Binds every tensor of a .safetensors bundle as a param.
-Status loadWeights(TorsorModule &m, const char *safetensorsPath);
+/// Checks a device tensor `t` against `spec` (dtype, rank, fixed extents,
+/// row-major) and describes it in `out` without reading it.
+Status bindDeviceTensor(int kind, const TensorSpec &spec, const TorsorTensor *t,
+                        BoundTensor &out);
+
+/// Receives the message of each conversion that rounds (loadWeights).
+using RoundingNote = std::function<void(const std::string &)>;
+
+/// Binds every tensor of a .safetensors bundle as a param. With `note`,
+/// under the hosts' dtype policy: float tensors of the other float dtype
+/// are converted (convertFloatForModel), each rounding one reported to
+/// `note`; without it, dtypes must match (f16/bf16 storage is widened).
+Status loadWeights(TorsorModule &m, const char *safetensorsPath,
+                   const RoundingNote *note = nullptr);
 
 /// Validates the bindings, allocates the outputs and calls the entry point.
 Status runModule(TorsorModule &m);
 
 /// Calls torsor_backward with `n` cotangents (one per output, in order).
-Status runModuleBackward(TorsorModule &m, const TorsorTensor *cots, int32_t n);
+/// With `onDevice` (nvptx models only) the cotangents are device memory
+/// and the gradients stay on the device.
+Status runModuleBackward(TorsorModule &m, const TorsorTensor *cots, int32_t n,
+                         bool onDevice = false);
 
 /// Claims a module for one call; a second concurrent call is refused.
 class Claim {

@@ -12,6 +12,7 @@
 #include "StagedFiles.h"
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
@@ -234,14 +235,43 @@ uint64_t readLE(const std::string &bytes, size_t at, int n) {
   return v;
 }
 
+/// How an array's elements are stored when that is not the tensor's own
+/// type: f16 (widened to f32) or another integer width (widened to i64).
+struct Stored {
+  bool half = false;
+  int intBytes = 0; ///< 1, 2, 4 or 8 for a widened integer; 0 otherwise
+  bool intUnsigned = false;
+  std::string name; ///< "f16", "int32", ... for messages
+};
+
 /// Maps a little-endian descr to a dtype; explains what is wrong otherwise.
-/// `<f2` (f16) loads as f32 and sets `half`.
+/// `<f2` (f16) loads as f32, and the other integer widths (`|i1` ... `<u8`)
+/// as i64 (the dtype policy: exact conversions only), as `stored` says.
 Status dtypeFromDescr(const std::string &descr, const std::string &path,
-                      int32_t &dtype, bool &half) {
-  half = descr == "<f2";
-  if (half)
+                      int32_t &dtype, Stored &stored) {
+  stored = Stored();
+  static const struct {
+    const char *descr;
+    int bytes;
+    bool isUnsigned;
+    const char *name;
+  } kInts[] = {{"|i1", 1, false, "int8"},  {"<i2", 2, false, "int16"},
+               {"<i4", 4, false, "int32"}, {"|u1", 1, true, "uint8"},
+               {"<u2", 2, true, "uint16"}, {"<u4", 4, true, "uint32"},
+               {"<u8", 8, true, "uint64"}};
+  for (const auto &i : kInts)
+    if (descr == i.descr) {
+      dtype = TORSOR_DTYPE_I64;
+      stored.intBytes = i.bytes;
+      stored.intUnsigned = i.isUnsigned;
+      stored.name = i.name;
+      return Status();
+    }
+  stored.half = descr == "<f2";
+  if (stored.half) {
     dtype = TORSOR_DTYPE_F32;
-  else if (descr == "<V2" || descr == "|V2")
+    stored.name = "f16";
+  } else if (descr == "<V2" || descr == "|V2")
     return ioError(path + ": dtype '" + descr +
                    "' is 2 raw bytes (ml_dtypes' bfloat16 saves as this and "
                    "loses its type); store bf16 in .safetensors (dtype BF16) "
@@ -259,7 +289,35 @@ Status dtypeFromDescr(const std::string &descr, const std::string &path,
   else
     return ioError(path + ": unsupported dtype '" + descr +
                    "'; supported: '<f4' (f32), '<f8' (f64), '<i8' (i64), "
-                   "'<f2' (f16, widened to the model's float type)");
+                   "'<f2' (f16, widened to the model's float type), and the "
+                   "other integer widths '|i1' ... '<u8' (widened to i64)");
+  if (stored.name.empty())
+    stored.name = dtypeName(dtype);
+  return Status();
+}
+
+/// Widens `n` little-endian integers of `stored`'s width at `src` into the
+/// i64 tensor `out`; a uint64 value above 2^63 - 1 is an error.
+Status widenInts(const char *src, const Stored &stored, int64_t n,
+                 const std::string &path, HostTensor &out) {
+  int64_t *dst = static_cast<int64_t *>(out.data());
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t bits = 0;
+    std::memcpy(&bits, src + i * stored.intBytes, stored.intBytes);
+    int shift = 64 - 8 * stored.intBytes;
+    if (stored.intUnsigned) {
+      if (bits > static_cast<uint64_t>(INT64_MAX))
+        return ioError(format("%s: element %lld is %llu, which does not fit "
+                              "i64 (uint64 values above 2^63 - 1 are not "
+                              "converted)",
+                              path.c_str(), (long long)i,
+                              (unsigned long long)bits));
+      dst[i] = static_cast<int64_t>(bits);
+    } else {
+      // Sign-extend from the stored width.
+      dst[i] = static_cast<int64_t>(bits << shift) >> shift;
+    }
+  }
   return Status();
 }
 
@@ -294,18 +352,22 @@ Status parseNpy(const std::string &bytes, const std::string &path,
   if (!s.ok())
     return s;
   int32_t dtype;
-  bool half;
-  s = dtypeFromDescr(header.descr, path, dtype, half);
+  Stored stored;
+  s = dtypeFromDescr(header.descr, path, dtype, stored);
   if (!s.ok())
     return s;
+  bool half = stored.half;
+  size_t elementSize = half              ? 2
+                       : stored.intBytes ? static_cast<size_t>(stored.intBytes)
+                                         : dtypeSize(dtype);
   // Rank-1 and scalar arrays are identical in both orders.
   if (header.fortranOrder && header.shape.size() > 1)
     return ioError(path + ": Fortran-order arrays are not supported; save a "
                           "C-order array (np.ascontiguousarray)");
   int64_t n = numElements(header.shape);
   uint64_t need = 0;
-  if (n < 0 || __builtin_mul_overflow(static_cast<uint64_t>(n),
-                                      half ? 2 : dtypeSize(dtype), &need))
+  if (n < 0 ||
+      __builtin_mul_overflow(static_cast<uint64_t>(n), elementSize, &need))
     return ioError(path + ": shape in .npy header is too large");
   size_t dataStart = headerStart + headerLen;
   uint64_t have = bytes.size() - dataStart;
@@ -314,14 +376,16 @@ Status parseNpy(const std::string &bytes, const std::string &path,
                           "file has %llu",
                           path.c_str(), have < need ? "truncated" : "too long",
                           shapeToString(header.shape).c_str(),
-                          half ? "f16" : dtypeName(dtype),
-                          (unsigned long long)need, (unsigned long long)have));
+                          stored.name.c_str(), (unsigned long long)need,
+                          (unsigned long long)have));
   s = HostTensor::create(dtype, header.shape, out);
   if (!s.ok())
     return s.withPrefix(path + ": ");
   if (half)
     widenHalf(reinterpret_cast<const unsigned char *>(bytes.data()) + dataStart,
               HalfFormat::F16, out);
+  else if (stored.intBytes)
+    return widenInts(bytes.data() + dataStart, stored, n, path, out);
   else if (need)
     std::memcpy(out.data(), bytes.data() + dataStart, need);
   return Status();

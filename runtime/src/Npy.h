@@ -2,8 +2,9 @@
 //
 // Reads and writes NumPy's .npy format (versions 1.0, 2.0 and 3.0 headers)
 // for little-endian, C-order f32/f64/i64 arrays: the tensor file format of
-// torsor-run. Anything else (Fortran order, big-endian, other dtypes, short
-// or over-long data) is rejected with a message naming the file and the
+// torsor-run. f16 arrays load as f32 and other integer widths as i64
+// (exact widenings). Anything else (Fortran order, big-endian, other dtypes,
+// short or over-long data) is rejected with a message naming the file and the
 // problem; data is never silently truncated or padded.
 //
 //===----------------------------------------------------------------------===//

@@ -8,6 +8,7 @@ and a failed call leaves the model usable.
 import os
 import tempfile
 import unittest
+import warnings
 
 import numpy as np
 
@@ -99,20 +100,48 @@ class RunErrors(unittest.TestCase):
         self.assertEqual(self.m(pose=self.pose, x=self.x).shape, (6, 4))
 
     def test_wrong_dtype(self):
-        # Another float dtype is converted with a warning (docs/python.md,
-        # "dtypes"); integers and floats never mix.
+        # Another float dtype is converted: with a warning when it rounds
+        # (f64 -> f32), silently when exact (f16 -> f32); integers and floats
+        # never mix (docs/python.md, "dtypes"; torsor-run does the same).
         want = self.m(pose=self.pose, x=self.x)
-        for dt in (np.float64, np.float16):
-            with self.assertWarns(torsor.TorsorWarning) as cm:
-                got = self.m(pose=self.pose, x=self.x.astype(dt))
-            self.assertIn("input 'x': converting %s to the model's dtype f32"
-                          % np.dtype(dt).name, str(cm.warning))
-            self.assertTrue(common.same_bits(got, want))
+        with self.assertWarns(torsor.TorsorWarning) as cm:
+            got = self.m(pose=self.pose, x=self.x.astype(np.float64))
+        self.assertEqual("input 'x': converting float64 to the model's dtype f32 "
+                         "(rounded to nearest; a copy)", str(cm.warning))
+        self.assertTrue(common.same_bits(got, want))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", torsor.TorsorWarning)
+            got = self.m(pose=self.pose, x=self.x.astype(np.float16))
+        self.assertTrue(common.same_bits(got, want))
         self.expect(torsor.InvalidArgumentError,
                     "input 'x': expected f32, got int64; integer and float tensors "
                     "are never converted (cast it yourself: .astype(np.float32) / "
                     ".to(torch.float32))",
                     pose=self.pose, x=self.x.astype(np.int64))
+
+    def test_integer_dtypes(self):
+        """Token ids of another integer dtype convert silently when every
+        value fits i64; uint64 values that do not are refused, and floats
+        are never taken for ids."""
+        m = torsor.compile("model Tokens { dim L; dim V = 16; input tokens: i64[L]; "
+                           "param table: f32[V, 4]; output y = embedding(tokens, table); }",
+                           opt=0)
+        m.set_params({"table": np.arange(64, dtype=np.float32).reshape(16, 4)})
+        ids = np.array([3, 0, 15, 7])
+        want = m(tokens=ids)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", torsor.TorsorWarning)
+            for dt in (np.int32, np.uint8, np.uint64):
+                self.assertTrue(common.same_bits(m(tokens=ids.astype(dt)), want), dt)
+        with self.assertRaises(torsor.InvalidArgumentError) as cm:
+            m(tokens=np.array([2 ** 63, 1], np.uint64))
+        self.assertIn("input 'tokens': uint64 values above 9223372036854775807 do not "
+                      "fit the model's dtype i64", str(cm.exception))
+        with self.assertRaises(torsor.InvalidArgumentError) as cm:
+            m(tokens=ids.astype(np.float32))
+        self.assertIn("input 'tokens': expected i64, got float32; integer and float "
+                      "tensors are never converted", str(cm.exception))
+        m.close()
 
     def test_messages_name_python_calls(self):
         self.assertEqual(

@@ -280,16 +280,28 @@ class Autograd(unittest.TestCase):
             with torch.no_grad():
                 m(g=inp["g"], x=inp["x"])
 
-    def test_dtype_conversion_warns(self):
+    def test_dtype_conversion(self):
+        """f32 into an f64 layer converts exactly and silently, and the
+        gradient comes back in f32; f64 into an f32 layer warns (it
+        rounds), differentiably too."""
         layer = module("heisenberg")
         inp = twin_inputs("heisenberg", 5, "f64")
         x32 = inp["x"].float().requires_grad_()
-        with self.assertWarns(torsor.TorsorWarning):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", torsor.TorsorWarning)
             y = layer(g=inp["g"], x=x32)
         y.sum().backward()
         self.assertEqual(x32.grad.dtype, torch.float32)
         want = layer(g=inp["g"], x=x32.detach().double())
         self.assertTrue(torch.equal(y, want))
+        layer32 = module("heisenberg", dtype="f32")
+        x64 = inp["x"].clone().requires_grad_()
+        with self.assertWarns(torsor.TorsorWarning) as cm:
+            y = layer32(g=inp["g"].float(), x=x64)
+        self.assertEqual(str(cm.warning), "input 'x': converting float64 to the model's "
+                         "dtype f32 (rounded to nearest; a copy)")
+        y.sum().backward()
+        self.assertEqual(x64.grad.dtype, torch.float64)
 
     def test_devices_are_refused_clearly(self):
         layer = module("heisenberg")
@@ -323,6 +335,22 @@ class Autograd(unittest.TestCase):
                     os.environ.pop("TORSOR_CUDA_DRIVER")
                 else:
                     os.environ["TORSOR_CUDA_DRIVER"] = old
+
+    def test_double_backward_is_a_clear_error(self):
+        """create_graph=True works for first derivatives; differentiating
+        the gradient again raises a FailedPreconditionError that says
+        what to do, not torch's 'no autograd formula'."""
+        layer = module("standard_attention")
+        x = twin_inputs("standard_attention", 5, "f64")["x"].requires_grad_()
+        (g,) = torch.autograd.grad(layer(x=x).square().sum(), x, create_graph=True)
+        (want,) = torch.autograd.grad(layer(x=x).square().sum(), x)
+        self.assertTrue(torch.equal(g.detach(), want))
+        with self.assertRaises(torsor.FailedPreconditionError) as cm:
+            g.square().sum().backward()
+        msg = str(cm.exception)
+        self.assertIn("second derivatives are not supported through a Torsor layer", msg)
+        self.assertIn("PyTorch twin of the layer", msg)
+        self.assertIn(".detach() it", msg)
 
     def test_no_backward_entry_is_a_clear_error(self):
         m = torsor.compile(common.example("heisenberg"), dtype="f64", opt=0)

@@ -96,11 +96,20 @@ class StateDictMapping(unittest.TestCase):
             torsor.save_weights(path, params)
             m2 = torsor.load(self.m.path).load_weights(path)
             self.assertTrue(common.same_bits(m2(x=self.x), want))
-            # dtype= converts: f64 weights are rejected by an f32 model.
+            # f64 weights for an f32 model are converted with a warning (the
+            # dtype policy, as torsor-run): the same outputs, since the values
+            # came from f32; integer weights are refused.
             torsor.save_weights(path, params, dtype="f64")
+            with self.assertWarns(torsor.TorsorWarning) as cm:
+                m3 = torsor.load(self.m.path).load_weights(path)
+            self.assertRegex(str(cm.warning), r"w\.safetensors: param '\w+': converting "
+                             r"f64 to the model's dtype f32 \(rounded to nearest\)")
+            self.assertTrue(common.same_bits(m3(x=self.x), want))
+            torsor.save_weights(path, {k: np.arange(np.prod(np.shape(v))).reshape(np.shape(v))
+                                       for k, v in params.items()})
             with self.assertRaises(torsor.InvalidArgumentError) as cm:
                 torsor.load(self.m.path).load_weights(path)
-            self.assertIn("expected dtype f32, got f64", str(cm.exception))
+            self.assertIn("expected dtype f32, got i64", str(cm.exception))
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@
 // (FakeGpuModel.cpp) calls the runtime's mgpu* entry points as MLIR's
 // lowering does. Checked: results through host copies and through device
 // bindings, params uploaded once, one stream per model, the driver calls in
-// order, every allocation freed, the backward entry on device buffers,
+// order, every allocation freed, the backward entry on device buffers
+// (host or device cotangents),
 // and the exact messages for driver errors,
 // bad launches, failed module loads and arch mismatches.
 //
@@ -230,6 +231,99 @@ TEST_F(CudaTest, BackwardRunsOnTheDevice) {
   expectResult(static_cast<const float *>(out.data));
   torsorModuleFree(module);
   module = nullptr;
+  EXPECT_EQ(Fake().live(), 0);
+}
+
+TEST_F(CudaTest, BackwardOnDeviceCotangentsStaysOnTheDevice) {
+  load(kDir + "/torsor_fake_gpu_model_grad.so");
+  Fake fake; // after the load, which opens the driver
+  std::vector<float> cot(L * 8);
+  for (size_t i = 0; i < cot.size(); ++i)
+    cot[i] = 1.0f - 0.25f * static_cast<float>(i);
+  unsigned long long dx = fake.alloc(x.size() * 4), dw = fake.alloc(32),
+                     dc = fake.alloc(cot.size() * 4);
+  fake.toDevice(dx, x.data(), x.size() * 4);
+  fake.toDevice(dw, w, 32);
+  fake.toDevice(dc, cot.data(), cot.size() * 4);
+  TorsorTensor tx{reinterpret_cast<void *>(dx), xShape, nullptr, 2,
+                  TORSOR_DTYPE_F32};
+  TorsorTensor tw{reinterpret_cast<void *>(dw), wShape, nullptr, 1,
+                  TORSOR_DTYPE_F32};
+  TorsorTensor tc{reinterpret_cast<void *>(dc), xShape, nullptr, 2,
+                  TORSOR_DTYPE_F32};
+  ASSERT_EQ(msg(torsorModuleBindInputDevice(module, "x", &tx)), "");
+  ASSERT_EQ(msg(torsorModuleBindParamDevice(module, "w", &tw)), "");
+  clearLog();
+  ASSERT_EQ(msg(torsorModuleRunBackwardDevice(module, &tc, 1)), "");
+  // Nothing crosses between host and device: no upload, no copy back.
+  std::vector<std::string> lines = logLines();
+  for (const std::string &line : lines) {
+    EXPECT_EQ(line.find("cuMemcpyHtoD"), std::string::npos) << line;
+    EXPECT_EQ(line.find("cuMemcpyDtoH"), std::string::npos) << line;
+  }
+  EXPECT_EQ(countLines(lines, "cuLaunchKernel torsor_fake_axpy_grad "
+                              "grid=1,1,1 block=1,1,1 smem=0 stream"),
+            1u);
+  TorsorTensor gx, gw;
+  EXPECT_EQ(msg(torsorModuleGetGradient(module, "grad.x", &gx)),
+            "gradient 'grad.x' stayed on the device (the backward ran on "
+            "device cotangents, torsorModuleRunBackwardDevice); read it with "
+            "torsorModuleGetGradientDevice");
+  ASSERT_EQ(msg(torsorModuleGetGradientDevice(module, "grad.x", &gx)), "");
+  ASSERT_EQ(msg(torsorModuleGetGradientDevice(module, "grad.w", &gw)), "");
+  EXPECT_EQ(msg(torsorModuleGetGradientDevice(module, "grad.y", &gw)),
+            "unknown gradient 'grad.y'");
+  ASSERT_EQ(gx.rank, 2);
+  EXPECT_EQ(gx.shape[0], L);
+  EXPECT_EQ(gx.shape[1], 8);
+  ASSERT_EQ(gw.rank, 1);
+  EXPECT_EQ(gw.shape[0], 8);
+  EXPECT_EQ(gx.dtype, TORSOR_DTYPE_F32);
+  std::vector<float> hx(L * 8), hw(8);
+  fake.toHost(hx.data(), reinterpret_cast<unsigned long long>(gx.data),
+              hx.size() * 4);
+  fake.toHost(hw.data(), reinterpret_cast<unsigned long long>(gw.data), 32);
+  for (int64_t i = 0; i < L * 8; ++i)
+    EXPECT_EQ(hx[i], 2.0f * cot[i]) << i;
+  for (int j = 0; j < 8; ++j) {
+    float sum = 0.0f;
+    for (int64_t l = 0; l < L; ++l)
+      sum += cot[l * 8 + j];
+    EXPECT_EQ(hw[j], sum) << j;
+  }
+  // A cotangent of the wrong shape is named; a host backward afterwards
+  // copies the gradients back again.
+  int64_t bad[2] = {L + 1, 8};
+  TorsorTensor tbad{reinterpret_cast<void *>(dc), bad, nullptr, 2,
+                    TORSOR_DTYPE_F32};
+  EXPECT_EQ(msg(torsorModuleRunBackwardDevice(module, &tbad, 1)),
+            "cotangent 'cot.out' does not have the shape of its output "
+            "(L x 8 with this run's dims)");
+  EXPECT_EQ(msg(torsorModuleRunBackwardDevice(module, &tc, 0)),
+            "backward needs 1 cotangents (one per output), got 0");
+  TorsorTensor hostCot{cot.data(), xShape, nullptr, 2, TORSOR_DTYPE_F32};
+  ASSERT_EQ(msg(torsorModuleRunBackward(module, &hostCot, 1)), "");
+  ASSERT_EQ(msg(torsorModuleGetGradient(module, "grad.x", &gx)), "");
+  EXPECT_EQ(static_cast<const float *>(gx.data)[1], 2.0f * cot[1]);
+  // CPU models have no device backward.
+  TorsorModule *cpu = nullptr;
+  ASSERT_EQ(
+      msg(torsorModuleLoad((kDir + "/torsor_fake_model.so").c_str(), &cpu)),
+      "");
+  EXPECT_EQ(msg(torsorModuleRunBackwardDevice(cpu, &tc, 1)),
+            "model '" + kDir +
+                "/torsor_fake_model.so' runs on the CPU (target 'cpu'); run "
+                "its backward on host cotangents with "
+                "torsorModuleRunBackward");
+  EXPECT_EQ(msg(torsorModuleGetGradientDevice(cpu, "grad.x", &gx)),
+            "model '" + kDir +
+                "/torsor_fake_model.so' runs on the CPU: read its gradients "
+                "with torsorModuleGetGradient");
+  torsorModuleFree(cpu);
+  torsorModuleFree(module);
+  module = nullptr;
+  for (unsigned long long p : {dx, dw, dc})
+    fake.free(p);
   EXPECT_EQ(Fake().live(), 0);
 }
 

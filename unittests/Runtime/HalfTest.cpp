@@ -107,3 +107,33 @@ TEST(Half, LoadsF16Npy) {
                               ".safetensors"),
             std::string::npos);
 }
+
+TEST(Half, ConvertsBetweenFloatTypesUnderThePolicy) {
+  HostTensor t;
+  ASSERT_TRUE(HostTensor::create(TORSOR_DTYPE_F64, {3}, t).ok());
+  double *d = static_cast<double *>(t.data());
+  d[0] = 0.1;
+  d[1] = -2.5;
+  d[2] = 1e300; // overflows f32: rounds to inf, as a cast does
+  bool rounded = false;
+  ASSERT_TRUE(convertFloatForModel(t, TORSOR_DTYPE_F32, rounded).ok());
+  EXPECT_TRUE(rounded);
+  ASSERT_EQ(t.dtype(), TORSOR_DTYPE_F32);
+  const float *f = static_cast<const float *>(t.data());
+  EXPECT_EQ(f[0], 0.1f);
+  EXPECT_EQ(f[1], -2.5f);
+  EXPECT_EQ(f[2], INFINITY);
+  // Widening is exact and not a rounding.
+  ASSERT_TRUE(convertFloatForModel(t, TORSOR_DTYPE_F64, rounded).ok());
+  EXPECT_FALSE(rounded);
+  ASSERT_EQ(t.dtype(), TORSOR_DTYPE_F64);
+  EXPECT_EQ(static_cast<const double *>(t.data())[0],
+            static_cast<double>(0.1f));
+  // Integers are never converted (the binding reports the mismatch).
+  HostTensor ids;
+  ASSERT_TRUE(HostTensor::create(TORSOR_DTYPE_I64, {2}, ids).ok());
+  ASSERT_TRUE(convertFloatForModel(ids, TORSOR_DTYPE_F32, rounded).ok());
+  EXPECT_EQ(ids.dtype(), TORSOR_DTYPE_I64);
+  ASSERT_TRUE(convertFloatForModel(t, TORSOR_DTYPE_I64, rounded).ok());
+  EXPECT_EQ(t.dtype(), TORSOR_DTYPE_F64);
+}

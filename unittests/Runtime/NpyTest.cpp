@@ -114,12 +114,13 @@ TEST(Npy, RejectsBadFiles) {
             "t.npy: big-endian dtype '>f4' is not supported; save "
             "little-endian data (e.g. "
             "arr.astype(arr.dtype.newbyteorder('<')))");
-  EXPECT_EQ(npyError(npyWith("{'descr': '<i4', 'fortran_order': False, "
+  EXPECT_EQ(npyError(npyWith("{'descr': '<c8', 'fortran_order': False, "
                              "'shape': (2, 3), }",
-                             std::string(24, '\0'))),
-            "t.npy: unsupported dtype '<i4'; supported: '<f4' (f32), '<f8' "
+                             std::string(48, '\0'))),
+            "t.npy: unsupported dtype '<c8'; supported: '<f4' (f32), '<f8' "
             "(f64), '<i8' (i64), '<f2' (f16, widened to the model's float "
-            "type)");
+            "type), and the other integer widths '|i1' ... '<u8' (widened to "
+            "i64)");
   EXPECT_EQ(npyError(npyWith(f4, std::string(20, '\0'))),
             "t.npy: truncated: header says 2 x 3 f32 = 24 bytes of data, "
             "file has 20");
@@ -157,3 +158,32 @@ TEST(Npy, ReportsMissingAndUnwritableFiles) {
 }
 
 } // namespace
+
+TEST(Npy, WidensOtherIntegerWidthsToI64) {
+  // int16 [-2, 3] and uint8 [7, 255]: exact, sign-extended or not.
+  HostTensor t;
+  std::string i2("\xfe\xff\x03\x00", 4);
+  Status s = parseNpy(npyWith("{'descr': '<i2', 'fortran_order': False, "
+                              "'shape': (2,), }",
+                              i2),
+                      "t.npy", t);
+  ASSERT_TRUE(s.ok()) << s.message;
+  ASSERT_EQ(t.dtype(), TORSOR_DTYPE_I64);
+  EXPECT_EQ(static_cast<const int64_t *>(t.data())[0], -2);
+  EXPECT_EQ(static_cast<const int64_t *>(t.data())[1], 3);
+  s = parseNpy(npyWith("{'descr': '|u1', 'fortran_order': False, "
+                       "'shape': (2,), }",
+                       std::string("\x07\xff", 2)),
+               "t.npy", t);
+  ASSERT_TRUE(s.ok()) << s.message;
+  EXPECT_EQ(static_cast<const int64_t *>(t.data())[1], 255);
+  // A uint64 that does not fit i64 is refused, naming the element.
+  std::string u8(16, '\0');
+  u8[7] = '\x01';
+  u8[15] = '\x80';
+  EXPECT_EQ(npyError(npyWith("{'descr': '<u8', 'fortran_order': False, "
+                             "'shape': (2,), }",
+                             u8)),
+            "t.npy: element 1 is 9223372036854775808, which does not fit i64 "
+            "(uint64 values above 2^63 - 1 are not converted)");
+}

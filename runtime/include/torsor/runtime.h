@@ -25,9 +25,11 @@ extern "C" {
 /// Oldest compiled-model ABI still accepted (v1 CPU models keep working).
 #define TORSOR_ABI_VERSION_MIN 1
 /// Version of this header's C API: 2 added the device functions
-/// (torsorModuleDevice ... torsorCudaAvailable); every version-1 function
-/// is unchanged.
-#define TORSOR_RUNTIME_API_VERSION 2
+/// (torsorModuleDevice ... torsorCudaAvailable); 3 added the device
+/// backward (torsorModuleRunBackwardDevice, torsorModuleGetGradientDevice)
+/// and torsorModuleLoadWeightsConverting.
+/// Every earlier function is unchanged.
+#define TORSOR_RUNTIME_API_VERSION 3
 
 /// Element types a tensor may have (manifest spelling in comments).
 typedef enum TorsorDType {
@@ -167,6 +169,23 @@ void torsorModuleUnbindInputs(TorsorModule *module);
 TorsorStatus *torsorModuleLoadWeights(TorsorModule *module,
                                       const char *safetensorsPath);
 
+/// Receives one message per conversion that rounds (API version 3), e.g.
+/// "w.safetensors: param 'w': converting f64 to the model's dtype f32
+/// (rounded to nearest)"; `context` is the caller's pointer.
+typedef void (*TorsorNoteFn)(const char *message, void *context);
+
+/// Reads a .safetensors bundle as torsorModuleLoadWeights() does, but
+/// under the hosts' dtype policy (API version 3; docs/runtime.md,
+/// "dtypes"; torsor-run and the Python package use it): a float tensor of
+/// the other float dtype is converted to its param's dtype, f32 -> f64
+/// exactly and silently, f64 -> f32 rounded to nearest with a call of
+/// `note(message, context)` (`note` may be NULL). Integer and float
+/// tensors are still never converted.
+TorsorStatus *torsorModuleLoadWeightsConverting(TorsorModule *module,
+                                                const char *safetensorsPath,
+                                                TorsorNoteFn note,
+                                                void *context);
+
 /// Enables (`enable` != 0) or disables the group-membership check that
 /// torsorModuleRun() applies to group inputs, with absolute tolerance `tol`.
 /// On by default, with tol 1e-4: built-in groups by closed-form tests,
@@ -293,6 +312,27 @@ TorsorStatus *torsorModuleSetHostOutputs(TorsorModule *module, int32_t enable);
 TorsorStatus *torsorModuleGetOutputDevice(const TorsorModule *module,
                                           const char *name,
                                           TorsorTensor *tensor);
+
+/// Runs the backward entry of a CUDA model (API version 3) as
+/// torsorModuleRunBackward() does, but `cotangents[i].data` is a
+/// CUdeviceptr (cast to void *) of row-major data, borrowed for the call,
+/// and the gradients stay on the device: read them with
+/// torsorModuleGetGradientDevice() (torsorModuleGetGradient() fails until
+/// the next host backward run). With inputs and params bound as device
+/// memory too, nothing is copied between host and device. The NaN/Inf
+/// check of cotangents (which reads host memory) skips device cotangents.
+/// CPU models refuse this call (TORSOR_FAILED_PRECONDITION).
+TorsorStatus *torsorModuleRunBackwardDevice(TorsorModule *module,
+                                            const TorsorTensor *cotangents,
+                                            int32_t numCotangents);
+
+/// Describes gradient `name` of the last successful backward run of a CUDA
+/// model in device memory (API version 3): `tensor->data` is a CUdeviceptr
+/// owned by the module, valid until the next backward run or
+/// torsorModuleFree(). Works after either backward call.
+TorsorStatus *torsorModuleGetGradientDevice(const TorsorModule *module,
+                                            const char *name,
+                                            TorsorTensor *tensor);
 
 /// Allocation entry points of compiled models (docs/runtime.md, "Memory"):
 /// `torsor_alloc(bytes, what)` returns `bytes` of memory for the buffer

@@ -156,26 +156,29 @@ Status GpuModule::run(void (*entry)(void **),
                       const std::vector<int32_t> &outputDTypes,
                       std::vector<HostTensor> &hostOutputs,
                       const std::string &what) {
-  return call(entry, boundInputs, boundParams, {}, outputShapes, outputDTypes,
-              outputs, labels[TORSOR_OUTPUT], copyOutputs, hostOutputs, what);
+  return call(entry, boundInputs, boundParams, {}, false, outputShapes,
+              outputDTypes, outputs, labels[TORSOR_OUTPUT], copyOutputs,
+              hostOutputs, what);
 }
 
 Status GpuModule::runBackward(
     void (*entry)(void **), const std::vector<BoundTensor> &boundInputs,
     const std::vector<BoundTensor> &boundParams,
-    const std::vector<BoundTensor> &boundCotangents,
+    const std::vector<BoundTensor> &boundCotangents, bool cotangentsOnDevice,
     const std::vector<std::vector<int64_t>> &gradientShapes,
     const std::vector<int32_t> &gradientDTypes,
     std::vector<HostTensor> &hostGradients, const std::string &what) {
-  return call(entry, boundInputs, boundParams, boundCotangents, gradientShapes,
-              gradientDTypes, gradients, gradientLabels, /*copyBack=*/true,
-              hostGradients, what);
+  return call(entry, boundInputs, boundParams, boundCotangents,
+              cotangentsOnDevice, gradientShapes, gradientDTypes, gradients,
+              gradientLabels, /*copyBack=*/!cotangentsOnDevice, hostGradients,
+              what);
 }
 
 Status GpuModule::call(void (*entry)(void **),
                        const std::vector<BoundTensor> &boundInputs,
                        const std::vector<BoundTensor> &boundParams,
                        const std::vector<BoundTensor> &boundCotangents,
+                       bool cotangentsOnDevice,
                        const std::vector<std::vector<int64_t>> &resultShapes,
                        const std::vector<int32_t> &resultDTypes,
                        std::vector<DeviceBuffer> &results,
@@ -212,8 +215,11 @@ Status GpuModule::call(void (*entry)(void **),
         };
     stage(boundInputs, inputs, inputDevice, labels[TORSOR_INPUT], nullptr);
     stage(boundParams, params, paramDevice, labels[TORSOR_PARAM], &paramStale);
-    // Cotangents (backward only) are host tensors, uploaded every call.
-    stage(boundCotangents, cotangents, {}, cotangentLabels, nullptr);
+    // Cotangents (backward only): the caller's device memory, or host
+    // tensors uploaded every call.
+    stage(boundCotangents, cotangents,
+          std::vector<char>(boundCotangents.size(), cotangentsOnDevice),
+          cotangentLabels, nullptr);
     for (size_t i = 0; i < resultShapes.size() && !callFailed(); ++i) {
       int64_t n = numElements(resultShapes[i]);
       size_t bytes =

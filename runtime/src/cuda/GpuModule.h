@@ -60,12 +60,14 @@ public:
              std::vector<HostTensor> &hostOutputs, const std::string &what);
 
   /// One backward run (torsorc --grad's entry): inputs and params as in
-  /// run(), the cotangents uploaded, and the gradients always copied back
-  /// into `hostGradients`.
+  /// run(). Host cotangents are uploaded and the gradients copied back
+  /// into `hostGradients`; device cotangents (`cotangentsOnDevice`) are
+  /// used in place and the gradients stay on the device (gradientPtr()).
   Status runBackward(void (*entry)(void **),
                      const std::vector<BoundTensor> &inputs,
                      const std::vector<BoundTensor> &params,
                      const std::vector<BoundTensor> &cotangents,
+                     bool cotangentsOnDevice,
                      const std::vector<std::vector<int64_t>> &gradientShapes,
                      const std::vector<int32_t> &gradientDTypes,
                      std::vector<HostTensor> &hostGradients,
@@ -78,6 +80,10 @@ public:
   CUdeviceptr outputPtr(size_t index) const {
     return index < outputs.size() ? outputs[index].ptr : 0;
   }
+  /// Device address of gradient `index` after a backward run.
+  CUdeviceptr gradientPtr(size_t index) const {
+    return index < gradients.size() ? gradients[index].ptr : 0;
+  }
   /// True when input `index` is bound as a device pointer.
   bool inputOnDevice(size_t index) const {
     return index < inputDevice.size() && inputDevice[index];
@@ -88,12 +94,13 @@ public:
 
 private:
   GpuModule() = default;
-  /// run() and runBackward(): stages inputs, params and `extra` host
-  /// tensors (the cotangents), sizes `results` to `resultShapes`, calls
-  /// `entry` and copies the results into `hostResults` when `copyBack`.
+  /// run() and runBackward(): stages inputs, params and `extra` tensors
+  /// (the cotangents: uploaded, or used in place when `extraOnDevice`),
+  /// sizes `results` to `resultShapes`, calls `entry` and copies the
+  /// results into `hostResults` when `copyBack`.
   Status call(void (*entry)(void **), const std::vector<BoundTensor> &inputs,
               const std::vector<BoundTensor> &params,
-              const std::vector<BoundTensor> &extra,
+              const std::vector<BoundTensor> &extra, bool extraOnDevice,
               const std::vector<std::vector<int64_t>> &resultShapes,
               const std::vector<int32_t> &resultDTypes,
               std::vector<DeviceBuffer> &results,

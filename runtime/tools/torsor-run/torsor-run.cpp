@@ -117,15 +117,44 @@ Status checkName(const TorsorModule *m, TorsorTensorKind kind,
                         name + "=FILE.npy");
 }
 
-/// Widens f16 data (loaded as f32) to f64 when tensor `name` of `kind`
-/// is f64, so half-precision files bind to models of either float type.
-Status widenForTensor(const TorsorModule *m, TorsorTensorKind kind,
-                      const std::string &name, HostTensor &t) {
+/// Prints a warning line on stderr (the run goes on).
+void warn(const std::string &message) {
+  std::fprintf(stderr, "torsor-run: warning: %s\n", message.c_str());
+}
+
+/// The dtype policy (docs/runtime.md, "dtypes"), shared with the Python
+/// package: float data from `file` of the other float type is converted to
+/// the dtype of tensor `label` (f16/bf16 and f32 -> f64 exactly, silently;
+/// f64 -> f32 rounded, with a warning). Integers and floats never mix: the
+/// binding reports that mismatch.
+Status convertForModel(int32_t dtype, const std::string &label,
+                       const std::string &file, HostTensor &t) {
+  int32_t from = t.dtype();
+  bool rounded = false;
+  Status s = rt::convertFloatForModel(t, dtype, rounded);
+  if (s.ok() && rounded)
+    warn(label + ": converting " + torsorDTypeName(from) +
+         " to the model's dtype " + torsorDTypeName(dtype) +
+         " (rounded to nearest; from '" + file + "')");
+  return s;
+}
+
+/// convertForModel for tensor `name` of `kind` (input or param).
+Status convertForTensor(const TorsorModule *m, TorsorTensorKind kind,
+                        const std::string &name, const std::string &file,
+                        HostTensor &t) {
   for (int32_t i = 0; i < torsorModuleNumTensors(m, kind); ++i)
     if (name == torsorModuleTensorName(m, kind, i))
-      return rt::widenForModel(t, torsorModuleTensorDType(m, kind, i));
+      return convertForModel(
+          torsorModuleTensorDType(m, kind, i),
+          std::string(kind == TORSOR_INPUT ? "input '" : "param '") + name +
+              "'",
+          file, t);
   return Status();
 }
+
+/// The note of torsorModuleLoadWeightsConverting: one warning per rounding.
+void warnNote(const char *message, void *) { warn(message); }
 
 /// True when `path` ends in `suffix`.
 bool endsWith(const std::string &path, const char *suffix) {
@@ -223,8 +252,8 @@ Status runBackward(TorsorModule *m, const run::Options &opts) {
         continue;
       Status s = rt::readNpy(file, cots[i]);
       if (s.ok())
-        s = rt::widenForModel(cots[i],
-                              torsorModuleTensorDType(m, TORSOR_OUTPUT, i));
+        s = convertForModel(torsorModuleTensorDType(m, TORSOR_OUTPUT, i),
+                            "cotangent '" + name + "'", file, cots[i]);
       if (!s.ok())
         return s.withPrefix("--cotangent " + name + ": ");
       strides[i] = cots[i].strides();
@@ -294,7 +323,7 @@ int runTool(const run::Options &opts) {
     const auto &[name, file] = opts.inputs[i];
     s = rt::readNpy(file, inputs[i]);
     if (s.ok())
-      s = widenForTensor(module.get(), TORSOR_INPUT, name, inputs[i]);
+      s = convertForTensor(module.get(), TORSOR_INPUT, name, file, inputs[i]);
     if (!s.ok())
       return fail(s.message);
     strides[i] = inputs[i].strides();
@@ -304,7 +333,8 @@ int runTool(const run::Options &opts) {
       return fail(s.message + " (from '" + file + "')");
   }
   if (!opts.weights.empty()) {
-    s = take(torsorModuleLoadWeights(module.get(), opts.weights.c_str()));
+    s = take(torsorModuleLoadWeightsConverting(
+        module.get(), opts.weights.c_str(), warnNote, nullptr));
     if (!s.ok())
       return fail(s.message);
   }
@@ -315,7 +345,7 @@ int runTool(const run::Options &opts) {
     const auto &[name, file] = opts.params[i];
     s = rt::readNpy(file, params[i]);
     if (s.ok())
-      s = widenForTensor(module.get(), TORSOR_PARAM, name, params[i]);
+      s = convertForTensor(module.get(), TORSOR_PARAM, name, file, params[i]);
     if (!s.ok())
       return fail(s.message);
     paramStrides[i] = params[i].strides();
