@@ -32,19 +32,20 @@ namespace {
 using Cots = ArrayRef<Value>;
 using Grads = SmallVectorImpl<Value>;
 
-/// lie.pullback "kind"(inputs), cot for operand `wrt` (its own type).
-Value pullback(OpBuilder &b, Location loc, StringRef kind, ValueRange inputs,
-               Value cot, lie::GroupAttr group, unsigned wrt,
+/// lie.pullback kind(inputs), cot for operand `wrt` (its own type).
+Value pullback(OpBuilder &b, Location loc, lie::PullbackKind kind,
+               ValueRange inputs, Value cot, lie::GroupAttr group, unsigned wrt,
                DenseF64ArrayAttr lambda = {}) {
-  return lie::PullbackOp::create(b, loc, inputs[wrt].getType(),
-                                 b.getStringAttr(kind), inputs, cot, group,
-                                 b.getI64IntegerAttr(wrt), lambda);
+  return lie::PullbackOp::create(
+      b, loc, inputs[wrt].getType(),
+      lie::PullbackKindAttr::get(b.getContext(), kind), inputs, cot, group,
+      b.getI64IntegerAttr(wrt), lambda);
 }
 
 /// One pullback per operand of an element-wise lie op.
 template <typename OpT>
 LogicalResult lieVJP(OpBuilder &b, Operation *raw, Cots cots, Grads &grads,
-                     StringRef kind) {
+                     lie::PullbackKind kind) {
   auto op = cast<OpT>(raw);
   for (unsigned i = 0; i < raw->getNumOperands(); ++i)
     grads[i] = pullback(b, raw->getLoc(), kind, raw->getOperands(), cots[0],
@@ -53,32 +54,34 @@ LogicalResult lieVJP(OpBuilder &b, Operation *raw, Cots cots, Grads &grads,
 }
 
 LogicalResult composeVJP(OpBuilder &b, Operation *op, Cots cots, Grads &grads) {
-  return lieVJP<lie::ComposeOp>(b, op, cots, grads, "compose");
+  return lieVJP<lie::ComposeOp>(b, op, cots, grads, lie::PullbackKind::Compose);
 }
 LogicalResult inverseVJP(OpBuilder &b, Operation *op, Cots cots, Grads &grads) {
-  return lieVJP<lie::InverseOp>(b, op, cots, grads, "inverse");
+  return lieVJP<lie::InverseOp>(b, op, cots, grads, lie::PullbackKind::Inverse);
 }
 LogicalResult logVJP(OpBuilder &b, Operation *op, Cots cots, Grads &grads) {
-  return lieVJP<lie::LogOp>(b, op, cots, grads, "log");
+  return lieVJP<lie::LogOp>(b, op, cots, grads, lie::PullbackKind::Log);
 }
 LogicalResult expVJP(OpBuilder &b, Operation *op, Cots cots, Grads &grads) {
-  return lieVJP<lie::ExpOp>(b, op, cots, grads, "exp");
+  return lieVJP<lie::ExpOp>(b, op, cots, grads, lie::PullbackKind::Exp);
 }
 LogicalResult actVJP(OpBuilder &b, Operation *op, Cots cots, Grads &grads) {
-  return lieVJP<lie::ActOp>(b, op, cots, grads, "act");
+  return lieVJP<lie::ActOp>(b, op, cots, grads, lie::PullbackKind::Act);
 }
 LogicalResult pairFeaturesVJP(OpBuilder &b, Operation *raw, Cots cots,
                               Grads &grads) {
   auto op = cast<lie::PairFeaturesOp>(raw);
-  return lieVJP<lie::PairFeaturesOp>(
-      b, raw, cots, grads, op.getKey() ? "key_features" : "query_features");
+  return lieVJP<lie::PairFeaturesOp>(b, raw, cots, grads,
+                                     op.getKey()
+                                         ? lie::PullbackKind::KeyFeatures
+                                         : lie::PullbackKind::QueryFeatures);
 }
 LogicalResult dist2VJP(OpBuilder &b, Operation *raw, Cots cots, Grads &grads) {
   auto op = cast<lie::Dist2Op>(raw);
   DenseF64ArrayAttr lambda = b.getDenseF64ArrayAttr(op.getLambdaOrDefault());
   for (unsigned i = 0; i < 2; ++i)
-    grads[i] = pullback(b, raw->getLoc(), "dist2", raw->getOperands(), cots[0],
-                        op.getGroup(), i, lambda);
+    grads[i] = pullback(b, raw->getLoc(), lie::PullbackKind::Dist2,
+                        raw->getOperands(), cots[0], op.getGroup(), i, lambda);
   return success();
 }
 
@@ -202,8 +205,10 @@ LogicalResult lieAttentionVJP(OpBuilder &b, Operation *raw, Cots cots,
       op.getCausalAttr());
   Value dk = transpose(b, loc, flash.getKeysGrad());
   Value dq = flash.getQueriesGrad();
-  Value fromQ = pullback(b, loc, "query_features", ValueRange{g}, dq, group, 0);
-  Value fromK = pullback(b, loc, "key_features", ValueRange{g}, dk, group, 0);
+  Value fromQ = pullback(b, loc, lie::PullbackKind::QueryFeatures,
+                         ValueRange{g}, dq, group, 0);
+  Value fromK = pullback(b, loc, lie::PullbackKind::KeyFeatures, ValueRange{g},
+                         dk, group, 0);
   grads[0] = addValues(b, loc, fromQ, fromK);
   grads[1] = flash.getValuesGrad();
   return success();
@@ -244,8 +249,10 @@ FailureOr<Value> groupInputGradient(OpBuilder &b, Location loc, Value g,
   shape.push_back(group.getModel().getAlgebraDim());
   return lie::PullbackOp::create(
              b, loc, RankedTensorType::get(shape, gType.getElementType()),
-             b.getStringAttr("left_trivialize"), ValueRange{g}, cot, group,
-             b.getI64IntegerAttr(0), DenseF64ArrayAttr())
+             lie::PullbackKindAttr::get(b.getContext(),
+                                        lie::PullbackKind::LeftTrivialize),
+             ValueRange{g}, cot, group, b.getI64IntegerAttr(0),
+             DenseF64ArrayAttr())
       .getResult();
 }
 

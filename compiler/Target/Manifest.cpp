@@ -141,9 +141,12 @@ torsor::buildManifest(ModuleOp module, StringRef target, int abiVersion,
     if (failed(entry))
       return failure();
     // Declared-group inputs are checked through torsor_group_residual.
-    if (llvm::any_of(residualChecks,
-                     [&](const ResidualCheck &c) { return c.input == i; }))
-      (*entry)["residual"] = true;
+    for (const ResidualCheck &c : residualChecks)
+      if (c.input == i) {
+        (*entry)["residual"] = true;
+        if (c.conditioned)
+          (*entry)["residual_conditioned"] = true;
+      }
     auto kind = attrs.getAs<StringAttr>("torsor.kind");
     bool isParam = kind && kind.getValue() == "param";
     // The compute dtype: that of the first float tensor (token ids are not).

@@ -9,9 +9,18 @@
 // such input; the manifest names it and marks the inputs (`"residual":
 // true`), and the runtime calls it before each run when group checks are on.
 //
+// A group on the generic builders (neither specialised nor recognised)
+// measures membership by the off-span part of its matrix log, which near a
+// rotation by π carries the log's rounding error amplified by its
+// conditioning; its inputs are marked `"residual_conditioned": true`, and
+// the runtime compares their residuals with a tolerance scaled by the dtype
+// and that conditioning (docs/groups/declared.md, "Membership check").
+// Recognised groups use their host's round trip, which needs no scaling.
+//
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Transforms/Passes.h"
+#include "dialects/Lie/IR/Groups/Generic.h"
 #include "dialects/Lie/IR/LieOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -41,8 +50,13 @@ SmallVector<ResidualCheck> torsor::collectResidualChecks(func::FuncOp model) {
       if (found)
         break;
     }
-    if (found)
-      checks.push_back({i, found});
+    if (!found)
+      continue;
+    const auto &model =
+        static_cast<const lie::GenericGroupModel &>(found.getModel());
+    bool conditioned =
+        model.getSpecialization().empty() && model.getHost() == nullptr;
+    checks.push_back({i, found, conditioned});
   }
   return checks;
 }

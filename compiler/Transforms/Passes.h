@@ -63,6 +63,10 @@ constexpr llvm::StringLiteral kResidualEntryName = "torsor_group_residual";
 struct ResidualCheck {
   unsigned input;       ///< argument index in the model function
   lie::GroupAttr group; ///< its declared group
+  /// The residual is the generic model's (the off-span part of the matrix
+  /// log), whose rounding error grows with the log's conditioning; the
+  /// runtime scales its tolerance for it (manifest "residual_conditioned").
+  bool conditioned = false;
 };
 
 /// The inputs of `model` in a declared group, in argument order.

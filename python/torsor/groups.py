@@ -179,14 +179,60 @@ def residual(G, g):
     return out["residual"].reshape(lead)
 
 
+def residual_tolerance(G, g, tol=None):
+    """The tolerance [...] each element's residual is compared with: `tol`
+    (default 1e-4 for float32, 1e-10 for float64) for a built-in or a
+    recognised declared group; for a declared group on the generic model,
+    as the runtime's check (docs/groups/declared.md, "Membership check"):
+
+        max(tol, 8·n·ε·κ(g)),  κ(g) = ‖g‖_F·‖(g + c·I)⁻¹‖_F,  c = |det g|^(1/n)
+
+    with ε the dtype's machine epsilon: the residual of a valid element near
+    a rotation by π is the log's rounding error, which grows with κ. +inf
+    where κ ≥ 1/ε (at the log's branch cut within rounding: accepted, NaN
+    residual included); -1 where det g ≤ 0 (never an element)."""
+    flat, lead = _elements(G, g, "residual_tolerance")
+    eps = float(np.finfo(flat.dtype).eps) if flat.dtype in (np.float32, np.float64) \
+        else float(np.finfo(np.float64).eps)
+    if tol is None:
+        tol = 1e-4 if flat.dtype == np.float32 else 1e-10
+    out = np.full(len(flat), float(tol))
+    spec = [s for s in helper_model(G, _dtype_name(flat.dtype)).inputs if s.name == "g"]
+    if not _spec(G)[3] or not spec[0].residual_conditioned:
+        return out.reshape(lead)
+    n = flat.shape[-1]
+    g64 = flat.astype(np.float64)
+    det = np.linalg.det(g64)
+    good = det > 0
+    c = np.where(good, np.abs(det), 1.0) ** (1.0 / n)
+    a = g64 + c[:, None, None] * np.eye(n)
+    kappa = np.full(len(flat), np.inf)
+    with np.errstate(all="ignore"):
+        for i in range(len(flat)):
+            try:
+                inv = np.linalg.inv(a[i])
+            except np.linalg.LinAlgError:
+                continue
+            k = np.linalg.norm(g64[i]) * np.linalg.norm(inv)
+            if np.isfinite(k):
+                kappa[i] = k
+    out = np.maximum(out, 8.0 * n * eps * kappa)
+    out[~(kappa < 1.0 / eps)] = np.inf
+    out[~good] = -1.0
+    return out.reshape(lead)
+
+
 def check(G, g, tol=None):
     """True when every element of g [..., n, n] is in G: its membership
-    residual is at most `tol` (default 1e-4 for float32, 1e-10 for float64)
-    and finite."""
+    residual is finite and at most `tol` (default 1e-4 for float32, 1e-10
+    for float64); for a declared group at most residual_tolerance(G, g,
+    tol), which scales `tol` with the dtype and the log's conditioning at
+    each element, as torsor-run's default group check does."""
     r = residual(G, g)
-    if tol is None:
-        tol = 1e-4 if r.dtype == np.float32 else 1e-10
-    return bool(np.all(np.isfinite(r)) and np.all(r <= tol))
+    t = residual_tolerance(G, g, tol)
+    with np.errstate(invalid="ignore"):
+        ok = (np.isfinite(r) & (r <= t)) | np.isposinf(t)
+    return bool(np.all(ok & (t >= 0)))
 
 
 def random(G, n, seed=None, scale=None, dtype="f32"):

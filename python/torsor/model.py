@@ -32,7 +32,9 @@ class TensorSpec:
     `shape` holds ints (fixed extents) and strings (symbolic dims such as
     "L"); `group` is the group name of a group-element tensor ("SE3") and
     `left_invariant` the compiler's verdict for group inputs (None for
-    other tensors)."""
+    other tensors); `residual_conditioned` marks declared-group inputs whose
+    membership residual is the generic model's, checked against a tolerance
+    scaled by the dtype and the log's conditioning (torsor.groups.check)."""
 
     name: str
     kind: str
@@ -40,6 +42,7 @@ class TensorSpec:
     shape: Tuple[Union[int, str], ...]
     group: Optional[str] = None
     left_invariant: Optional[bool] = None
+    residual_conditioned: bool = False
 
     @property
     def numpy_dtype(self):
@@ -445,7 +448,8 @@ class Model:
                 shape=tuple(shape),
                 group=group.decode() if group is not None else None,
                 left_invariant=entry.get("left_invariant") if kind == INPUT and group
-                else None))
+                else None,
+                residual_conditioned=bool(entry.get("residual_conditioned", False))))
         return specs
 
     # -- weights --------------------------------------------------------------

@@ -15,12 +15,19 @@
 // Errors are maximum absolute entry deviations, compared with `!(e <= tol)`
 // so that NaN fails.
 //
+// Declared groups are checked by the model's own membership residual
+// (Module.cpp); declaredResidualTolerance scales their tolerance with the
+// dtype and the conditioning of the log at the element, since the
+// residual of a valid element near a rotation by π is the log's rounding
+// error amplified by that conditioning.
+//
 //===----------------------------------------------------------------------===//
 
 #include "GroupCheck.h"
 #include "torsor/GroupFacts.h"
 
 #include <cmath>
+#include <limits>
 #include <vector>
 
 namespace torsor::rt {
@@ -167,39 +174,125 @@ std::string checkGroupMatrix(const std::string &group, const double *m,
   return "";
 }
 
+void readGroupElement(const TorsorTensor &t, int n, int64_t e, double *m) {
+  std::vector<int64_t> shape(t.shape, t.shape + t.rank);
+  std::vector<int64_t> strides =
+      t.strides ? std::vector<int64_t>(t.strides, t.strides + t.rank)
+                : rowMajorStrides(shape);
+  // Offset of element e: unflatten over the leading dims.
+  int64_t offset = 0, rest = e;
+  for (int d = t.rank - 3; d >= 0; --d) {
+    offset += (rest % shape[d]) * strides[d];
+    rest /= shape[d];
+  }
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      int64_t at = offset + i * strides[t.rank - 2] + j * strides[t.rank - 1];
+      switch (t.dtype) {
+      case TORSOR_DTYPE_F32:
+        m[i * n + j] = static_cast<const float *>(t.data)[at];
+        break;
+      case TORSOR_DTYPE_F64:
+        m[i * n + j] = static_cast<const double *>(t.data)[at];
+        break;
+      default:
+        m[i * n + j] =
+            static_cast<double>(static_cast<const int64_t *>(t.data)[at]);
+      }
+    }
+}
+
+namespace {
+
+/// LU-factors the n x n row-major `a` in place with partial pivoting into
+/// `perm`; returns det a (0 when a pivot vanishes).
+double luFactor(std::vector<double> &a, int n, std::vector<int> &perm) {
+  perm.resize(n);
+  double det = 1;
+  for (int i = 0; i < n; ++i)
+    perm[i] = i;
+  for (int k = 0; k < n; ++k) {
+    int p = k;
+    for (int i = k + 1; i < n; ++i)
+      if (std::fabs(a[i * n + k]) > std::fabs(a[p * n + k]))
+        p = i;
+    if (!(a[p * n + k] != 0))
+      return 0;
+    if (p != k) {
+      for (int j = 0; j < n; ++j)
+        std::swap(a[k * n + j], a[p * n + j]);
+      std::swap(perm[k], perm[p]);
+      det = -det;
+    }
+    det *= a[k * n + k];
+    for (int i = k + 1; i < n; ++i) {
+      double f = a[i * n + k] /= a[k * n + k];
+      for (int j = k + 1; j < n; ++j)
+        a[i * n + j] -= f * a[k * n + j];
+    }
+  }
+  return det;
+}
+
+/// ‖a⁻¹‖_F from its LU factors (column by column), +inf when singular.
+double inverseNorm(const std::vector<double> &lu, const std::vector<int> &perm,
+                   int n) {
+  double sum = 0;
+  std::vector<double> x(n);
+  for (int c = 0; c < n; ++c) {
+    for (int i = 0; i < n; ++i) {
+      double v = perm[i] == c ? 1.0 : 0.0;
+      for (int j = 0; j < i; ++j)
+        v -= lu[i * n + j] * x[j];
+      x[i] = v;
+    }
+    for (int i = n - 1; i >= 0; --i) {
+      double v = x[i];
+      for (int j = i + 1; j < n; ++j)
+        v -= lu[i * n + j] * x[j];
+      x[i] = v / lu[i * n + i];
+    }
+    for (double v : x)
+      sum += v * v;
+  }
+  return std::sqrt(sum);
+}
+
+} // namespace
+
+double declaredResidualTolerance(double tol, int32_t dtype, const double *g,
+                                 int n) {
+  double eps = dtype == TORSOR_DTYPE_F32 ? 0x1p-23 : 0x1p-52;
+  std::vector<double> a(g, g + n * n);
+  std::vector<int> perm;
+  double det = luFactor(a, n, perm);
+  if (!(det > 0))
+    return -1; // det ≤ 0 or NaN: exp of an algebra element has det e^tr > 0
+  double c = std::pow(det, 1.0 / n), norm = 0;
+  a.assign(g, g + n * n);
+  for (int i = 0; i < n; ++i) {
+    a[i * n + i] += c;
+    for (int j = 0; j < n; ++j)
+      norm += g[i * n + j] * g[i * n + j];
+  }
+  double kappa = 1 / eps; // g + c·I singular: the log has no digits left
+  if (luFactor(a, n, perm) != 0)
+    kappa = std::fmin(kappa, std::sqrt(norm) * inverseNorm(a, perm, n));
+  if (!(kappa < 1 / eps))
+    return std::numeric_limits<double>::infinity();
+  return std::fmax(tol, 8.0 * n * eps * kappa);
+}
+
 Status checkGroupTensor(const std::string &label, const std::string &group,
                         const TorsorTensor &t, double tol) {
   int n = builtinGroupMatrixSize(group);
   if (!n || t.rank < 2 || t.shape[t.rank - 1] != n || t.shape[t.rank - 2] != n)
     return Status();
   std::vector<int64_t> shape(t.shape, t.shape + t.rank);
-  std::vector<int64_t> strides =
-      t.strides ? std::vector<int64_t>(t.strides, t.strides + t.rank)
-                : rowMajorStrides(shape);
   int64_t count = numElements(shape) / (n * n);
   std::vector<double> m(n * n);
   for (int64_t e = 0; e < count; ++e) {
-    // Offset of element e: unflatten over the leading dims.
-    int64_t offset = 0, rest = e;
-    for (int d = t.rank - 3; d >= 0; --d) {
-      offset += (rest % shape[d]) * strides[d];
-      rest /= shape[d];
-    }
-    for (int i = 0; i < n; ++i)
-      for (int j = 0; j < n; ++j) {
-        int64_t at = offset + i * strides[t.rank - 2] + j * strides[t.rank - 1];
-        switch (t.dtype) {
-        case TORSOR_DTYPE_F32:
-          m[i * n + j] = static_cast<const float *>(t.data)[at];
-          break;
-        case TORSOR_DTYPE_F64:
-          m[i * n + j] = static_cast<const double *>(t.data)[at];
-          break;
-        default:
-          m[i * n + j] =
-              static_cast<double>(static_cast<const int64_t *>(t.data)[at]);
-        }
-      }
+    readGroupElement(t, n, e, m.data());
     std::string why = checkGroupMatrix(group, m.data(), tol, t.dtype);
     if (!why.empty())
       return invalidArg(format("%s element %lld is not in %s: %s",

@@ -40,6 +40,24 @@ std::string checkGroupMatrix(const std::string &group, const double *m,
 Status checkGroupTensor(const std::string &label, const std::string &group,
                         const TorsorTensor &tensor, double tol);
 
+/// Reads element `e` (over the leading dims) of the n x n matrices in the
+/// last two dims of `tensor` into `m` (row-major, as doubles).
+void readGroupElement(const TorsorTensor &tensor, int n, int64_t e, double *m);
+
+/// The tolerance a declared group's membership residual of the n x n
+/// element `g` is compared with, for a model computing in `dtype`
+/// (docs/groups/declared.md, "Membership check"):
+///   max(tol, 8·n·ε·κ(g)),  κ(g) = ‖g‖_F·‖(g + c·I)⁻¹‖_F,  c = |det g|^(1/n),
+/// with ε the dtype's machine epsilon. κ(g) estimates the condition number
+/// of the principal log at g: it grows as 1/(π − θ) when g has a rotation
+/// by θ near π (an eigenvalue pair near −c), where the residual of a valid
+/// element grows the same way. Where κ(g) ≥ 1/ε, g is at the log's branch
+/// cut within rounding (a rotation by π), its residual has no digits and
+/// may be NaN: +inf (accept). Returns a negative value when det g ≤ 0 (no
+/// element of a connected matrix group has one).
+double declaredResidualTolerance(double tol, int32_t dtype, const double *g,
+                                 int n);
+
 } // namespace torsor::rt
 
 #endif // TORSOR_RUNTIME_GROUPCHECK_H

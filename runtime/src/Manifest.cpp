@@ -115,6 +115,11 @@ public:
     if (res && res->kind != json::Value::Bool)
       return error(*res, field + ".residual", "expected a boolean");
     out.residual = res && res->boolean;
+    const json::Value *cond = v.get("residual_conditioned");
+    if (cond && cond->kind != json::Value::Bool)
+      return error(*cond, field + ".residual_conditioned",
+                   "expected a boolean");
+    out.residualConditioned = cond && cond->boolean;
     if (!g)
       return Status();
     if (g->kind != json::Value::String || g->string.empty())

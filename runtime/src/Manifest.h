@@ -35,6 +35,9 @@ struct TensorSpec {
   bool leftInvariant = false;
   /// Checked by the model's group-residual entry (declared groups).
   bool residual = false;
+  /// Its residual is the generic model's: compared with a tolerance scaled
+  /// by the dtype and the log's conditioning (declaredResidualTolerance).
+  bool residualConditioned = false;
   /// The shape as "L x 4 x 4".
   std::string shapeString() const;
 };

@@ -73,6 +73,10 @@ Status matchManifests(const Manifest &file, const Manifest &embedded,
       if (a[i].residual != b[i].residual)
         return differ(what + "'s residual check", a[i].residual ? "on" : "off",
                       b[i].residual ? "on" : "off");
+      if (a[i].residualConditioned != b[i].residualConditioned)
+        return differ(what + "'s residual tolerance",
+                      a[i].residualConditioned ? "conditioned" : "fixed",
+                      b[i].residualConditioned ? "conditioned" : "fixed");
     }
     if (a.size() != b.size())
       return differ("the number of " + plural, std::to_string(a.size()),

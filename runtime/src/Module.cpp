@@ -21,6 +21,7 @@
 #include "cuda/CudaDevice.h"
 
 #include <climits>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
@@ -302,20 +303,40 @@ Status checkResiduals(TorsorModule &m) {
   Status s = callIntoModel(m, m.residualEntry, args.data());
   if (!s.ok())
     return s.withPrefix("group check: ");
+  // Each residual of a generic-model group against the tolerance scaled by
+  // the dtype and the log's conditioning at that element
+  // (declaredResidualTolerance, GroupCheck.h); others against groupTol.
   for (size_t k = 0; k < checked.size(); ++k) {
     const TensorSpec &spec = m.manifest.inputs[checked[k]];
     const HostTensor &r = residuals[k];
+    TorsorTensor input = m.inputs[checked[k]].view();
+    int n = static_cast<int>(input.shape[input.rank - 1]);
+    std::vector<double> g(n * n);
     for (int64_t e = 0; e < r.numel(); ++e) {
       double v = r.dtype() == TORSOR_DTYPE_F32
                      ? static_cast<const float *>(r.data())[e]
                      : static_cast<const double *>(r.data())[e];
-      if (!(v <= m.groupTol))
-        return invalidArg(
-            format("input '%s' element %lld is not in %s: membership residual "
-                   "%.1e > tol %g (lie.membership_residual of the declared "
-                   "group, docs/groups/declared.md; NaN: no principal log)",
-                   spec.name.c_str(), (long long)e, spec.group.c_str(), v,
-                   m.groupTol));
+      double tol = m.groupTol;
+      if (spec.residualConditioned) {
+        readGroupElement(input, n, e, g.data());
+        tol = declaredResidualTolerance(m.groupTol, r.dtype(), g.data(), n);
+      }
+      if (std::isinf(tol))
+        continue; // at the branch cut within rounding (GroupCheck.h)
+      if (tol < 0)
+        return invalidArg(format(
+            "input '%s' element %lld is not in %s: det <= 0 (every element "
+            "of a group declared by generators is an exp, det e^X = e^tr X > "
+            "0; a reflection or a singular matrix?)",
+            spec.name.c_str(), (long long)e, spec.group.c_str()));
+      if (!(v <= tol))
+        return invalidArg(format(
+            "input '%s' element %lld is not in %s: membership residual %.1e > "
+            "tol %g (lie.membership_residual of the declared group, against "
+            "max(tol, 8·n·eps·cond(g)) with tol %g, docs/groups/declared.md; "
+            "NaN: no principal log)",
+            spec.name.c_str(), (long long)e, spec.group.c_str(), v, tol,
+            m.groupTol));
     }
   }
   return Status();

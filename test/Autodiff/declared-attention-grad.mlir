@@ -11,8 +11,8 @@
 //       CHECK:   lie.pair_features
 //       CHECK:   geo.flash_lie_attention_grad
 //  CHECK-SAME:     group = #lie.group<"Sim2"
-//       CHECK:   lie.pullback "query_features"
-//       CHECK:   lie.pullback "key_features"
+//       CHECK:   lie.pullback query_features
+//       CHECK:   lie.pullback key_features
 //   CHECK-NOT:   tensor<?x?x
 //   CHECK-NOT:   lie.log
 //       CHECK:   return

@@ -96,9 +96,9 @@ func.func @product(%x: tensor<4xf32> {torsor.dims = [4], torsor.kind = "input", 
 //       CHECK:   lie.pair_features {{.*}} : tensor<2x?x?x4x4xf64> -> tensor<2x?x?x12xf64>
 //       CHECK:   linalg.transpose ins(%{{.*}} : tensor<2x?x?x12xf64>) outs(%{{.*}} : tensor<2x?x12x?xf64>) permutation = [0, 1, 3, 2]
 //       CHECK:   geo.flash_lie_attention_grad {{.*}} -> (tensor<2x?x?x12xf64>, tensor<2x?x12x?xf64>, tensor<2x?x?x8xf64>)
-//       CHECK:   lie.pullback "query_features"
-//       CHECK:   lie.pullback "key_features"
-//       CHECK:   lie.pullback "left_trivialize"
+//       CHECK:   lie.pullback query_features
+//       CHECK:   lie.pullback key_features
+//       CHECK:   lie.pullback left_trivialize
 //   CHECK-NOT:   lie.compose
 //   CHECK-NOT:   lie.log
 //   CHECK-NOT:   tensor<2x?x?x?x

@@ -4,7 +4,9 @@
 // same shape: a loop nest over the batch dims carrying the result tensor; in
 // the body, extract one element's scalars from each operand, let the group
 // model build the closed form, and insert the result scalars. Only the
-// operand/result trailing shapes and the model builder differ per op.
+// operand/result trailing shapes and the model builder differ per op, and
+// each op states those through lie's ElementOpInterface
+// (dialects/Lie/IR/LieInterfaces.td), so this is one pattern over it.
 //
 // The loops are scf.for on tensors; one-shot bufferization turns the
 // extract/insert chains into in-place loads and stores with no per-element
@@ -45,18 +47,27 @@ void markParallel(scf::LoopNest &nest) {
 Value torsor::buildElementwiseLoops(OpBuilder &rewriter, Location loc,
                                     ArrayRef<ElementOperand> operands,
                                     RankedTensorType resultType,
-                                    unsigned resultTrailing, ElementBody body) {
+                                    unsigned resultTrailing, ElementBody body,
+                                    ValueRange dynamicBatchSizes) {
   auto floatType = cast<FloatType>(resultType.getElementType());
   unsigned batchRank = resultType.getRank() - resultTrailing;
-  Value shapeSource = operands.front().value;
 
   // Batch extents come from the first operand; the verifier made all batch
-  // shapes equal, so any operand would do.
+  // shapes equal, so any operand would do. Without operands they are the
+  // result's static sizes and `dynamicBatchSizes`.
   SmallVector<Value> lbs, ubs, steps, dynamicSizes;
   Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
   Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+  unsigned nextDynamic = 0;
   for (unsigned d = 0; d < batchRank; ++d) {
-    Value extent = tensor::DimOp::create(rewriter, loc, shapeSource, d);
+    Value extent;
+    if (!operands.empty())
+      extent = tensor::DimOp::create(rewriter, loc, operands.front().value, d);
+    else if (resultType.isDynamicDim(d))
+      extent = dynamicBatchSizes[nextDynamic++];
+    else
+      extent = arith::ConstantIndexOp::create(rewriter, loc,
+                                              resultType.getDimSize(d));
     lbs.push_back(zero);
     ubs.push_back(extent);
     steps.push_back(one);
@@ -126,168 +137,26 @@ Value torsor::buildElementwiseLoops(OpBuilder &rewriter, Location loc,
 
 namespace {
 
-/// Replaces `op` (one result of type `resultType`, `resultTrailing` element
-/// dims) with a loop nest over the batch dims running `body` per element.
-void lowerElementwise(Operation *op, PatternRewriter &rewriter,
-                      ArrayRef<ElementOperand> operands,
-                      RankedTensorType resultType, unsigned resultTrailing,
-                      ElementBody body) {
-  rewriter.replaceOp(op,
-                     buildElementwiseLoops(rewriter, op->getLoc(), operands,
-                                           resultType, resultTrailing, body));
-}
+/// The one lowering of every lie op: a loop nest over the batch dims running
+/// the op's own element builder (ElementOpInterface::buildElement, which
+/// calls the group model).
+struct LowerElementOp : OpInterfaceRewritePattern<ElementOpInterface> {
+  using OpInterfaceRewritePattern::OpInterfaceRewritePattern;
 
-struct LowerIdentity : OpRewritePattern<IdentityOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(IdentityOp op,
+  LogicalResult matchAndRewrite(ElementOpInterface op,
                                 PatternRewriter &rewriter) const override {
-    // A constant n×n identity broadcast over the batch dims.
-    RankedTensorType type = op.getType();
-    SmallVector<double> id = op.getGroup().getModel().getIdentity();
-    Location loc = op.getLoc();
-    auto floatType = cast<FloatType>(type.getElementType());
-    unsigned batchRank = type.getRank() - 2;
-    Value init = tensor::EmptyOp::create(rewriter, loc, type.getShape(),
-                                         floatType, op.getDynamicSizes());
-    SmallVector<Value> lbs, ubs, steps;
-    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
-    Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
-    for (unsigned d = 0; d < batchRank; ++d) {
-      lbs.push_back(zero);
-      ubs.push_back(tensor::DimOp::create(rewriter, loc, init, d));
-      steps.push_back(one);
-    }
-    int64_t n = type.getDimSize(type.getRank() - 1);
-    scf::LoopNest nest = scf::buildLoopNest(
-        rewriter, loc, lbs, ubs, steps, ValueRange{init},
-        [&](OpBuilder &b, Location loc, ValueRange ivs,
-            ValueRange iterArgs) -> scf::ValueVector {
-          Value acc = iterArgs.front();
-          for (int64_t i = 0; i < n * n; ++i) {
-            SmallVector<Value> indices(ivs.begin(), ivs.end());
-            indices.push_back(arith::ConstantIndexOp::create(b, loc, i / n));
-            indices.push_back(arith::ConstantIndexOp::create(b, loc, i % n));
-            Value value = arith::ConstantOp::create(
-                b, loc, b.getFloatAttr(floatType, id[i]));
-            acc = tensor::InsertOp::create(b, loc, value, acc, indices);
-          }
-          return {acc};
-        });
-    markParallel(nest);
-    rewriter.replaceOp(op, nest.results.front());
-    return success();
-  }
-};
-
-struct LowerCompose : OpRewritePattern<ComposeOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(ComposeOp op,
-                                PatternRewriter &rewriter) const override {
-    const GroupModel &model = op.getGroup().getModel();
-    lowerElementwise(op, rewriter, {{op.getLhs(), 2}, {op.getRhs(), 2}},
-                     op.getType(), 2,
-                     [&](ScalarBuilder &m, ArrayRef<Scalars> in) {
-                       return model.buildCompose(m, in[0], in[1]);
-                     });
-    return success();
-  }
-};
-
-struct LowerInverse : OpRewritePattern<InverseOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(InverseOp op,
-                                PatternRewriter &rewriter) const override {
-    const GroupModel &model = op.getGroup().getModel();
-    lowerElementwise(op, rewriter, {{op.getInput(), 2}}, op.getType(), 2,
-                     [&](ScalarBuilder &m, ArrayRef<Scalars> in) {
-                       return model.buildInverse(m, in[0]);
-                     });
-    return success();
-  }
-};
-
-struct LowerLog : OpRewritePattern<LogOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(LogOp op,
-                                PatternRewriter &rewriter) const override {
-    const GroupModel &model = op.getGroup().getModel();
-    lowerElementwise(op, rewriter, {{op.getInput(), 2}}, op.getType(), 1,
-                     [&](ScalarBuilder &m, ArrayRef<Scalars> in) {
-                       return model.buildLog(m, in[0]);
-                     });
-    return success();
-  }
-};
-
-struct LowerPairFeatures : OpRewritePattern<PairFeaturesOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(PairFeaturesOp op,
-                                PatternRewriter &rewriter) const override {
-    const GroupModel &model = op.getGroup().getModel();
-    bool key = op.getKey();
-    lowerElementwise(op, rewriter, {{op.getInput(), 2}}, op.getType(), 1,
-                     [&](ScalarBuilder &m, ArrayRef<Scalars> in) {
-                       return key ? model.buildKeyFeatures(m, in[0])
-                                  : model.buildQueryFeatures(m, in[0]);
-                     });
-    return success();
-  }
-};
-
-struct LowerExp : OpRewritePattern<ExpOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(ExpOp op,
-                                PatternRewriter &rewriter) const override {
-    const GroupModel &model = op.getGroup().getModel();
-    lowerElementwise(op, rewriter, {{op.getInput(), 1}}, op.getType(), 2,
-                     [&](ScalarBuilder &m, ArrayRef<Scalars> in) {
-                       return model.buildExp(m, in[0]);
-                     });
-    return success();
-  }
-};
-
-struct LowerAct : OpRewritePattern<ActOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(ActOp op,
-                                PatternRewriter &rewriter) const override {
-    const GroupModel &model = op.getGroup().getModel();
-    lowerElementwise(op, rewriter, {{op.getElement(), 2}, {op.getPoint(), 1}},
-                     op.getType(), 1,
-                     [&](ScalarBuilder &m, ArrayRef<Scalars> in) {
-                       return model.buildAct(m, in[0], in[1]);
-                     });
-    return success();
-  }
-};
-
-struct LowerDist2 : OpRewritePattern<Dist2Op> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(Dist2Op op,
-                                PatternRewriter &rewriter) const override {
-    const GroupModel &model = op.getGroup().getModel();
-    SmallVector<double> lambda = op.getLambdaOrDefault();
-    lowerElementwise(op, rewriter, {{op.getLhs(), 2}, {op.getRhs(), 2}},
-                     op.getType(), 0,
-                     [&](ScalarBuilder &m, ArrayRef<Scalars> in) -> Scalars {
-                       Scalars weights;
-                       for (double w : lambda)
-                         weights.push_back(m.c(w));
-                       return {model.buildDist2(m, in[0], in[1], weights)};
-                     });
-    return success();
-  }
-};
-
-struct LowerMembershipResidual : OpRewritePattern<MembershipResidualOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(MembershipResidualOp op,
-                                PatternRewriter &rewriter) const override {
-    const GroupModel &model = op.getGroup().getModel();
-    lowerElementwise(op, rewriter, {{op.getInput(), 2}}, op.getType(), 0,
-                     [&](ScalarBuilder &m, ArrayRef<Scalars> in) -> Scalars {
-                       return {model.buildMembershipResidual(m, in[0])};
-                     });
+    if (failed(op.verifyElementLowering()))
+      return failure();
+    auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+    SmallVector<ElementOperand> operands = op.getElementOperands();
+    Value result = buildElementwiseLoops(
+        rewriter, op->getLoc(), operands, resultType, op.getResultElementRank(),
+        [&](ScalarBuilder &m, ArrayRef<Scalars> in) -> Scalars {
+          // verifyElementLowering ruled failure out.
+          return *op.buildElement(m, in);
+        },
+        op.getDynamicBatchSizes());
+    rewriter.replaceOp(op, result);
     return success();
   }
 };
@@ -316,8 +185,5 @@ struct ConvertLieToArith
 } // namespace
 
 void torsor::populateLieToArithConversionPatterns(RewritePatternSet &patterns) {
-  patterns.add<LowerIdentity, LowerCompose, LowerInverse, LowerLog,
-               LowerPairFeatures, LowerExp, LowerAct, LowerDist2,
-               LowerMembershipResidual>(patterns.getContext());
-  populateLiePullbackPatterns(patterns);
+  patterns.add<LowerElementOp>(patterns.getContext());
 }

@@ -7,7 +7,7 @@
 #ifndef TORSOR_COMPILER_CONVERSION_LIETOARITH_LIETOARITH_H
 #define TORSOR_COMPILER_CONVERSION_LIETOARITH_LIETOARITH_H
 
-#include "dialects/Lie/IR/GroupModel.h"
+#include "dialects/Lie/IR/LieInterfaces.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -18,12 +18,8 @@ class RewritePatternSet;
 
 namespace torsor {
 
-/// One operand of an element-wise op: its value and how many trailing dims
-/// form one element (2 for matrices, 1 for vectors, 0 for scalars).
-struct ElementOperand {
-  mlir::Value value;
-  unsigned trailing;
-};
+/// One operand of an element-wise op and its element rank (LieInterfaces.h).
+using lie::ElementOperand;
 
 /// Builds the result scalars of one element from each operand's scalars.
 using ElementBody = llvm::function_ref<lie::Scalars(
@@ -33,19 +29,19 @@ using ElementBody = llvm::function_ref<lie::Scalars(
 /// `resultType` (all but its last `resultTrailing` dims), extract each
 /// operand's element as scalars, run `body`, insert the result scalars.
 /// The loops carry the result tensor and are marked torsor.parallel (each
-/// iteration touches only its own elements). Returns the result tensor.
+/// iteration touches only its own elements). With no operands, the batch
+/// extents are `resultType`'s static sizes and `dynamicBatchSizes` for its
+/// dynamic ones. Returns the result tensor.
 mlir::Value buildElementwiseLoops(mlir::OpBuilder &builder, mlir::Location loc,
                                   llvm::ArrayRef<ElementOperand> operands,
                                   mlir::RankedTensorType resultType,
-                                  unsigned resultTrailing, ElementBody body);
+                                  unsigned resultTrailing, ElementBody body,
+                                  mlir::ValueRange dynamicBatchSizes = {});
 
-/// Adds the patterns that rewrite every lie op into a loop nest over its
-/// batch dims running the group model's scalar builder.
+/// Adds the one pattern that rewrites every lie op (every
+/// lie::ElementOpInterface op, lie.pullback included) into a loop nest over
+/// its batch dims running the op's group-model element builder.
 void populateLieToArithConversionPatterns(mlir::RewritePatternSet &patterns);
-
-/// Adds the lowering of lie.pullback (LowerPullback.cpp): the group model's
-/// derivative builders per element.
-void populateLiePullbackPatterns(mlir::RewritePatternSet &patterns);
 
 } // namespace torsor
 

@@ -175,5 +175,31 @@ LogicalResult Dist2Op::verify() {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// lie.pullback's kind: a bare keyword (`log`), or the quoted form
+// (`"log"`) that IR written before it was an enum uses.
+//===----------------------------------------------------------------------===//
+
+static ParseResult parsePullbackKind(OpAsmParser &parser,
+                                     PullbackKindAttr &kind) {
+  SMLoc loc = parser.getCurrentLocation();
+  std::string name;
+  if (failed(parser.parseKeywordOrString(&name)))
+    return failure();
+  std::optional<PullbackKind> parsed = symbolizePullbackKind(name);
+  if (!parsed)
+    return parser.emitError(loc)
+           << "lie.pullback differentiates compose, inverse, log, exp, act, "
+              "dist2, query_features, key_features or left_trivialize, got '"
+           << name << "'";
+  kind = PullbackKindAttr::get(parser.getContext(), *parsed);
+  return success();
+}
+
+static void printPullbackKind(OpAsmPrinter &printer, Operation *,
+                              PullbackKindAttr kind) {
+  printer << stringifyPullbackKind(kind.getValue());
+}
+
 #define GET_OP_CLASSES
 #include "dialects/Lie/IR/LieOps.cpp.inc"

@@ -9,6 +9,8 @@
 
 #include "dialects/Lie/IR/LieAttrs.h"
 #include "dialects/Lie/IR/LieDialect.h"
+#include "dialects/Lie/IR/LieEnums.h"
+#include "dialects/Lie/IR/LieInterfaces.h"
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinTypes.h"

@@ -11,6 +11,8 @@
 
 include "dialects/Lie/IR/LieDialect.td"
 include "dialects/Lie/IR/LieAttrs.td"
+include "dialects/Lie/IR/LieEnums.td"
+include "dialects/Lie/IR/LieInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/CommonAttrConstraints.td"
@@ -25,7 +27,8 @@ def Lie_AlgebraTensor : RankedTensorOf<[F32, F64], [HasAnyRankOfPred<[1, 2, 3, 4
 // IdentityOp
 //===----------------------------------------------------------------------===//
 
-def Lie_IdentityOp : Lie_Op<"identity", [Pure]> {
+def Lie_IdentityOp : Lie_Op<"identity", [Pure,
+    DeclareOpInterfaceMethods<Lie_ElementOpInterface, ["getDynamicBatchSizes"]>]> {
   let summary = "a tensor filled with the group identity";
   let description = [{
     One operand per dynamic batch dimension, as in `tensor.empty`.
@@ -43,7 +46,8 @@ def Lie_IdentityOp : Lie_Op<"identity", [Pure]> {
 // ComposeOp
 //===----------------------------------------------------------------------===//
 
-def Lie_ComposeOp : Lie_Op<"compose", [Pure, SameOperandsAndResultType]> {
+def Lie_ComposeOp : Lie_Op<"compose", [Pure, SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<Lie_ElementOpInterface>]> {
   let summary = "group product `a · b`";
   let description = [{
     Element-wise over the batch dims. Associative, not commutative.
@@ -63,7 +67,8 @@ def Lie_ComposeOp : Lie_Op<"compose", [Pure, SameOperandsAndResultType]> {
 // InverseOp
 //===----------------------------------------------------------------------===//
 
-def Lie_InverseOp : Lie_Op<"inverse", [Pure, SameOperandsAndResultType]> {
+def Lie_InverseOp : Lie_Op<"inverse", [Pure, SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<Lie_ElementOpInterface>]> {
   let summary = "group inverse `g⁻¹`";
   let description = [{
     Uses the group's structure (e.g. `[Rᵀ, −Rᵀt]` for SE(3)), never a
@@ -84,7 +89,7 @@ def Lie_InverseOp : Lie_Op<"inverse", [Pure, SameOperandsAndResultType]> {
 // LogOp
 //===----------------------------------------------------------------------===//
 
-def Lie_LogOp : Lie_Op<"log", [Pure]> {
+def Lie_LogOp : Lie_Op<"log", [Pure, DeclareOpInterfaceMethods<Lie_ElementOpInterface>]> {
   let summary = "logarithm map to algebra coordinates";
   let description = [{
     Principal logarithm in the group's chart, as coordinates in the model's
@@ -105,7 +110,8 @@ def Lie_LogOp : Lie_Op<"log", [Pure]> {
 // PairFeaturesOp
 //===----------------------------------------------------------------------===//
 
-def Lie_PairFeaturesOp : Lie_Op<"pair_features", [Pure]> {
+def Lie_PairFeaturesOp : Lie_Op<"pair_features", [Pure,
+    DeclareOpInterfaceMethods<Lie_ElementOpInterface>]> {
   let summary = "per-token features of the factored pairwise dist2";
   let description = [{
     The group model's factored pairwise form of `dist2(a, b)`: features of
@@ -134,7 +140,7 @@ def Lie_PairFeaturesOp : Lie_Op<"pair_features", [Pure]> {
 // ExpOp
 //===----------------------------------------------------------------------===//
 
-def Lie_ExpOp : Lie_Op<"exp", [Pure]> {
+def Lie_ExpOp : Lie_Op<"exp", [Pure, DeclareOpInterfaceMethods<Lie_ElementOpInterface>]> {
   let summary = "exponential map from algebra coordinates";
   let description = [{
     ```mlir
@@ -152,7 +158,7 @@ def Lie_ExpOp : Lie_Op<"exp", [Pure]> {
 // ActOp
 //===----------------------------------------------------------------------===//
 
-def Lie_ActOp : Lie_Op<"act", [Pure]> {
+def Lie_ActOp : Lie_Op<"act", [Pure, DeclareOpInterfaceMethods<Lie_ElementOpInterface>]> {
   let summary = "group action on points `g · p`";
   let description = [{
     Affine groups act on points of dimension n − 1 through the homogeneous
@@ -176,7 +182,8 @@ def Lie_ActOp : Lie_Op<"act", [Pure]> {
 // Dist2Op
 //===----------------------------------------------------------------------===//
 
-def Lie_Dist2Op : Lie_Op<"dist2", [Pure, AllTypesMatch<["lhs", "rhs"]>]> {
+def Lie_Dist2Op : Lie_Op<"dist2", [Pure, AllTypesMatch<["lhs", "rhs"]>,
+    DeclareOpInterfaceMethods<Lie_ElementOpInterface>]> {
   let summary = "squared weighted log distance `‖log(a⁻¹ b)‖²_λ`";
   let description = [{
     `lambda` holds one weight per algebra block of the group (in the order
@@ -204,7 +211,8 @@ def Lie_Dist2Op : Lie_Op<"dist2", [Pure, AllTypesMatch<["lhs", "rhs"]>]> {
 // MembershipResidualOp
 //===----------------------------------------------------------------------===//
 
-def Lie_MembershipResidualOp : Lie_Op<"membership_residual", [Pure]> {
+def Lie_MembershipResidualOp : Lie_Op<"membership_residual", [Pure,
+    DeclareOpInterfaceMethods<Lie_ElementOpInterface>]> {
   let summary = "how far a matrix is from being an element of the group";
   let description = [{
     Zero (up to rounding) for elements of the group inside the chart of
@@ -230,35 +238,37 @@ def Lie_MembershipResidualOp : Lie_Op<"membership_residual", [Pure]> {
 // PullbackOp
 //===----------------------------------------------------------------------===//
 
-def Lie_PullbackOp : Lie_Op<"pullback", [Pure]> {
+def Lie_PullbackOp : Lie_Op<"pullback", [Pure,
+    DeclareOpInterfaceMethods<Lie_ElementOpInterface, ["verifyElementLowering"]>]> {
   let summary = "vector-Jacobian product of a lie op for one operand";
   let description = [{
-    The reverse-mode derivative of one element-wise lie op (`of`: "compose",
-    "inverse", "log", "exp", "act", "dist2", "query_features",
-    "key_features" — the last two are `lie.pair_features` without and with
-    `key`) with respect to its operand `wrt`. `inputs` are the forward
+    The reverse-mode derivative of one element-wise lie op (`of`, an enum:
+    `compose`, `inverse`, `log`, `exp`, `act`, `dist2`, `query_features`,
+    `key_features` — the last two are `lie.pair_features` without and with
+    `key`; the parser also takes the quoted form `"log"`) with respect to its
+    operand `wrt`. `inputs` are the forward
     op's operands; `cotangent` is the cotangent of its result.
     Group-valued quantities carry ambient n×n cotangents (Frobenius
     pairing); the result for a group operand is the canonical one,
     g⁻ᵀ·Σ_k η_k D_k, with η the left-trivialised gradient
     (d/dε f(g·exp(ε ξ^)) = ⟨η, ξ⟩) and D_k the dual basis of the
-    generators. "left_trivialize" (one input g, an ambient cotangent)
+    generators. `left_trivialize` (one input g, an ambient cotangent)
     returns η itself (`[batch...] x k`). Everything else has ordinary
     gradients of its own shape. The group model builds the derivative from
     its own formulas (docs/lie-gradients.md: values at θ = 0 and θ = π).
     ```mlir
-    %gbar = lie.pullback "log"(%g), %wbar {group = #lie.group<so3>, wrt = 0 : i64}
+    %gbar = lie.pullback log(%g), %wbar {group = #lie.group<so3>, wrt = 0 : i64}
         : (tensor<?x3x3xf64>, tensor<?x3xf64>) -> tensor<?x3x3xf64>
-    %eta = lie.pullback "left_trivialize"(%g), %gbar {group = #lie.group<so3>, wrt = 0 : i64}
+    %eta = lie.pullback left_trivialize(%g), %gbar {group = #lie.group<so3>, wrt = 0 : i64}
         : (tensor<?x3x3xf64>, tensor<?x3x3xf64>) -> tensor<?x3xf64>
     ```
   }];
-  let arguments = (ins StrAttr:$of, Variadic<Lie_FloatTensor>:$inputs,
+  let arguments = (ins Lie_PullbackKind:$of, Variadic<Lie_FloatTensor>:$inputs,
                        Lie_FloatTensor:$cotangent, Lie_GroupAttr:$group,
                        I64Attr:$wrt, OptionalAttr<DenseF64ArrayAttr>:$lambda);
   let results = (outs Lie_FloatTensor:$result);
   let assemblyFormat = [{
-    $of `(` $inputs `)` `,` $cotangent attr-dict `:`
+    custom<PullbackKind>($of) `(` $inputs `)` `,` $cotangent attr-dict `:`
     functional-type(operands, results)
   }];
   let hasVerifier = 1;

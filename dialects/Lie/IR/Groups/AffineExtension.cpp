@@ -15,8 +15,9 @@
 //        a = (1 − cos θ)/θ² = ½(sin(θ/2)/(θ/2))², b = (θ − sin θ)/θ³
 //        (series ½ − θ²/24 + θ⁴/720 and 1/6 − θ²/120 + θ⁴/5040).
 // Both follow from L³ = −θ²L: every power series f(L) is
-// f(0)I + αL + βL², as SE(3)'s V and V⁻¹ (SE3.cpp, whose thresholds and
-// half-angle forms these reuse), and at θ = π c = 1/π² stays smooth.
+// f(0)I + αL + βL², as SE(3)'s V and V⁻¹; both models build c, a and b
+// with the same helpers and cut-off (Series.h), and at θ = π c = 1/π²
+// stays smooth.
 // When G's rotation block is one coordinate (so(2), se(2)) θ is that
 // coordinate (a, b, c are even), so no square root enters the derivatives.
 //
@@ -27,6 +28,7 @@
 
 #include "dialects/Lie/IR/Groups/GroupStructure.h"
 #include "dialects/Lie/IR/Groups/Groups.h"
+#include "dialects/Lie/IR/Groups/Series.h"
 
 #include <cmath>
 #include <string>
@@ -73,11 +75,7 @@ public:
     Scalars lm = hat(b, w);
     Value theta2, theta;
     angle(b, w, theta2, theta);
-    Value half = b.mul(b.c(0.5), theta);
-    Value halfCot = b.div(b.mul(half, b.cos(half)), b.sin(half));
-    Value c = b.select(b.lt(b.abs(theta), b.c(smallAngle(b))),
-                       b.poly(theta2, {1.0 / 12.0, 1.0 / 720.0, 1.0 / 30240.0}),
-                       b.div(b.sub(b.c(1.0), halfCot), theta2));
+    Value c = series::inverseVCoefficient(b, theta, theta2, small(b, theta));
     // ρ = t − ½Lt + c·L(Lt).
     Scalars t = translation(g);
     Scalars lt = apply(b, lm, t);
@@ -94,13 +92,7 @@ public:
     Scalars lm = hat(b, w);
     Value theta2, theta;
     angle(b, w, theta2, theta);
-    Value half = b.mul(b.c(0.5), theta);
-    Value small = b.lt(b.abs(theta), b.c(smallAngle(b)));
-    Value ca = b.select(small, b.poly(theta2, {0.5, -1.0 / 24.0, 1.0 / 720.0}),
-                        b.mul(b.c(0.5), b.sqr(b.div(b.sin(half), half))));
-    Value cb =
-        b.select(small, b.poly(theta2, {1.0 / 6.0, -1.0 / 120.0, 1.0 / 5040.0}),
-                 b.div(b.sub(theta, b.sin(theta)), b.mul(theta2, theta)));
+    auto [ca, cb] = series::expVCoefficients(b, theta, theta2, small(b, theta));
     // t = ρ + a·Lρ + b·L(Lρ).
     Scalars lr = apply(b, lm, rho);
     Scalars llr = apply(b, lm, lr);
@@ -111,8 +103,10 @@ public:
   }
 
 private:
-  /// As SE(3)'s: below it the series (SE3.cpp).
-  static double smallAngle(ScalarBuilder &b) { return b.isF32() ? 2e-2 : 1e-3; }
+  /// Whether |θ| is below SE(3)'s series cut-off (θ is signed for SO(2)).
+  static Value small(ScalarBuilder &b, Value theta) {
+    return b.lt(b.abs(theta), b.c(series::rotationSmallAngle(b)));
+  }
 
   Scalars linear(ValueRange g) const {
     Scalars a(m * m);

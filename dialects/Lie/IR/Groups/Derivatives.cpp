@@ -14,7 +14,6 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
-#include "llvm/ADT/StringSwitch.h"
 
 #include <limits>
 
@@ -322,20 +321,6 @@ Scalars torsor::lie::buildGroupCotangent(const GroupModel &model,
 //===----------------------------------------------------------------------===//
 // Pullbacks of the lie ops
 //===----------------------------------------------------------------------===//
-
-std::optional<PullbackKind> torsor::lie::parsePullbackKind(StringRef name) {
-  return llvm::StringSwitch<std::optional<PullbackKind>>(name)
-      .Case("compose", PullbackKind::Compose)
-      .Case("inverse", PullbackKind::Inverse)
-      .Case("log", PullbackKind::Log)
-      .Case("exp", PullbackKind::Exp)
-      .Case("act", PullbackKind::Act)
-      .Case("dist2", PullbackKind::Dist2)
-      .Case("query_features", PullbackKind::QueryFeatures)
-      .Case("key_features", PullbackKind::KeyFeatures)
-      .Case("left_trivialize", PullbackKind::LeftTrivialize)
-      .Default(std::nullopt);
-}
 
 unsigned torsor::lie::getPullbackArity(PullbackKind kind) {
   switch (kind) {

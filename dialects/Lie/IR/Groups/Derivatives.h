@@ -37,6 +37,7 @@
 #define TORSOR_DIALECTS_LIE_IR_GROUPS_DERIVATIVES_H
 
 #include "dialects/Lie/IR/GroupModel.h"
+#include "dialects/Lie/IR/LieEnums.h"
 
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
@@ -74,23 +75,6 @@ Scalars buildLeftTrivialGradient(const GroupModel &model, ScalarBuilder &m,
 Scalars buildGroupCotangent(const GroupModel &model, ScalarBuilder &m,
                             mlir::ValueRange y, mlir::ValueRange ybar);
 
-/// The lie op a pullback differentiates.
-enum class PullbackKind {
-  Compose,       // (a, b) → a·b
-  Inverse,       // g → g⁻¹
-  Log,           // g → log g
-  Exp,           // v → exp v
-  Act,           // (g, p) → g·p
-  Dist2,         // (a, b) → ‖log(a⁻¹b)‖²_λ
-  QueryFeatures, // g → pair features (query side)
-  KeyFeatures,   // g → pair features (key side)
-  /// Not an op: ambient cotangent Ḡ at g → left-trivialised η (k).
-  LeftTrivialize,
-};
-
-/// Parses "compose", "inverse", "log", "exp", "act", "dist2",
-/// "query_features", "key_features", "left_trivialize".
-std::optional<PullbackKind> parsePullbackKind(llvm::StringRef name);
 /// How many operands the forward op of `kind` has.
 unsigned getPullbackArity(PullbackKind kind);
 /// Whether operand `index` of `kind`'s forward op is a group element.

@@ -42,6 +42,7 @@
 #include "dialects/Lie/IR/Groups/BuiltinFacts.h"
 #include "dialects/Lie/IR/Groups/Groups.h"
 #include "dialects/Lie/IR/Groups/PairForms.h"
+#include "dialects/Lie/IR/Groups/Series.h"
 
 #include <cmath>
 
@@ -49,9 +50,6 @@ using namespace mlir;
 using namespace torsor::lie;
 
 namespace {
-/// Below this angle the V and V⁻¹ coefficients use their Taylor series.
-double smallAngle(ScalarBuilder &m) { return m.isF32() ? 2e-2 : 1e-3; }
-
 /// x × y.
 Scalars cross(ScalarBuilder &m, ValueRange x, ValueRange y) {
   return {m.sub(m.mul(x[1], y[2]), m.mul(x[2], y[1])),
@@ -158,11 +156,8 @@ public:
     Value t[3] = {g[3], g[7], g[11]};
     Value theta2 = m.dot(w, w);
     Value theta = m.sqrt(theta2);
-    Value half = m.mul(m.c(0.5), theta);
-    Value halfCot = m.div(m.mul(half, m.cos(half)), m.sin(half));
-    Value c = m.select(m.lt(theta, m.c(smallAngle(m))),
-                       m.poly(theta2, {1.0 / 12.0, 1.0 / 720.0, 1.0 / 30240.0}),
-                       m.div(m.sub(m.c(1.0), halfCot), theta2));
+    Value c = series::inverseVCoefficient(
+        m, theta, theta2, m.lt(theta, m.c(series::rotationSmallAngle(m))));
     // ρ = t − ½ ω×t + c ω×(ω×t).
     Scalars wt = cross(m, w, t);
     Scalars wwt = cross(m, w, wt);
@@ -177,13 +172,8 @@ public:
     Scalars r = getSO3Model().buildExp(m, w);
     Value theta2 = m.dot(w, w);
     Value theta = m.sqrt(theta2);
-    Value half = m.mul(m.c(0.5), theta);
-    Value small = m.lt(theta, m.c(smallAngle(m)));
-    Value b = m.select(small, m.poly(theta2, {0.5, -1.0 / 24.0, 1.0 / 720.0}),
-                       m.mul(m.c(0.5), m.sqr(m.div(m.sin(half), half))));
-    Value c =
-        m.select(small, m.poly(theta2, {1.0 / 6.0, -1.0 / 120.0, 1.0 / 5040.0}),
-                 m.div(m.sub(theta, m.sin(theta)), m.mul(theta2, theta)));
+    auto [b, c] = series::expVCoefficients(
+        m, theta, theta2, m.lt(theta, m.c(series::rotationSmallAngle(m))));
     // t = ρ + B ω×ρ + C ω×(ω×ρ).
     Scalars wr = cross(m, w, rho);
     Scalars wwr = cross(m, w, wr);
