@@ -49,6 +49,9 @@ void torsor::buildModelABIPipeline(OpPassManager &pm,
   strategy.vectorBits = options.vectorBits;
   strategy.target = target.str();
   strategy.gpuArch = options.gpuArch;
+  strategy.compute = options.compute;
+  strategy.amx = options.amx;
+  strategy.avx512bf16 = options.avx512bf16;
   pm.addPass(createTorsorSelectStrategy(strategy));
 }
 

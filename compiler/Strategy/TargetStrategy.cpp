@@ -52,6 +52,30 @@ TargetStrategy TargetStrategy::forCPU(unsigned vectorBits) {
   return s;
 }
 
+void TargetStrategy::setCompute(StringRef precision, bool hasAMX,
+                                bool hasAVX512BF16) {
+  compute = precision.str();
+  matmulUnit = "fma";
+  if (compute != "bf16")
+    return;
+  // AMX's tile unit does a 16 × 16 × 32 bf16 product per instruction, 16
+  // times the work of a 512-bit FMA; vdpbf16ps does twice an FMA's. The
+  // fallback keeps the bf16 semantics (rounded operands, f32 sums) on
+  // every CPU, so results agree across paths up to summation order.
+  if (hasAMX)
+    matmulUnit = "amx";
+  else if (hasAVX512BF16 && vectorBits >= 512)
+    matmulUnit = "avx512bf16";
+  // A tile is 16 rows of 64 bytes: 16 × 32 bf16 operands and 16 × 16 f32
+  // accumulators. 2 × 2 accumulator tiles, two A and two B tiles fill
+  // the eight tile registers, so each loaded tile feeds two products.
+  amxTileRows = 16;
+  amxTileCols = 16;
+  amxTileDepth = 32;
+  amxBlockRows = 2;
+  amxBlockCols = 2;
+}
+
 TargetStrategy TargetStrategy::forNVPTX(StringRef arch) {
   // The CPU fields describe what one GPU thread does: scalar code (32-bit
   // registers, no SIMD), so vector kernels degrade to one lane.
@@ -111,6 +135,17 @@ DictionaryAttr TargetStrategy::toAttr(MLIRContext *context) const {
       b.getNamedAttr("matmul_pack_transposed", i64(matmulPackTransposed)),
       b.getNamedAttr("row_task_rows", i64(rowTaskRows)),
   };
+  // f32 strategies stay as they were before there was a precision choice.
+  if (compute != "f32") {
+    entries.push_back(b.getNamedAttr("compute", b.getStringAttr(compute)));
+    entries.push_back(
+        b.getNamedAttr("matmul_unit", b.getStringAttr(matmulUnit)));
+    entries.push_back(b.getNamedAttr("amx_tile_rows", i64(amxTileRows)));
+    entries.push_back(b.getNamedAttr("amx_tile_cols", i64(amxTileCols)));
+    entries.push_back(b.getNamedAttr("amx_tile_depth", i64(amxTileDepth)));
+    entries.push_back(b.getNamedAttr("amx_block_rows", i64(amxBlockRows)));
+    entries.push_back(b.getNamedAttr("amx_block_cols", i64(amxBlockCols)));
+  }
   // CPU strategies stay as they were before there was a GPU target.
   if (target == "nvptx") {
     entries.push_back(b.getNamedAttr("gpu_arch", b.getStringAttr(gpuArch)));
@@ -186,6 +221,15 @@ TargetStrategy TargetStrategy::get(Operation *op) {
   read("gpu_matmul_block_depth", s.gpuMatmulBlockDepth);
   read("gpu_matmul_thread_rows", s.gpuMatmulThreadRows);
   read("gpu_matmul_thread_cols", s.gpuMatmulThreadCols);
+  if (auto compute = dict.getAs<StringAttr>("compute"))
+    s.compute = compute.str();
+  if (auto unit = dict.getAs<StringAttr>("matmul_unit"))
+    s.matmulUnit = unit.str();
+  read("amx_tile_rows", s.amxTileRows);
+  read("amx_tile_cols", s.amxTileCols);
+  read("amx_tile_depth", s.amxTileDepth);
+  read("amx_block_rows", s.amxBlockRows);
+  read("amx_block_cols", s.amxBlockCols);
   if (auto attr = dict.getAs<IntegerAttr>("matmul_pack_transposed"))
     s.matmulPackTransposed = attr.getInt() != 0;
   return s;

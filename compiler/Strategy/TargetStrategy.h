@@ -69,6 +69,29 @@ struct TargetStrategy {
   /// micro-kernel loads contiguous vectors of it; 0: read it strided.
   unsigned matmulPackTransposed = 1;
 
+  // Compute precision of the matrix products (torsorc --compute,
+  // docs/precision.md). Written on the module only when not "f32", so
+  // f32 strategies stay as they were.
+  /// "f32" (the reference) or "bf16": products take operands rounded to
+  /// bf16 and accumulate in f32.
+  std::string compute = "f32";
+  /// Which unit runs the bf16 products: "amx" (tile registers,
+  /// tdpbf16ps), "avx512bf16" (vdpbf16ps on vectors) or "fma" (operands
+  /// rounded to bf16, then the f32 kernel). Chosen from --mcpu's
+  /// features (TargetStrategy::forCPU's caller).
+  std::string matmulUnit = "fma";
+  /// AMX tile shape: rows of the A and C tiles (at most 16).
+  unsigned amxTileRows = 16;
+  /// Columns of a C tile in f32 elements (at most 16: 64 bytes).
+  unsigned amxTileCols = 16;
+  /// Depth of one tile product in bf16 elements (at most 32: 64 bytes of
+  /// an A row; B tiles hold depth / 2 rows of VNNI pairs).
+  unsigned amxTileDepth = 32;
+  /// C tiles per register block, down and across: 2 × 2 accumulators plus
+  /// two A and two B tiles use the eight tile registers.
+  unsigned amxBlockRows = 2;
+  unsigned amxBlockCols = 2;
+
   // NVPTX (TargetStrategy::forNVPTX); written on the module only for it.
   /// The chip, e.g. "sm_90".
   std::string gpuArch = "sm_90";
@@ -126,8 +149,26 @@ struct TargetStrategy {
     return matmulRegisterVectors * lanes(bits);
   }
 
+  /// Whether bf16 products run on packed bf16 operands (AMX or
+  /// AVX512-BF16), i.e. torsor-tile-dense packs them and
+  /// torsor-lower-dense-bf16 lowers the packed product.
+  bool packsBF16() const {
+    return compute == "bf16" &&
+           (matmulUnit == "amx" || matmulUnit == "avx512bf16");
+  }
+  /// Rows, columns and depth the packed bf16 operands are padded to a
+  /// multiple of: one AMX register block (the AVX512-BF16 kernel uses the
+  /// same packing).
+  unsigned bf16BlockRows() const { return amxTileRows * amxBlockRows; }
+  unsigned bf16BlockCols() const { return amxTileCols * amxBlockCols; }
+  unsigned bf16BlockDepth() const { return amxTileDepth; }
+
   /// The strategy for a CPU with `vectorBits`-wide SIMD registers.
   static TargetStrategy forCPU(unsigned vectorBits);
+  /// Sets the compute precision ("f32" or "bf16") and, for bf16, the unit
+  /// from the CPU's features: AMX when it has amx-bf16, else
+  /// AVX512-BF16, else f32 FMAs on rounded operands.
+  void setCompute(llvm::StringRef precision, bool hasAMX, bool hasAVX512BF16);
   /// The strategy for an NVIDIA GPU (`arch` as "sm_90").
   static TargetStrategy forNVPTX(llvm::StringRef arch);
   /// The attribute form written on the module.

@@ -37,8 +37,14 @@ struct SelectStrategy : torsor::impl::TorsorSelectStrategyBase<SelectStrategy> {
     }
     if (vectorBits == 0 && module->hasAttr(kStrategyAttrName))
       return;
+    if (compute != "f32" && compute != "bf16") {
+      module.emitError() << "torsor-select-strategy: unknown compute '"
+                         << compute << "' (expected f32 or bf16)";
+      return signalPassFailure();
+    }
     TargetStrategy strategy =
         TargetStrategy::forCPU(vectorBits == 0 ? 128 : vectorBits);
+    strategy.setCompute(compute, amx, avx512bf16);
     module->setAttr(kStrategyAttrName, strategy.toAttr(&getContext()));
   }
 };
