@@ -97,15 +97,18 @@ Value canonical(OpBuilder &b, Location loc, linalg::LinalgOp op, unsigned index,
 }
 
 /// `x` (f32 or f64) rounded to the nearest bf16, ties to even, in its own
-/// type. f32 is rounded on its bits (add 0x7fff plus the kept part's last
-/// bit, clear the low 16), as vcvtneps2bf16 does: `arith.truncf` to bf16
-/// would become a libgcc call (__truncsfbf2) on CPUs without AVX512-BF16,
+/// type (f64 via f32). f32 is rounded on its bits (add 0x7fff plus the kept
+/// part's last bit, clear the low 16), as vcvtneps2bf16 does: `arith.truncf` to
+/// bf16 would become a libgcc call (__truncsfbf2) on CPUs without AVX512-BF16,
 /// which the model library does not link. NaNs pass unchanged.
 Value roundToBF16(OpBuilder &b, Location loc, Value x) {
   Type type = x.getType();
+  // f64 goes through f32 (a native conversion) first; rounding twice can
+  // differ from one rounding only on exact f32 ties, far below bf16's
+  // precision.
   if (!type.isF32()) {
-    Value half = arith::TruncFOp::create(b, loc, b.getBF16Type(), x);
-    return arith::ExtFOp::create(b, loc, type, half);
+    Value narrow = arith::TruncFOp::create(b, loc, b.getF32Type(), x);
+    return arith::ExtFOp::create(b, loc, type, roundToBF16(b, loc, narrow));
   }
   Type i32 = b.getI32Type();
   auto c = [&](uint32_t v) -> Value {
