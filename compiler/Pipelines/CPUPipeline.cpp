@@ -7,6 +7,7 @@
 //   3. lower      geo → linalg/lie, lie → scalar loops
 //      dense      contractions to tiled FMA micro-kernels (above -O0)
 //   4. bufferize  one-shot, function boundaries included, identity layouts
+//      bf16       packed bf16 products to AMX / AVX512-BF16 kernels
 //   5. threads    parallel loops → runtime tasks (above -O0)
 //   6. LLVM       loops → cf, math → libm/intrinsics, memref/func → LLVM
 //   7. entry      torsor_forward / torsor_abi_version (torsor-emit-entry)
@@ -68,6 +69,11 @@ void torsor::buildCPULoweringPipeline(OpPassManager &pm,
   // Tensors to buffers.
   buildBufferizationPipeline(pm);
 
+  // --compute=bf16: the packed products torsor-tile-dense left become AMX
+  // or AVX512-BF16 kernels, by the strategy's matmul unit.
+  if (options.optLevel > 0 && options.compute == "bf16")
+    pm.addNestedPass<func::FuncOp>(createTorsorLowerDenseBF16());
+
   // Structured ops and loops to the CFG.
   // Above -O0, structured ops become scf.parallel where their iterators
   // are parallel, and the outermost parallel loops become tasks of the
@@ -108,7 +114,12 @@ void torsor::buildCPULoweringPipeline(OpPassManager &pm,
       VectorTransferToSCFOptions().enableFullUnroll()));
   // The fused kernels' vector transfers become (masked) vector loads and
   // stores before the generic conversion.
-  pm.addPass(createConvertVectorToLLVMPass());
+  // bf16 products also have AMX and x86vector ops to lower (only then:
+  // f32 models keep exactly the lowering they had).
+  ConvertVectorToLLVMPassOptions vectorToLLVM;
+  vectorToLLVM.amx = options.compute == "bf16";
+  vectorToLLVM.x86Vector = options.compute == "bf16";
+  pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
   pm.addPass(createConvertToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());

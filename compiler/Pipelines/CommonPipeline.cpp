@@ -55,6 +55,9 @@ void torsor::addSelectStrategy(OpPassManager &pm,
   TorsorSelectStrategyOptions strategy;
   strategy.vectorBits = options.vectorBits;
   strategy.target = target.str();
+  strategy.compute = options.compute;
+  strategy.amx = options.amx;
+  strategy.avx512bf16 = options.avx512bf16;
   pm.addPass(createTorsorSelectStrategy(strategy));
 }
 

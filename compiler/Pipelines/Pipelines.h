@@ -40,6 +40,23 @@ struct PipelineOptions : mlir::PassPipelineOptions<PipelineOptions> {
       llvm::cl::desc("CPU SIMD width in bits (at least 128; ops already "
                      "stamped with a strategy keep theirs)"),
       llvm::cl::init(128)};
+  /// Precision of matrix products: "f32" (the reference) or "bf16" (bf16
+  /// operands, f32 accumulation; docs/precision.md).
+  Option<std::string> compute{
+      *this, "compute",
+      llvm::cl::desc("Matrix products in f32 (default) or bf16 (bf16 "
+                     "operands, f32 accumulation)"),
+      llvm::cl::init("f32")};
+  /// CPU features the strategy picks bf16 products' unit from (torsorc
+  /// reads them off --mcpu).
+  Option<bool> amx{*this, "amx",
+                   llvm::cl::desc("CPU has AMX-BF16 tiles (with "
+                                  "compute=bf16: products on AMX)"),
+                   llvm::cl::init(false)};
+  Option<bool> avx512bf16{*this, "avx512bf16",
+                          llvm::cl::desc("CPU has AVX512-BF16 (with "
+                                         "compute=bf16: vdpbf16ps)"),
+                          llvm::cl::init(false)};
   /// NVPTX: the chip ptxas assembles for (sm_75 or newer).
   Option<std::string> gpuArch{*this, "gpu-arch",
                               llvm::cl::desc("NVPTX: GPU chip, e.g. sm_90"),

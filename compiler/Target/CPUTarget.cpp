@@ -76,6 +76,13 @@ unsigned torsor::getVectorBits(const llvm::TargetMachine &machine) {
   return 128;
 }
 
+bool torsor::hasCPUFeatures(const llvm::TargetMachine &machine,
+                            llvm::StringRef features) {
+  const llvm::MCSubtargetInfo *info = machine.getMCSubtargetInfo();
+  return machine.getTargetTriple().isX86() && info &&
+         info->checkFeatures(features);
+}
+
 std::unique_ptr<llvm::Module>
 torsor::translateAndOptimize(mlir::ModuleOp module, llvm::LLVMContext &context,
                              llvm::TargetMachine &machine, unsigned optLevel) {

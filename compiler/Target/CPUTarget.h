@@ -43,6 +43,11 @@ createCPUTargetMachine(const CPUTargetOptions &options, std::string &error);
 /// AVX-512, 256 with AVX, else 128); what torsor-select-strategy is given.
 unsigned getVectorBits(const llvm::TargetMachine &machine);
 
+/// Whether `machine` is an x86 CPU with every feature of `features`
+/// ("+amx-tile,+amx-bf16").
+bool hasCPUFeatures(const llvm::TargetMachine &machine,
+                    llvm::StringRef features);
+
 /// Translates `module` (LLVM dialect only) to LLVM IR for `machine`, with
 /// triple and data layout set, and runs LLVM's optimization pipeline.
 std::unique_ptr<llvm::Module> translateAndOptimize(mlir::ModuleOp module,

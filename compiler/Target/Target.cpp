@@ -11,6 +11,7 @@
 
 #include "compiler/Target/CPUTarget.h"
 #include "compiler/Transforms/Passes.h"
+#include "dialects/Strategy/IR/Strategy.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -26,11 +27,26 @@ Target::~Target() = default;
 void Target::fillPipelineOptions(PipelineOptions &pipeline) const {
   pipeline.optLevel = options.optLevel;
   pipeline.vectorBits = getVectorBits(*hostMachine);
+  pipeline.compute = options.compute;
+  pipeline.amx = hasCPUFeatures(*hostMachine, "+amx-tile,+amx-bf16");
+  pipeline.avx512bf16 = hasCPUFeatures(*hostMachine, "+avx512bf16");
   pipeline.gpuArch = options.gpuArch;
   pipeline.cudaPath = resolveCUDAPath(options.cudaPath);
 }
 
 namespace {
+
+/// Whether models for `options` on `machine` run bf16 products on AMX:
+/// the strategy's choice (strategy::selectMatmulUnit) for this CPU.
+bool usesAMX(const TargetOptions &options, const llvm::TargetMachine &machine) {
+  torsor::strategy::Target cpu =
+      torsor::strategy::Target::cpu(getVectorBits(machine));
+  cpu.hasAMX = hasCPUFeatures(machine, "+amx-tile,+amx-bf16");
+  cpu.hasAVX512BF16 = hasCPUFeatures(machine, "+avx512bf16");
+  return options.compute == "bf16" && options.optLevel > 0 &&
+         torsor::strategy::selectMatmulUnit(cpu) ==
+             torsor::strategy::MatmulUnit::AMX;
+}
 
 /// The host CPU: vector kernels and thread-pool tasks (CPUPipeline.cpp).
 class CPUTarget final : public Target {
@@ -39,6 +55,17 @@ public:
       : Target(std::move(options), std::move(host)) {}
   llvm::StringRef getName() const override { return "cpu"; }
   int getABIVersion() const override { return kModelABIVersion; }
+  /// "compute" when not f32, and "amx": true when the products run on AMX
+  /// tiles, so the runtime requests tile state before the first run.
+  llvm::json::Object getManifestFields() const override {
+    llvm::json::Object fields;
+    if (options.compute == "f32")
+      return fields;
+    fields["compute"] = options.compute;
+    if (usesAMX(options, *hostMachine))
+      fields["amx"] = true;
+    return fields;
+  }
   void buildLoweringPipeline(mlir::OpPassManager &pm,
                              const PipelineOptions &options) const override {
     buildCPULoweringPipeline(pm, options);

@@ -35,6 +35,8 @@ struct TargetOptions {
   std::string cpu = "host";
   /// 0-3; 0 keeps the unfused oracle lowering.
   unsigned optLevel = 2;
+  /// Precision of matrix products: "f32" or "bf16" (--compute).
+  std::string compute = "f32";
   /// NVPTX: the GPU chip.
   std::string gpuArch = "sm_90";
   /// NVPTX: the CUDA toolkit root; empty means $CUDA_HOME or

@@ -103,6 +103,13 @@ def TorsorSelectStrategy : Pass<"torsor-select-strategy", "::mlir::ModuleOp"> {
     Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
            "cpu, or nvptx for the GPU schedules (thread blocks, shared "
            "memory tiles)">,
+    Option<"compute", "compute", "std::string", /*default=*/"\"f32\"",
+           "Precision of matrix products: f32 (default) or bf16 (bf16 "
+           "operands, f32 accumulation)">,
+    Option<"amx", "amx", "bool", /*default=*/"false",
+           "cpu: the CPU has AMX-BF16 (bf16 products on tile registers)">,
+    Option<"avx512bf16", "avx512bf16", "bool", /*default=*/"false",
+           "cpu: the CPU has AVX512-BF16 (vdpbf16ps)">,
   ];
   let dependentDialects = ["::torsor::strategy::StrategyDialect"];
 }
@@ -524,6 +531,39 @@ def TorsorTileDense : Pass<"torsor-tile-dense", "::mlir::func::FuncOp"> {
                            "::mlir::scf::SCFDialect",
                            "::mlir::tensor::TensorDialect",
                            "::mlir::vector::VectorDialect"];
+}
+
+def TorsorLowerDenseBF16
+    : Pass<"torsor-lower-dense-bf16", "::mlir::func::FuncOp"> {
+  let summary = "Lower packed bf16 products to AMX tiles or AVX512-BF16 dots";
+  let description = [{
+    Runs after bufferization under `--compute=bf16`. Each
+    `linalg.generic {torsor.bf16_product}` torsor-tile-dense packed (A
+    `[Mp, Kp/2, 2]`, VNNI B `[Kp/2, Np, 2]` in bf16, C `[Mp, Np]` in f32)
+    becomes a kernel for the strategy's `matmul_unit`: `amx` (tile loads,
+    `amx.tile_mulf`, tile stores over a block of `amx_block_rows` ×
+    `amx_block_cols` C tiles) or `avx512bf16` (`x86vector.avx512.dot` on
+    `vector<32xbf16>` pairs into `vector<16xf32>` accumulators). The row
+    blocks are an `scf.parallel` (thread-pool tasks). With any other unit
+    the pass does nothing and the generic's loops compute the product.
+
+    After (`matmul_unit = "amx"`):
+    ```mlir
+    scf.parallel (%i) = (%c0) to (%Mp) step (%c32) {
+      scf.for %j = %c0 to %Np step %c32 {
+        %c = amx.tile_load %C[%i, %j] : memref<?x64xf32> into !amx.tile<16x16xf32>
+        %r = scf.for %k = %c0 to %Kp step %c32 iter_args(%acc = %c, ...) {
+          %a = amx.tile_load %A[%i, %k] : ... into !amx.tile<16x32xbf16>
+          %b = amx.tile_load %B[%k2, %j2] : ... into !amx.tile<16x32xbf16>
+          %p = amx.tile_mulf %a, %b, %acc : ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::amx::AMXDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::vector::VectorDialect",
+                           "::mlir::x86vector::X86VectorDialect"];
 }
 
 def TorsorFuseRows : Pass<"torsor-fuse-rows", "::mlir::func::FuncOp"> {

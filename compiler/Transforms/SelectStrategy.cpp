@@ -41,7 +41,14 @@ struct SelectStrategy : torsor::impl::TorsorSelectStrategyBase<SelectStrategy> {
                          << "' (expected cpu or nvptx)";
       return signalPassFailure();
     }
+    if (compute != "f32" && compute != "bf16") {
+      module.emitError() << "torsor-select-strategy: unknown compute '"
+                         << compute << "' (expected f32 or bf16)";
+      return signalPassFailure();
+    }
     Target machine = gpu ? Target::gpuThread() : Target::cpu(vectorBits);
+    machine.hasAMX = !gpu && amx;
+    machine.hasAVX512BF16 = !gpu && avx512bf16;
     auto stamp = [](Operation *op, Attribute strategy) {
       if (!op->hasAttr(kStrategyAttrName))
         op->setAttr(kStrategyAttrName, strategy);
@@ -57,7 +64,8 @@ struct SelectStrategy : torsor::impl::TorsorSelectStrategyBase<SelectStrategy> {
         stamp(op, selectVectorAttention(context, machine, bits, dim));
       } else if (isa<func::FuncOp>(op)) {
         stamp(op, gpu ? Attribute(selectGPUDense(context))
-                      : Attribute(selectDense(context, machine)));
+                      : Attribute(
+                            selectDense(context, machine, compute == "bf16")));
       }
     });
   }

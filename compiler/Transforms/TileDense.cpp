@@ -20,8 +20,14 @@
 // edges are peeled off and stay scalar loops. All sizes come from the
 // function's #strategy.dense.
 //
+// With the strategy's compute = bf16, a contraction is first packed for
+// the bf16 unit (DenseBF16.h; torsor-lower-dense-bf16 gives it its AMX or
+// AVX512-BF16 kernel after bufferization), or, without one, its operands
+// are rounded to bf16 before the f32 nest above.
+//
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Transforms/DenseBF16.h"
 #include "compiler/Transforms/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -416,9 +422,20 @@ struct TileDense : torsor::impl::TorsorTileDenseBase<TileDense> {
       if (auto d = matchContraction(op))
         contractions.push_back({op, *d});
     });
-    for (auto &[op, d] : contractions)
+    for (auto &[op, d] : contractions) {
+      // --compute=bf16 (DenseBF16.h): packed for a bf16 unit where the
+      // contraction is a plain 2-D product, else bf16-rounded operands
+      // on the f32 kernel.
+      if (strategy::BF16ProductsAttr products = strategy.getBf16()) {
+        if (products.packs() && d.batch.empty() &&
+            succeeded(
+                packBF16Contraction(rewriter, op, d.m, d.n, d.k, products)))
+          continue;
+        roundOperandsToBF16(rewriter, op);
+      }
       if (failed(tileContraction(rewriter, op, d, strategy)))
         return signalPassFailure();
+    }
 
     // Static shapes for the peeled full tiles.
     RewritePatternSet canon(&getContext());

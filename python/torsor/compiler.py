@@ -210,7 +210,7 @@ def _build_entry(folder, key, want, torsorc, text, source_bytes, path, args):
 
 
 def compile(source, dtype="f32", opt=None, target="cpu", flags=(), output=None,
-            cache=True, grad=False, model=None):
+            cache=True, grad=False, model=None, compute="f32"):
     """Compiles a .tsr model with torsorc and loads it.
 
     source  a path to a .tsr file, or the model's source text
@@ -227,6 +227,10 @@ def compile(source, dtype="f32", opt=None, target="cpu", flags=(), output=None,
             returns the gradients of every param and float input
     model   the model to compile, by name, from a file that declares
             several (torsorc --model)
+    compute "f32" (default, the reference) or "bf16": matrix products take
+            bf16 operands and sum in f32, on AMX or AVX512-BF16 where the
+            CPU has them (torsorc --compute; docs/precision.md). I/O and
+            params keep their dtype
 
     Returns a torsor.Model. Raises CompileError with torsorc's located
     diagnostics (`file.tsr:12:9: error: ...`, caret line); for source text
@@ -244,6 +248,11 @@ def compile(source, dtype="f32", opt=None, target="cpu", flags=(), output=None,
         args.append("--grad")
     if model is not None:
         args.append("--model=" + model)
+    if compute not in ("f32", "bf16"):
+        raise ValueError("compute must be 'f32' or 'bf16', got %r" % (compute,))
+    # f32 adds no flag, so earlier cache entries stay valid.
+    if compute != "f32":
+        args.append("--compute=" + compute)
     args += list(flags)
 
     if output is not None:

@@ -214,6 +214,17 @@ Status parseManifest(const std::string &text, const std::string &path,
       return r.error(*arch, "gpu_arch", "expected an arch like \"sm_90\"");
     out.gpuArch = arch->string;
   }
+  if (const json::Value *compute = root.get("compute")) {
+    if (compute->kind != json::Value::String ||
+        (compute->string != "f32" && compute->string != "bf16"))
+      return r.error(*compute, "compute", "expected \"f32\" or \"bf16\"");
+    out.compute = compute->string;
+  }
+  if (const json::Value *amx = root.get("amx")) {
+    if (amx->kind != json::Value::Bool)
+      return r.error(*amx, "amx", "expected true or false");
+    out.amx = amx->boolean;
+  }
   out.entry = "torsor_forward";
   if (const json::Value *entry = root.get("entry")) {
     if (entry->kind != json::Value::String || entry->string.empty())

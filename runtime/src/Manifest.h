@@ -49,6 +49,12 @@ struct Manifest {
   /// Entry point measuring declared-group inputs ("" when none).
   std::string groupResidual;
   int64_t abi = 0;
+  /// "compute": the precision of matrix products, "f32" (also when
+  /// absent) or "bf16".
+  std::string compute = "f32";
+  /// "amx": the model runs tile instructions (the process must request
+  /// tile state first, MatrixUnits.h).
+  bool amx = false;
   /// "gpu_arch" of nvptx models (e.g. "sm_90"); "" when absent.
   std::string gpuArch;
   std::vector<std::string> dims;

@@ -48,6 +48,12 @@ Status matchManifests(const Manifest &file, const Manifest &embedded,
   if (file.gpuArch != embedded.gpuArch)
     return differ("the GPU arch", "'" + file.gpuArch + "'",
                   "'" + embedded.gpuArch + "'");
+  if (file.compute != embedded.compute)
+    return differ("the compute precision", "'" + file.compute + "'",
+                  "'" + embedded.compute + "'");
+  if (file.amx != embedded.amx)
+    return differ("the use of AMX tiles", file.amx ? "on" : "off",
+                  embedded.amx ? "on" : "off");
   if (file.entry != embedded.entry)
     return differ("the entry point", "'" + file.entry + "'",
                   "'" + embedded.entry + "'");

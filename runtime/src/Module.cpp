@@ -15,6 +15,7 @@
 #include "GroupCheck.h"
 #include "Half.h"
 #include "ManifestMatch.h"
+#include "MatrixUnits.h"
 #include "ModelMemory.h"
 #include "NonFinite.h"
 #include "SafeTensors.h"
@@ -211,6 +212,10 @@ Status loadModule(const std::string &soPath, TorsorModule &m) {
                          soPath.c_str(), v, jsonPath.c_str(),
                          (long long)m.manifest.abi));
   if (!(s = checkEmbeddedManifest(m.handle, m.manifest, soPath)).ok())
+    return s;
+  // AMX models need the process's tile state before their first run
+  // (MatrixUnits.h); the manifests agree on "amx" (matchManifests).
+  if (m.manifest.amx && !(s = requestAMXTiles(soPath)).ok())
     return s;
   m.entry = reinterpret_cast<void (*)(void **)>(
       ownSymbol(m.handle, m.manifest.entry.c_str()));

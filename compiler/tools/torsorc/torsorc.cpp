@@ -102,6 +102,12 @@ cl::opt<std::string> dtype("dtype",
                            cl::desc("Compile every f32 and f64 of the model "
                                     "as f32|f64 (default: as written)"),
                            cl::init(""), cl::cat(torsorcCategory));
+cl::opt<std::string> compute(
+    "compute",
+    cl::desc("Precision of matrix products: f32 (default, the reference) or "
+             "bf16 (bf16 operands, f32 accumulation, on AMX or AVX512-BF16 "
+             "when --mcpu has them; docs/precision.md)"),
+    cl::value_desc("f32|bf16"), cl::init("f32"), cl::cat(torsorcCategory));
 cl::opt<std::string> modelName("model",
                                cl::desc("The model to compile when the file "
                                         "has several"),
@@ -355,6 +361,7 @@ LogicalResult compile(llvm::SourceMgr &sourceMgr, MLIRContext &context,
   targetOptions.cpu = mcpu;
   targetOptions.optLevel = optLevel;
   targetOptions.gpuArch = gpuArch;
+  targetOptions.compute = compute;
   targetOptions.cudaPath = cudaPath;
   std::string error;
   std::unique_ptr<torsor::Target> target =
@@ -533,7 +540,7 @@ int main(int argc, char **argv) {
       argc, argv,
       "torsorc: compile a Torsor model to a shared library\n\n"
       "  torsorc MODEL.tsr -o OUT.so [--target=cpu|nvptx [--gpu-arch=sm_90]]\n"
-      "          [--dtype=f32|f64] [-O0..-O3] "
+      "          [--dtype=f32|f64] [--compute=f32|bf16] [-O0..-O3] "
       "[--emit=ast|mlir|opt|llvm|obj|so]\n"
       "          [--model NAME] [--grad]\n"
       "  torsorc MODEL.tsr --report=redundancy [--report-json] "
@@ -552,6 +559,23 @@ int main(int argc, char **argv) {
   if (!dtype.empty() && dtype != "f32" && dtype != "f64") {
     llvm::errs() << "torsorc: error: --dtype must be f32 or f64, got '" << dtype
                  << "'\n";
+    return 1;
+  }
+
+  if (compute != "f32" && compute != "bf16") {
+    llvm::errs() << "torsorc: error: --compute must be f32 or bf16, got '"
+                 << compute << "'\n";
+    return 1;
+  }
+  if (compute == "bf16" && optLevel == 0) {
+    llvm::errs() << "torsorc: error: --compute=bf16 needs -O1 or higher "
+                    "(-O0 is the unfused f32 oracle; drop -O0 or use "
+                    "--compute=f32)\n";
+    return 1;
+  }
+  if (compute == "bf16" && targetName == "nvptx") {
+    llvm::errs() << "torsorc: error: --compute=bf16 is CPU-only for now "
+                    "(use --compute=f32 with --target=nvptx)\n";
     return 1;
   }
 

@@ -16,6 +16,7 @@
 using namespace mlir;
 using namespace torsor::strategy;
 
+#include "dialects/Strategy/IR/StrategyEnums.cpp.inc"
 #include "dialects/Strategy/IR/StrategyOpsDialect.cpp.inc"
 
 #define GET_ATTRDEF_CLASSES
@@ -76,7 +77,8 @@ LogicalResult DenseAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                 unsigned vectorBits, unsigned taskRows,
                                 unsigned cacheCols, unsigned cacheDepth,
                                 unsigned registerRows, unsigned registerVectors,
-                                bool packTransposed, unsigned rowTaskRows) {
+                                bool packTransposed, unsigned rowTaskRows,
+                                BF16ProductsAttr bf16) {
   return verifyPositive(emitError, {{"vector_bits", vectorBits},
                                     {"task_rows", taskRows},
                                     {"cache_cols", cacheCols},
@@ -84,6 +86,33 @@ LogicalResult DenseAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                     {"register_rows", registerRows},
                                     {"register_vectors", registerVectors},
                                     {"row_task_rows", rowTaskRows}});
+}
+
+LogicalResult
+BF16ProductsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                         MatmulUnit unit, unsigned tileRows, unsigned tileCols,
+                         unsigned tileDepth, unsigned blockRows,
+                         unsigned blockCols) {
+  if (failed(verifyPositive(emitError, {{"tile_rows", tileRows},
+                                        {"tile_cols", tileCols},
+                                        {"tile_depth", tileDepth},
+                                        {"block_rows", blockRows},
+                                        {"block_cols", blockCols}})))
+    return failure();
+  // An AMX tile register is 16 rows of 64 bytes: a C tile of f32 and an A
+  // tile of bf16 pairs must fit one, and the block's accumulators with one
+  // A tile per row and one B tile per column must fit the eight registers.
+  if (tileRows > 16 || tileCols > 16 || tileDepth > 32 || tileDepth % 2)
+    return emitError() << "needs tile_rows ≤ 16, tile_cols ≤ 16 and an even "
+                          "tile_depth ≤ 32 (an AMX tile is 16 rows of 64 "
+                          "bytes), got "
+                       << tileRows << " × " << tileCols << " × " << tileDepth;
+  if (blockRows * blockCols + blockRows + blockCols > 8)
+    return emitError() << "needs block_rows · block_cols accumulators plus "
+                          "block_rows A and block_cols B tiles within the 8 "
+                          "tile registers, got "
+                       << blockRows << " × " << blockCols;
+  return success();
 }
 
 LogicalResult GPUDenseAttr::verify(function_ref<InFlightDiagnostic()> emitError,
@@ -170,8 +199,20 @@ GPUAttentionAttr torsor::strategy::selectGPUAttention(MLIRContext *context) {
                                /*sharedMemoryBytes=*/48 * 1024);
 }
 
+MatmulUnit torsor::strategy::selectMatmulUnit(const Target &target) {
+  // AMX's tile unit does a 16 × 16 × 32 bf16 product per instruction, 16
+  // times the work of a 512-bit FMA; vdpbf16ps does twice an FMA's. The
+  // fallback keeps the bf16 semantics (rounded operands, f32 sums) on
+  // every CPU, so results agree across paths up to summation order.
+  if (target.hasAMX)
+    return MatmulUnit::AMX;
+  if (target.hasAVX512BF16 && target.vectorBits >= 512)
+    return MatmulUnit::AVX512BF16;
+  return MatmulUnit::FMA;
+}
+
 DenseAttr torsor::strategy::selectDense(MLIRContext *context,
-                                        const Target &target) {
+                                        const Target &target, bool bf16) {
   // Register tile: mr × 2 accumulators take half the register file; the
   // rest holds the right operand's row vectors and the broadcast
   // left-operand element (8 × 2 of 32 with AVX-512, 4 × 2 of 16 below it).
@@ -183,10 +224,20 @@ DenseAttr torsor::strategy::selectDense(MLIRContext *context,
   // linear layers) is transposed once so the micro-kernel loads contiguous
   // vectors of it. 16 rows of d = 256 f32 are 16 KiB: with the row
   // statistics they stay in L1 between the passes of a norm or softmax.
+  // bf16 products: a tile is 16 rows of 64 bytes, 16 × 32 bf16 operands
+  // and 16 × 16 f32 accumulators. 2 × 2 accumulator tiles, two A and two
+  // B tiles fill the eight tile registers, so each loaded tile feeds two
+  // products.
+  BF16ProductsAttr products;
+  if (bf16)
+    products = BF16ProductsAttr::get(context, selectMatmulUnit(target),
+                                     /*tileRows=*/16, /*tileCols=*/16,
+                                     /*tileDepth=*/32, /*blockRows=*/2,
+                                     /*blockCols=*/2);
   return DenseAttr::get(context, target.vectorBits, /*taskRows=*/32,
                         /*cacheCols=*/256, /*cacheDepth=*/256, registerRows,
                         registerVectors, /*packTransposed=*/true,
-                        /*rowTaskRows=*/16);
+                        /*rowTaskRows=*/16, products);
 }
 
 GPUDenseAttr torsor::strategy::selectGPUDense(MLIRContext *context) {

@@ -18,6 +18,7 @@
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/Operation.h"
 
+#include "dialects/Strategy/IR/StrategyEnums.h.inc"
 #include "dialects/Strategy/IR/StrategyOpsDialect.h.inc"
 
 #define GET_ATTRDEF_CLASSES
@@ -35,6 +36,10 @@ struct Target {
   unsigned vectorBits = 128;
   /// Architectural vector registers (16 below AVX-512, 32 with it).
   unsigned vectorRegisters = 16;
+  /// The CPU has AMX-BF16 tile registers.
+  bool hasAMX = false;
+  /// The CPU has AVX512-BF16 (vdpbf16ps).
+  bool hasAVX512BF16 = false;
 
   /// A CPU with `vectorBits`-wide SIMD registers (at least 128).
   static Target cpu(unsigned vectorBits);
@@ -53,8 +58,13 @@ VectorAttentionAttr selectVectorAttention(mlir::MLIRContext *context,
                                           int64_t valueDim);
 /// The GPU kernel schedule of a fused attention op.
 GPUAttentionAttr selectGPUAttention(mlir::MLIRContext *context);
-/// The CPU dense and row kernels of a function.
-DenseAttr selectDense(mlir::MLIRContext *context, const Target &target);
+/// The unit that runs bf16 products on `target`: AMX when it has it,
+/// else AVX512-BF16 on 512-bit vectors, else f32 FMAs on rounded operands.
+MatmulUnit selectMatmulUnit(const Target &target);
+/// The CPU dense and row kernels of a function; `bf16` for
+/// `--compute=bf16` products.
+DenseAttr selectDense(mlir::MLIRContext *context, const Target &target,
+                      bool bf16 = false);
 /// The GPU dense and loop kernels of a function.
 GPUDenseAttr selectGPUDense(mlir::MLIRContext *context);
 

@@ -11,6 +11,7 @@
 
 include "dialects/Strategy/IR/StrategyDialect.td"
 include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
 
 class Strategy_Attr<string name, string attrMnemonic>
     : AttrDef<Strategy_Dialect, name> {
@@ -59,6 +60,50 @@ def Strategy_GPUAttentionAttr
   );
 }
 
+def Strategy_MatmulUnit : I32EnumAttr<"MatmulUnit",
+    "the unit that runs bf16 matrix products", [
+  I32EnumAttrCase<"FMA", 0, "fma">,
+  I32EnumAttrCase<"AVX512BF16", 1, "avx512bf16">,
+  I32EnumAttrCase<"AMX", 2, "amx">
+]> {
+  let cppNamespace = "::torsor::strategy";
+  let genSpecializedAttr = 0;
+}
+
+def Strategy_BF16ProductsAttr
+    : Strategy_Attr<"BF16Products", "bf16_products"> {
+  let summary = "matrix products with bf16 operands and f32 sums";
+  let description = [{
+    `torsorc --compute=bf16` (docs/precision.md): the function's dense
+    products round their operands to bf16 and accumulate in f32, on
+    `unit`: `amx` (tile registers, `tdpbf16ps`), `avx512bf16`
+    (`vdpbf16ps` on vectors) or `fma` (operands rounded to bf16, then the
+    f32 kernel). For the first two, operands are packed to multiples of a
+    register block: `block_rows` × `block_cols` C tiles of `tile_rows` ×
+    `tile_cols` f32, `tile_depth` bf16 deep per tile product.
+  }];
+  let parameters = (ins
+    EnumParameter<Strategy_MatmulUnit>:$unit,
+    "unsigned":$tile_rows,
+    "unsigned":$tile_cols,
+    "unsigned":$tile_depth,
+    "unsigned":$block_rows,
+    "unsigned":$block_cols
+  );
+  let extraClassDeclaration = [{
+    /// Whether the products run on packed bf16 operands (AMX or
+    /// AVX512-BF16), i.e. torsor-tile-dense packs them and
+    /// torsor-lower-dense-bf16 lowers the packed product.
+    bool packs() const { return getUnit() != MatmulUnit::FMA; }
+    /// Rows, columns and depth the packed operands are padded to a
+    /// multiple of: one register block (the AVX512-BF16 kernel uses the
+    /// same packing).
+    unsigned blockRows() const { return getTileRows() * getBlockRows(); }
+    unsigned blockCols() const { return getTileCols() * getBlockCols(); }
+    unsigned blockDepth() const { return getTileDepth(); }
+  }];
+}
+
 def Strategy_DenseAttr : Strategy_Attr<"Dense", "dense"> {
   let summary = "the CPU's dense and row kernels of one function";
   let description = [{
@@ -68,7 +113,9 @@ def Strategy_DenseAttr : Strategy_Attr<"Dense", "dense"> {
     tile of `register_rows` rows × `register_vectors` vectors of
     `vector_bits` bits. `pack_transposed` transposes a right operand
     stored `[n, k]` once before the product. Row kernels (norms, softmax)
-    keep `row_task_rows` rows per task.
+    keep `row_task_rows` rows per task. With `bf16`
+    (`#strategy.bf16_products`), products take bf16 operands; without it
+    they are f32.
   }];
   let parameters = (ins
     "unsigned":$vector_bits,
@@ -78,7 +125,8 @@ def Strategy_DenseAttr : Strategy_Attr<"Dense", "dense"> {
     "unsigned":$register_rows,
     "unsigned":$register_vectors,
     "bool":$pack_transposed,
-    "unsigned":$row_task_rows
+    "unsigned":$row_task_rows,
+    OptionalParameter<"BF16ProductsAttr">:$bf16
   );
   let extraClassDeclaration = [{
     /// SIMD lanes for elements of `bits` width.

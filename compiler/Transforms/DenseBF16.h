@@ -1,0 +1,47 @@
+//===- DenseBF16.h - bf16 forms of dense contractions ----------*- C++ -*-===//
+//
+// What torsor-tile-dense does to a contraction under `--compute=bf16`
+// (docs/precision.md). Either the operands are packed into the layout the
+// bf16 units read (A as rows of bf16, B as VNNI pairs of rows, both
+// zero-padded to whole register blocks) and the product becomes one
+// linalg.generic marked `torsor.bf16_product`, which
+// torsor-lower-dense-bf16 turns into AMX or AVX512-BF16 kernels once it is
+// on buffers; or, where no bf16 unit exists, the operands are rounded to
+// bf16 and back, and the f32 kernel runs on them. Both keep the same
+// semantics: bf16 operands, f32 sums.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TORSOR_COMPILER_TRANSFORMS_DENSEBF16_H
+#define TORSOR_COMPILER_TRANSFORMS_DENSEBF16_H
+
+#include "dialects/Strategy/IR/Strategy.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace torsor {
+
+/// Marks the packed bf16 product torsor-lower-dense-bf16 lowers.
+constexpr llvm::StringLiteral kBF16ProductAttr = "torsor.bf16_product";
+
+/// Replaces the 2-D f32 contraction `op` (loop dims `m`, `n`, `k`, no
+/// batch) by: its operands rounded to bf16 and packed (A: [Mp, Kp/2, 2],
+/// B: [Kp/2, Np, 2], VNNI pairs), the accumulator padded to [Mp, Np], the
+/// packed product (a generic marked kBF16ProductAttr), and the [M, N]
+/// slice of it. Mp, Np and Kp are M, N and K rounded up to the strategy's
+/// bf16 block. Fails, changing nothing, when `op` is not of that form.
+mlir::LogicalResult packBF16Contraction(mlir::RewriterBase &rewriter,
+                                        mlir::linalg::LinalgOp op, unsigned m,
+                                        unsigned n, unsigned k,
+                                        strategy::BF16ProductsAttr products);
+
+/// Rounds both inputs of the contraction `op` to bf16 and back to their
+/// type (the bf16 semantics on a CPU without a bf16 unit); the f32 kernel
+/// then multiplies them exactly and sums in f32.
+void roundOperandsToBF16(mlir::RewriterBase &rewriter,
+                         mlir::linalg::LinalgOp op);
+
+} // namespace torsor
+
+#endif // TORSOR_COMPILER_TRANSFORMS_DENSEBF16_H

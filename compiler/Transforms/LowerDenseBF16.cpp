@@ -1,0 +1,269 @@
+//===- LowerDenseBF16.cpp - Packed bf16 products to AMX / AVX512-BF16 -----===//
+//
+// torsor-lower-dense-bf16: the buffer half of `--compute=bf16`
+// (DenseBF16.h). Each packed product torsor-tile-dense left (a
+// linalg.generic marked `torsor.bf16_product` reading A [Mp, Kp/2, 2] and
+// VNNI B [Kp/2, Np, 2] in bf16 and accumulating into C [Mp, Np] f32)
+// becomes, by the strategy's matmul unit:
+//
+//   amx         scf.parallel over blocks of R·T rows               → tasks
+//                 scf.for columns in blocks of B·T'
+//                   R × B C tiles (amx.tile_load), then over depth D:
+//                     R A tiles, B B tiles, R·B amx.tile_mulf   (tdpbf16ps)
+//                   amx.tile_store
+//   avx512bf16  scf.parallel over the same row blocks
+//                 scf.for mr rows, scf.for 32 columns:
+//                   mr × 2 vector<16xf32> accumulators; per VNNI row a of
+//                   B: two vector<32xbf16> loads, and per row the pair
+//                   A[r, 2a..2a+1] broadcast → x86vector.avx512.dot
+//
+// Tile configuration (ldtilecfg) is LLVM's: its X86 backend configures the
+// tiles at the entry of every function that uses them and releases them at
+// its exit, so each thread-pool task (an outlined function,
+// torsor-outline-parallel-loops) configures its own thread's tiles. The
+// runtime asks Linux for tile state once per process (docs/runtime.md).
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Transforms/DenseBF16.h"
+#include "compiler/Transforms/Passes.h"
+
+#include "mlir/Dialect/AMX/AMXDialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/X86Vector/X86VectorDialect.h"
+
+namespace torsor {
+#define GEN_PASS_DEF_TORSORLOWERDENSEBF16
+#include "compiler/Transforms/Passes.h.inc"
+} // namespace torsor
+
+using namespace mlir;
+using namespace torsor;
+
+namespace {
+
+/// What this pass reads of the strategy (kept in one place).
+struct BF16Schedule {
+  /// The packed products' unit (AMX or AVX512-BF16); none when the
+  /// function has no packed bf16 products.
+  std::optional<strategy::MatmulUnit> unit;
+  int64_t tileRows, tileCols, tileDepth, blockRows, blockCols;
+  /// Rows of one AVX512-BF16 register tile.
+  int64_t registerRows;
+
+  static BF16Schedule get(Operation *op) {
+    strategy::DenseAttr dense = strategy::denseOf(op);
+    strategy::BF16ProductsAttr p = dense.getBf16();
+    if (!p)
+      return {};
+    BF16Schedule schedule{p.packs() ? std::optional(p.getUnit()) : std::nullopt,
+                          p.getTileRows(),
+                          p.getTileCols(),
+                          p.getTileDepth(),
+                          p.getBlockRows(),
+                          p.getBlockCols(),
+                          dense.getRegisterRows()};
+    int64_t rows = schedule.tileRows * schedule.blockRows;
+    // The register tile must divide the row block the packing pads to.
+    while (schedule.registerRows > 1 && rows % schedule.registerRows != 0)
+      --schedule.registerRows;
+    return schedule;
+  }
+};
+
+/// The packed operands of a marked product, as 2-D buffers: A [Mp, Kp],
+/// B [Kp/2, 2·Np] (VNNI rows), C [Mp, Np].
+struct Operands {
+  Value a, b, c;
+  Value rows, cols, depth;
+};
+
+/// Collapses the packed 3-D buffers to the 2-D rows the kernels load;
+/// fails when a buffer is not contiguous enough to collapse.
+FailureOr<Operands> collapse(OpBuilder &b, Location loc, linalg::GenericOp op) {
+  Value a = op.getDpsInputs()[0], bv = op.getDpsInputs()[1],
+        c = op.getDpsInits()[0];
+  auto aType = dyn_cast<MemRefType>(a.getType());
+  auto bType = dyn_cast<MemRefType>(bv.getType());
+  auto cType = dyn_cast<MemRefType>(c.getType());
+  SmallVector<ReassociationIndices> pairs = {{0}, {1, 2}};
+  if (!aType || !bType || !cType || aType.getRank() != 3 ||
+      bType.getRank() != 3 || cType.getRank() != 2 ||
+      !cType.getLayout().isIdentity() ||
+      !memref::CollapseShapeOp::isGuaranteedCollapsible(aType, pairs) ||
+      !memref::CollapseShapeOp::isGuaranteedCollapsible(bType, pairs))
+    return failure();
+  Operands o;
+  o.a = memref::CollapseShapeOp::create(b, loc, a, pairs);
+  o.b = memref::CollapseShapeOp::create(b, loc, bv, pairs);
+  o.c = c;
+  o.rows = memref::DimOp::create(b, loc, c, 0);
+  o.cols = memref::DimOp::create(b, loc, c, 1);
+  o.depth = memref::DimOp::create(b, loc, o.a, 1);
+  return o;
+}
+
+Value constant(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+Value add(OpBuilder &b, Location loc, Value x, int64_t y) {
+  return y == 0 ? x : arith::AddIOp::create(b, loc, x, constant(b, loc, y));
+}
+
+/// The AMX kernel of the file comment.
+void buildAMX(OpBuilder &b, Location loc, const Operands &o,
+              const BF16Schedule &s) {
+  Type bf16 = b.getBF16Type(), f32 = b.getF32Type();
+  auto cTile = amx::TileType::get({s.tileRows, s.tileCols}, f32);
+  auto aTile = amx::TileType::get({s.tileRows, s.tileDepth}, bf16);
+  // A B tile: depth / 2 VNNI rows of tileCols pairs.
+  auto bTile = amx::TileType::get({s.tileDepth / 2, 2 * s.tileCols}, bf16);
+  Value zero = constant(b, loc, 0);
+  int64_t rowBlock = s.tileRows * s.blockRows;
+  int64_t colBlock = s.tileCols * s.blockCols;
+  auto tasks =
+      scf::ParallelOp::create(b, loc, zero, o.rows, constant(b, loc, rowBlock));
+  b.setInsertionPointToStart(tasks.getBody());
+  Value i = tasks.getInductionVars()[0];
+  auto cols =
+      scf::ForOp::create(b, loc, zero, o.cols, constant(b, loc, colBlock));
+  b.setInsertionPointToStart(cols.getBody());
+  Value j = cols.getInductionVar();
+  SmallVector<Value> rowAt, colAt;
+  for (int64_t r = 0; r < s.blockRows; ++r)
+    rowAt.push_back(add(b, loc, i, r * s.tileRows));
+  for (int64_t c = 0; c < s.blockCols; ++c)
+    colAt.push_back(add(b, loc, j, c * s.tileCols));
+  SmallVector<Value> acc;
+  for (int64_t r = 0; r < s.blockRows; ++r)
+    for (int64_t c = 0; c < s.blockCols; ++c)
+      acc.push_back(amx::TileLoadOp::create(b, loc, cTile, o.c,
+                                            ValueRange{rowAt[r], colAt[c]}));
+  auto depth = scf::ForOp::create(
+      b, loc, zero, o.depth, constant(b, loc, s.tileDepth), acc,
+      [&](OpBuilder &nb, Location nloc, Value k, ValueRange iter) {
+        Value pairRow =
+            arith::DivUIOp::create(nb, nloc, k, constant(nb, nloc, 2));
+        SmallVector<Value> as, bs;
+        for (int64_t r = 0; r < s.blockRows; ++r)
+          as.push_back(amx::TileLoadOp::create(nb, nloc, aTile, o.a,
+                                               ValueRange{rowAt[r], k}));
+        for (int64_t c = 0; c < s.blockCols; ++c) {
+          Value col =
+              arith::MulIOp::create(nb, nloc, colAt[c], constant(nb, nloc, 2));
+          bs.push_back(amx::TileLoadOp::create(nb, nloc, bTile, o.b,
+                                               ValueRange{pairRow, col}));
+        }
+        SmallVector<Value> next;
+        for (int64_t r = 0; r < s.blockRows; ++r)
+          for (int64_t c = 0; c < s.blockCols; ++c)
+            next.push_back(amx::TileMulFOp::create(
+                nb, nloc, cTile, as[r], bs[c], iter[r * s.blockCols + c]));
+        scf::YieldOp::create(nb, nloc, next);
+      });
+  for (int64_t r = 0; r < s.blockRows; ++r)
+    for (int64_t c = 0; c < s.blockCols; ++c)
+      amx::TileStoreOp::create(b, loc, o.c, ValueRange{rowAt[r], colAt[c]},
+                               depth.getResult(r * s.blockCols + c));
+}
+
+/// The AVX512-BF16 kernel of the file comment.
+void buildAVX512BF16(OpBuilder &b, Location loc, const Operands &o,
+                     const BF16Schedule &s) {
+  Type bf16 = b.getBF16Type(), f32 = b.getF32Type();
+  constexpr int64_t lanes = 16; // f32 lanes of a 512-bit vector
+  auto accType = VectorType::get({lanes}, f32);
+  auto pairsType = VectorType::get({2 * lanes}, bf16);
+  int64_t vectors = s.tileCols * s.blockCols / lanes;
+  int64_t rowBlock = s.tileRows * s.blockRows;
+  Value zero = constant(b, loc, 0), one = constant(b, loc, 1);
+  auto tasks =
+      scf::ParallelOp::create(b, loc, zero, o.rows, constant(b, loc, rowBlock));
+  b.setInsertionPointToStart(tasks.getBody());
+  Value i0 = tasks.getInductionVars()[0];
+  auto rows = scf::ForOp::create(b, loc, zero, constant(b, loc, rowBlock),
+                                 constant(b, loc, s.registerRows));
+  b.setInsertionPointToStart(rows.getBody());
+  Value i = arith::AddIOp::create(b, loc, i0, rows.getInductionVar());
+  auto cols = scf::ForOp::create(b, loc, zero, o.cols,
+                                 constant(b, loc, vectors * lanes));
+  b.setInsertionPointToStart(cols.getBody());
+  Value j = cols.getInductionVar();
+  SmallVector<Value> rowAt, colAt, acc;
+  for (int64_t r = 0; r < s.registerRows; ++r)
+    rowAt.push_back(add(b, loc, i, r));
+  for (int64_t v = 0; v < vectors; ++v)
+    colAt.push_back(add(b, loc, j, v * lanes));
+  for (int64_t r = 0; r < s.registerRows; ++r)
+    for (int64_t v = 0; v < vectors; ++v)
+      acc.push_back(vector::LoadOp::create(b, loc, accType, o.c,
+                                           ValueRange{rowAt[r], colAt[v]}));
+  Value pairRows = arith::DivUIOp::create(b, loc, o.depth, constant(b, loc, 2));
+  auto depth = scf::ForOp::create(
+      b, loc, zero, pairRows, one, acc,
+      [&](OpBuilder &nb, Location nloc, Value a, ValueRange iter) {
+        SmallVector<Value> bs;
+        for (int64_t v = 0; v < vectors; ++v) {
+          Value col =
+              arith::MulIOp::create(nb, nloc, colAt[v], constant(nb, nloc, 2));
+          bs.push_back(vector::LoadOp::create(nb, nloc, pairsType, o.b,
+                                              ValueRange{a, col}));
+        }
+        Value k = arith::MulIOp::create(nb, nloc, a, constant(nb, nloc, 2));
+        SmallVector<Value> next;
+        for (int64_t r = 0; r < s.registerRows; ++r) {
+          // The pair A[r, 2a], A[r, 2a + 1] as one i32, in every lane.
+          Value pair =
+              vector::LoadOp::create(nb, nloc, VectorType::get({2}, bf16), o.a,
+                                     ValueRange{rowAt[r], k});
+          Value word = vector::BitCastOp::create(
+              nb, nloc, VectorType::get({1}, nb.getI32Type()), pair);
+          Value scalar = vector::ExtractOp::create(nb, nloc, word, 0);
+          Value splat = vector::BroadcastOp::create(
+              nb, nloc, VectorType::get({lanes}, nb.getI32Type()), scalar);
+          Value pairs = vector::BitCastOp::create(nb, nloc, pairsType, splat);
+          for (int64_t v = 0; v < vectors; ++v)
+            next.push_back(x86vector::DotBF16Op::create(
+                nb, nloc, accType, iter[r * vectors + v], pairs, bs[v]));
+        }
+        scf::YieldOp::create(nb, nloc, next);
+      });
+  for (int64_t r = 0; r < s.registerRows; ++r)
+    for (int64_t v = 0; v < vectors; ++v)
+      vector::StoreOp::create(b, loc, depth.getResult(r * vectors + v), o.c,
+                              ValueRange{rowAt[r], colAt[v]});
+}
+
+struct LowerDenseBF16 : torsor::impl::TorsorLowerDenseBF16Base<LowerDenseBF16> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    BF16Schedule schedule = BF16Schedule::get(func);
+    if (!schedule.unit)
+      return;
+    SmallVector<linalg::GenericOp> products;
+    func.walk([&](linalg::GenericOp op) {
+      if (op->hasAttr(kBF16ProductAttr) && op.hasPureBufferSemantics())
+        products.push_back(op);
+    });
+    for (linalg::GenericOp op : products) {
+      OpBuilder b(op);
+      FailureOr<Operands> operands = collapse(b, op.getLoc(), op);
+      // Not collapsible: the generic's own loops compute the same sums.
+      if (failed(operands))
+        continue;
+      if (*schedule.unit == strategy::MatmulUnit::AMX)
+        buildAMX(b, op.getLoc(), *operands, schedule);
+      else
+        buildAVX512BF16(b, op.getLoc(), *operands, schedule);
+      op.erase();
+    }
+  }
+};
+
+} // namespace
