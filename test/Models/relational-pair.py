@@ -78,8 +78,11 @@ def convert(work, params, tag):
     src = os.path.join(work, "std-%s.safetensors" % tag)
     dst = os.path.join(work, "rel-%s.safetensors" % tag)
     write_safetensors(src, params, "f64")
+    # -o into the work dir: without it torsorc writes the relationalized
+    # library next to the example, in the source tree.
     cmd = [tool("torsorc"), STD, "--relationalize", "--weights=" + src,
-           "--convert-weights=" + dst]
+           "--convert-weights=" + dst,
+           "-o", os.path.join(work, "rel-%s.so" % tag)]
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0:
         raise SystemExit("%s failed:\n%s" % (" ".join(cmd), res.stderr))
