@@ -88,6 +88,20 @@ TorsorStatus *bindOnDevice(TorsorModule *m, int kind, const char *name,
   return toC(claim ? bindDevice(*m, kind, name, t) : busyError());
 }
 
+/// Describes a row-major tensor in device memory at `address` for the
+/// caller of a *Device getter (torsorModuleGetOutputDevice,
+/// torsorModuleGetGradientDevice).
+TorsorStatus *describeDevice(uint64_t address,
+                             const std::vector<int64_t> &shape, int32_t dtype,
+                             TorsorTensor *tensor) {
+  tensor->data = reinterpret_cast<void *>(static_cast<uintptr_t>(address));
+  tensor->shape = shape.data();
+  tensor->strides = nullptr;
+  tensor->rank = static_cast<int32_t>(shape.size());
+  tensor->dtype = dtype;
+  return nullptr;
+}
+
 } // namespace
 
 extern "C" {
@@ -349,14 +363,9 @@ TorsorStatus *torsorModuleGetOutputDevice(const TorsorModule *module,
                       format("output '%s' is not available: the model has "
                              "not run successfully",
                              name)));
-  const std::vector<int64_t> &shape = module->outputShapes[index];
-  tensor->data = reinterpret_cast<void *>(
-      static_cast<uintptr_t>(module->gpu->outputPtr(index)));
-  tensor->shape = shape.data();
-  tensor->strides = nullptr;
-  tensor->rank = static_cast<int32_t>(shape.size());
-  tensor->dtype = module->manifest.outputs[index].dtype;
-  return nullptr;
+  return describeDevice(module->gpu->outputPtr(index),
+                        module->outputShapes[index],
+                        module->manifest.outputs[index].dtype, tensor);
 }
 
 int32_t torsorModuleHasBackward(const TorsorModule *module) {
@@ -452,14 +461,8 @@ TorsorStatus *torsorModuleGetGradientDevice(const TorsorModule *module,
                         format("gradient '%s' is not available: backward has "
                                "not run successfully",
                                name)));
-    const std::vector<int64_t> &shape = module->gradientShapes[i];
-    tensor->data = reinterpret_cast<void *>(
-        static_cast<uintptr_t>(module->gpu->gradientPtr(i)));
-    tensor->shape = shape.data();
-    tensor->strides = nullptr;
-    tensor->rank = static_cast<int32_t>(shape.size());
-    tensor->dtype = list[i].dtype;
-    return nullptr;
+    return describeDevice(module->gpu->gradientPtr(i),
+                          module->gradientShapes[i], list[i].dtype, tensor);
   }
   return toC(invalidArg(format("unknown gradient '%s'", name)));
 }
