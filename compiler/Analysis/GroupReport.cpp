@@ -68,15 +68,39 @@ void torsor::writeGroupReport(ModuleOp module, llvm::raw_ostream &os) {
          << " (" << counts << ")\n";
       continue;
     }
+    if (!r.isBlockIsotropic() && r.kind == lie::algebra::Recognition::Product) {
+      os << "the factors' closed-form logs of a⁻¹b per pair, straight line ("
+         << counts << ")\n";
+      continue;
+    }
     if (!r.isBlockIsotropic()) {
       os << r.builtin << "'s closed-form log of a⁻¹b per pair, straight line ("
          << counts << ")\n";
       continue;
     }
-    const lie::GroupModel *host = model.getHost();
-    ArrayRef<lie::AlgebraBlock> hostBlocks = host->getBlocks();
-    os << r.builtin << "'s pair form, closed form (" << counts
-       << "); block norms";
+    // The host blocks the declared norms mix: the host's, or for a direct
+    // sum every factor's, named factor.block ("so3.rot", "gl1.s",
+    // "nil.0").
+    std::vector<std::string> hostBlocks;
+    if (r.kind == lie::algebra::Recognition::Product) {
+      for (auto [c, f] : llvm::enumerate(r.factors)) {
+        std::string prefix = f.host + "#" + std::to_string(c) + ".";
+        if (const lie::GroupModel *fh = model.getFactorHost(c)) {
+          for (const lie::AlgebraBlock &hb : fh->getBlocks())
+            hostBlocks.push_back(prefix + hb.name.str());
+        } else {
+          for (unsigned i = 0; i < f.hostDim; ++i)
+            hostBlocks.push_back(prefix + std::to_string(i));
+        }
+      }
+      os << "the factors' pair forms side by side, closed form (" << counts
+         << "); block norms";
+    } else {
+      for (const lie::AlgebraBlock &hb : model.getHost()->getBlocks())
+        hostBlocks.push_back(hb.name.str());
+      os << r.builtin << "'s pair form, closed form (" << counts
+         << "); block norms";
+    }
     for (auto [b, blk] : llvm::enumerate(model.getBlocks())) {
       os << (b ? ", " : " ") << blk.name << " =";
       bool first = true;
@@ -84,8 +108,7 @@ void torsor::writeGroupReport(ModuleOp module, llvm::raw_ostream &os) {
         double c = r.blockMix[b * hostBlocks.size() + beta];
         if (c == 0)
           continue;
-        os << (first ? " " : " + ") << llvm::format("%.4g", c) << "·"
-           << hb.name;
+        os << (first ? " " : " + ") << llvm::format("%.4g", c) << "·" << hb;
         first = false;
       }
       if (first)

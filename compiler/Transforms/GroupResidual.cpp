@@ -54,8 +54,7 @@ SmallVector<ResidualCheck> torsor::collectResidualChecks(func::FuncOp model) {
       continue;
     const auto &model =
         static_cast<const lie::GenericGroupModel &>(found.getModel());
-    bool conditioned =
-        model.getSpecialization().empty() && model.getHost() == nullptr;
+    bool conditioned = !model.hasClosedForms();
     checks.push_back({i, found, conditioned});
   }
   return checks;

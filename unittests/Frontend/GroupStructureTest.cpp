@@ -224,15 +224,128 @@ TEST(GroupStructure, BoostsWithoutRotationAreNilpotent) {
   EXPECT_NE(r.reason.find("nilpotent"), std::string::npos);
 }
 
-TEST(GroupStructure, ScaledSpaceTimeIsNotContained) {
-  // Rotation, a dilation of (x, y) only, and translations in x, y, t:
-  // closed, but the dilation leaves se2x and no built-in has it with a
-  // 3-D translation part.
+TEST(GroupStructure, ScaledSpaceTimeIsSim2PlusATranslation) {
+  // Rotation, a dilation of (x, y) only, and translations in x, y, t: no
+  // single host has the dilation with a 3-D translation part, but the
+  // generators are block diagonal on (x, y, 1) and (t, 1): sim(2) ⊕ ℝ,
+  // the t translation a nilpotent factor.
   Matrix dil = plus(unit(4, 0, 0), unit(4, 1, 1));
   Recognition r = run(
       4, {rot2(4), dil, unit(4, 0, 3), unit(4, 1, 3), unit(4, 2, 3)}, {2, 3});
+  ASSERT_EQ(r.kind, Recognition::Product) << r.reason;
+  ASSERT_EQ(r.factors.size(), 2u);
+  EXPECT_EQ(r.factors[0].host, "sim2");
+  EXPECT_EQ(r.factors[0].indices, (std::vector<unsigned>{0, 1, 3}));
+  EXPECT_EQ(r.factors[1].kind, Factor::Nilpotent);
+  EXPECT_EQ(r.factors[1].indices, (std::vector<unsigned>{2, 3}));
+  EXPECT_TRUE(r.isBlockIsotropic());
+}
+
+TEST(GroupStructure, SO3PlusSO2IsADirectSum) {
+  // so(3) permuted on (x, y, z), so(2) scaled by 2 on (u, v): 5×5, no
+  // single host; the factors' own pair forms, spin = ¼·so2's norm.
+  Recognition r = run(5,
+                      {hat(5, 1), hat(5, 0), hat(5, 2),
+                       plus(unit(5, 4, 3, 2), unit(5, 3, 4), -2)},
+                      {3, 1});
+  ASSERT_EQ(r.kind, Recognition::Product) << r.reason;
+  EXPECT_EQ(r.builtin, "so3 + so2");
+  ASSERT_EQ(r.factors.size(), 2u);
+  EXPECT_EQ(r.factors[1].indices, (std::vector<unsigned>{3, 4}));
+  EXPECT_EQ(r.builtinDim, 4u);
+  ASSERT_TRUE(r.isBlockIsotropic());
+  // Host blocks: so3.rot, so2.rot.
+  ASSERT_EQ(r.blockMix.size(), 4u);
+  EXPECT_NEAR(r.blockMix[0], 1, 1e-14);
+  EXPECT_NEAR(r.blockMix[1], 0, 1e-14);
+  EXPECT_NEAR(r.blockMix[3], 0.25, 1e-14);
+  EXPECT_LE(r.verifyError, 1e-12);
+}
+
+TEST(GroupStructure, SE2PlusAScalingSharesNoHomogeneousRow) {
+  // SE(2) of (x, y) on the homogeneous (x, y, z, 1), and a scaling of z:
+  // se(2) on {0, 1, 3}, a 1×1 block of scalings on {2}.
+  Recognition r = run(
+      4, {unit(4, 2, 2, 0.5), unit(4, 0, 3), rot2(4), unit(4, 1, 3)}, {1, 3});
+  ASSERT_EQ(r.kind, Recognition::Product) << r.reason;
+  ASSERT_EQ(r.factors.size(), 2u);
+  EXPECT_EQ(r.factors[0].host, "se2");
+  EXPECT_EQ(r.factors[0].indices, (std::vector<unsigned>{0, 1, 3}));
+  EXPECT_EQ(r.factors[1].kind, Factor::Scalar);
+  EXPECT_EQ(r.factors[1].indices, (std::vector<unsigned>{2}));
+  ASSERT_TRUE(r.isBlockIsotropic());
+  // The scale coordinate is 2·ln g_zz: its norm is 4·(ln g_zz)².
+  EXPECT_NEAR(r.blockMix[2], 4, 1e-14);
+}
+
+TEST(GroupStructure, AGeneratorOnTwoBlocksIsStillASum) {
+  // The torus in the basis J₁ + J₂, J₂: two generators, two so(2) blocks,
+  // so still their direct sum (T mixes the factors), but a⁻¹b's block
+  // norms are not the factors' (θ₂ − θ₁ appears): per-pair logs.
+  Matrix j1 = plus(unit(4, 1, 0), unit(4, 0, 1), -1);
+  Matrix j2 = plus(unit(4, 3, 2), unit(4, 2, 3), -1);
+  Recognition r = run(4, {plus(j1, j2), j2}, {1, 1});
+  ASSERT_EQ(r.kind, Recognition::Product) << r.reason;
+  EXPECT_FALSE(r.isBlockIsotropic());
+  EXPECT_NE(r.reason.find("per pair"), std::string::npos) << r.reason;
+  EXPECT_EQ(r.toBuiltin, (Matrix{1, 0, 1, 1}));
+}
+
+TEST(GroupStructure, CoupledBlocksAreRefused) {
+  // A log-spiral: one generator turning (x, y) and scaling z together is
+  // block diagonal, but its parts span 2 dimensions of so(2) ⊕ ℝ: the
+  // group is not the product, so neither factor's log alone gives it.
+  Matrix spiral = plus(rot2(3), unit(3, 2, 2));
+  Recognition r = run(3, {spiral}, {1});
   EXPECT_EQ(r.kind, Recognition::None);
-  EXPECT_NE(r.reason.find("nearest"), std::string::npos) << r.reason;
+  EXPECT_NE(r.reason.find("not the direct sum"), std::string::npos) << r.reason;
+
+  // An irrational winding of the torus, the same.
+  Matrix j1 = plus(unit(4, 1, 0), unit(4, 0, 1), -1);
+  Matrix j2 = plus(unit(4, 3, 2), unit(4, 2, 3), -1);
+  Recognition w = run(4, {plus(j1, j2, std::sqrt(2.0))}, {1});
+  EXPECT_EQ(w.kind, Recognition::None);
+  EXPECT_NE(w.reason.find("not the direct sum"), std::string::npos) << w.reason;
+}
+
+TEST(GroupStructure, AFactorWithoutAClosedFormRefusesTheSum) {
+  // so(3) conjugated by diag(1, 2, 3) next to so(2): block diagonal and a
+  // direct sum, but the first factor has no host, so the group keeps the
+  // generic model and the reason names the block.
+  std::vector<Matrix> gens;
+  double d[3] = {1, 2, 3};
+  for (unsigned axis = 0; axis < 3; ++axis) {
+    Matrix g = hat(5, axis);
+    for (unsigned i = 0; i < 3; ++i)
+      for (unsigned j = 0; j < 3; ++j)
+        g[i * 5 + j] *= d[i] / d[j];
+    gens.push_back(g);
+  }
+  gens.push_back(plus(unit(5, 4, 3), unit(5, 3, 4), -1));
+  Recognition r = run(5, gens, {3, 1});
+  EXPECT_EQ(r.kind, Recognition::None);
+  EXPECT_NE(r.reason.find("the block {0, 1, 2} has no closed form"),
+            std::string::npos)
+      << r.reason;
+}
+
+TEST(GroupStructure, ACouplingOfOneInAMillionIsACoupling) {
+  // so(3) ⊕ so(2) conjugated by P = I + 1e-6·E_03: closed and isomorphic
+  // to the sum, but its matrices couple the blocks (any non-zero entry
+  // does), and the merged 5×5 algebra is in no host: refused, not
+  // approximated.
+  double eps = 1e-6;
+  Matrix p = plus(unit(5, 0, 0), unit(5, 0, 3), eps),
+         pInv = unit(5, 0, 3, -eps);
+  for (unsigned i = 0; i < 5; ++i)
+    p[i * 6] = pInv[i * 6] = 1;
+  std::vector<Matrix> gens;
+  for (const Matrix &g : {hat(5, 0), hat(5, 1), hat(5, 2),
+                          plus(unit(5, 4, 3), unit(5, 3, 4), -1)})
+    gens.push_back(multiply(5, multiply(5, p, g), pInv));
+  Recognition r = run(5, gens, {3, 1});
+  EXPECT_EQ(r.kind, Recognition::None);
+  EXPECT_NE(r.reason.find("no built-in group"), std::string::npos) << r.reason;
 }
 
 TEST(GroupStructure, NilpotentAndGenericAreNotRecognised) {

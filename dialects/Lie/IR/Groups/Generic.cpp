@@ -193,7 +193,20 @@ GenericGroupModel::get(StringRef name, unsigned n, ArrayRef<double> generators,
   structureFacts.generators = model->gens;
   structureFacts.nilpotencyIndex = model->nilIndex;
   model->structure = algebra::recognize(structureFacts, sizes, !generic);
-  if (model->structure.kind != algebra::Recognition::None) {
+  if (model->structure.kind == algebra::Recognition::Product) {
+    for (const algebra::Factor &f : model->structure.factors) {
+      const GroupModel *factorHost = nullptr;
+      if (f.kind == algebra::Factor::Host &&
+          !(factorHost = lookupHostGroupModel(f.host))) {
+        model->structure = algebra::Recognition();
+        model->structure.reason =
+            "no closed-form model for the factor host '" + f.host + "'";
+        model->factorHosts.clear();
+        break;
+      }
+      model->factorHosts.push_back(factorHost);
+    }
+  } else if (model->structure.kind != algebra::Recognition::None) {
     const GroupModel *builtin = lookupHostGroupModel(model->structure.builtin);
     if (!builtin) {
       // An algebra GroupStructure knows without a model here: keep the
@@ -276,6 +289,8 @@ Scalars GenericGroupModel::mixBlockNorms(ScalarBuilder &m,
 bool GenericGroupModel::isInsideChart(ArrayRef<double> v) const {
   if (special)
     return special->isInsideChart(v);
+  if (isProduct())
+    return isProductInsideChart(v);
   if (host) {
     unsigned kB = structure.builtinDim;
     SmallVector<double> wB(kB, 0.0);
@@ -321,6 +336,8 @@ Scalars GenericGroupModel::buildCompose(ScalarBuilder &m, ValueRange a,
                                         ValueRange b) const {
   if (special)
     return special->buildCompose(m, a, b);
+  if (isProduct())
+    return buildProductCompose(m, a, b);
   if (!affine)
     return GroupModel::buildCompose(m, a, b);
   // The fixed last row [0, …, 0, 1] is neither read nor computed.
@@ -355,6 +372,8 @@ Scalars GenericGroupModel::buildInverse(ScalarBuilder &m, ValueRange g) const {
     return special->buildInverse(m, g);
   if (host)
     return extract(host->buildInverse(m, embed(m, g)));
+  if (isProduct())
+    return buildProductInverse(m, g);
   unsigned nn = n * n;
   if (nilIndex) {
     // g = I + N with N^j = 0: g⁻¹ = I − N + N² − … by Horner,
@@ -401,6 +420,8 @@ Scalars GenericGroupModel::buildLog(ScalarBuilder &m, ValueRange g) const {
     return special->buildLog(m, g);
   if (host)
     return fromHost(m, host->buildLog(m, embed(m, g)));
+  if (isProduct())
+    return buildProductLog(m, g);
   Scalars x = buildMatrixLog(m, n, g, nilIndex);
   Scalars w(dim);
   for (unsigned a = 0; a < dim; ++a) {
@@ -423,6 +444,8 @@ Value GenericGroupModel::buildMembershipResidual(ScalarBuilder &m,
                                                  ValueRange g) const {
   if (special)
     return special->buildMembershipResidual(m, g);
+  if (isProduct())
+    return buildProductResidual(m, g);
   if (host) {
     // In the host group, and (for a subalgebra) with a log inside the
     // declared span: ‖Σ_i o_i B_i‖_F for o = w_B − T T⁺ w_B. Both parts
@@ -482,6 +505,8 @@ Value GenericGroupModel::buildMembershipResidual(ScalarBuilder &m,
 Scalars GenericGroupModel::buildExp(ScalarBuilder &m, ValueRange v) const {
   if (special)
     return special->buildExp(m, v);
+  if (isProduct())
+    return buildProductExp(m, v);
   Scalars e =
       host ? extract(host->buildExp(m, applyConstant(m, structure.toBuiltin,
                                                      structure.builtinDim, v)))
@@ -513,6 +538,15 @@ Value GenericGroupModel::buildDist2(ScalarBuilder &m, ValueRange a,
     Scalars mu = applyConstant(m, mixT, nb, lambda);
     return host->buildDist2(m, embed(m, a), embed(m, b), mu);
   }
+  if (isProduct()) {
+    // Σ_b λ_b N_b from the factors' pair forms.
+    Scalars norms = buildPairBlockNorms(m, buildQueryFeatures(m, a),
+                                        buildKeyFeatures(m, b));
+    Value acc = m.mul(lambda[0], norms[0]);
+    for (unsigned i = 1; i < norms.size(); ++i)
+      acc = m.fma(lambda[i], norms[i], acc);
+    return acc;
+  }
   return GroupModel::buildDist2(m, a, b, lambda);
 }
 
@@ -532,11 +566,23 @@ static const GroupModel *pairFormSource(const GroupModel *special,
 }
 
 unsigned GenericGroupModel::getQueryFeatureCount() const {
+  if (isProduct()) {
+    unsigned count = 0;
+    for (unsigned c = 0; c < structure.factors.size(); ++c)
+      count += getFactorFeatureCount(c, /*query=*/true);
+    return count;
+  }
   const GroupModel *src = pairFormSource(special, host, structure);
   return src ? src->getQueryFeatureCount() : GroupModel::getQueryFeatureCount();
 }
 
 unsigned GenericGroupModel::getKeyFeatureCount() const {
+  if (isProduct()) {
+    unsigned count = 0;
+    for (unsigned c = 0; c < structure.factors.size(); ++c)
+      count += getFactorFeatureCount(c, /*query=*/false);
+    return count;
+  }
   const GroupModel *src = pairFormSource(special, host, structure);
   return src ? src->getKeyFeatureCount() : GroupModel::getKeyFeatureCount();
 }
@@ -545,6 +591,8 @@ Scalars GenericGroupModel::buildQueryFeatures(ScalarBuilder &m,
                                               ValueRange a) const {
   if (special)
     return special->buildQueryFeatures(m, a);
+  if (isProduct())
+    return buildProductFeatures(m, a, /*query=*/true);
   if (pairFormSource(special, host, structure))
     return host->buildQueryFeatures(m, embed(m, a));
   return GroupModel::buildQueryFeatures(m, a);
@@ -554,6 +602,8 @@ Scalars GenericGroupModel::buildKeyFeatures(ScalarBuilder &m,
                                             ValueRange b) const {
   if (special)
     return special->buildKeyFeatures(m, b);
+  if (isProduct())
+    return buildProductFeatures(m, b, /*query=*/false);
   if (pairFormSource(special, host, structure))
     return host->buildKeyFeatures(m, embed(m, b));
   return GroupModel::buildKeyFeatures(m, b);
@@ -563,6 +613,10 @@ Scalars GenericGroupModel::buildPairBlockNorms(ScalarBuilder &m, ValueRange q,
                                                ValueRange k) const {
   if (special)
     return special->buildPairBlockNorms(m, q, k);
+  if (isProduct() && structure.isBlockIsotropic())
+    return mixBlockNorms(m, buildProductPairBlockNorms(m, q, k));
+  if (isProduct())
+    return buildProductPairBlockNorms(m, q, k);
   if (pairFormSource(special, host, structure))
     return mixBlockNorms(m, host->buildPairBlockNorms(m, q, k));
   return GroupModel::buildPairBlockNorms(m, q, k);

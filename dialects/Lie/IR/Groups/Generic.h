@@ -76,6 +76,8 @@ public:
   Scalars buildPairBlockNorms(ScalarBuilder &m, mlir::ValueRange q,
                               mlir::ValueRange k) const override;
   bool hasStraightLinePairForm() const override {
+    if (isProduct())
+      return true;
     const GroupModel *builtin = special ? special : host;
     return builtin && builtin->hasStraightLinePairForm();
   }
@@ -105,6 +107,17 @@ public:
   const algebra::Recognition &getStructure() const { return structure; }
   /// The built-in whose closed forms serve through a basis change, or null.
   const GroupModel *getHost() const { return host; }
+  /// Whether the builders are a direct sum of closed forms
+  /// (Recognition::Product, Product.cpp).
+  bool isProduct() const {
+    return structure.kind == algebra::Recognition::Product;
+  }
+  /// Whether log, exp and the pair form are closed forms (a built-in's,
+  /// a host's or a direct sum of them), not the generic matrix functions.
+  bool hasClosedForms() const { return special || host || isProduct(); }
+  /// The host model of factor `c` of a direct sum (null for scalings and
+  /// nilpotent factors).
+  const GroupModel *getFactorHost(unsigned c) const { return factorHosts[c]; }
   /// k > 0 when every product of k generators vanishes (so X^k = 0 on the
   /// algebra and (g − I)^k = 0 on the group); 0 when the algebra is not
   /// nilpotent.
@@ -129,6 +142,31 @@ private:
   Scalars fromHost(ScalarBuilder &m, mlir::ValueRange wB) const;
   /// Declared block norms Σ_β c_bβ N_β from the host's block norms.
   Scalars mixBlockNorms(ScalarBuilder &m, mlir::ValueRange hostNorms) const;
+  // A direct sum of factors (Product.cpp); each builds the whole element
+  // from its factors' blocks, identity outside them.
+  /// The entries of `g` (n×n) in factor c's rows and columns.
+  Scalars restrictToFactor(mlir::ValueRange g, unsigned c) const;
+  /// n×n from the factors' blocks, the identity elsewhere (and the fixed
+  /// last row of an affine group).
+  Scalars scatterFactors(ScalarBuilder &m,
+                         llvm::ArrayRef<Scalars> blocksOfFactors) const;
+  /// Factor c's host coordinates of its block `gc`.
+  Scalars buildFactorLog(ScalarBuilder &m, mlir::ValueRange gc,
+                         unsigned c) const;
+  Scalars buildProductCompose(ScalarBuilder &m, mlir::ValueRange a,
+                              mlir::ValueRange b) const;
+  Scalars buildProductInverse(ScalarBuilder &m, mlir::ValueRange g) const;
+  Scalars buildProductLog(ScalarBuilder &m, mlir::ValueRange g) const;
+  Scalars buildProductExp(ScalarBuilder &m, mlir::ValueRange v) const;
+  mlir::Value buildProductResidual(ScalarBuilder &m, mlir::ValueRange g) const;
+  bool isProductInsideChart(llvm::ArrayRef<double> v) const;
+  /// Query (`query` = true) or key feature count of factor c.
+  unsigned getFactorFeatureCount(unsigned c, bool query) const;
+  Scalars buildProductFeatures(ScalarBuilder &m, mlir::ValueRange g,
+                               bool query) const;
+  Scalars buildProductPairBlockNorms(ScalarBuilder &m, mlir::ValueRange q,
+                                     mlir::ValueRange k) const;
+
   /// Inverse of the leading `size`×`size` block of the n×n matrix `g`.
   Scalars buildBlockInverse(ScalarBuilder &m, mlir::ValueRange g,
                             unsigned size) const;
@@ -152,6 +190,9 @@ private:
   /// The built-in model whose algebra contains this one through the basis
   /// change of `structure` (Embedded), if any.
   const GroupModel *host = nullptr;
+  /// Product: each factor's host model (null for scalings and nilpotent
+  /// factors), in the order of structure.factors.
+  std::vector<const GroupModel *> factorHosts;
   algebra::Recognition structure;
 };
 

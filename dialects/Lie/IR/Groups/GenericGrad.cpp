@@ -163,7 +163,7 @@ GenericGroupModel::buildLogLeftGradient(ScalarBuilder &m, ValueRange w,
     return special->buildLogLeftGradient(m, w, c);
   // The host's closed forms are straight-line: differentiated formula by
   // formula, like a built-in's.
-  if (host)
+  if (host || isProduct())
     return std::nullopt;
   return solveTransposed(m, dim, buildRightJacobian(m, w), c);
 }
@@ -175,7 +175,7 @@ GenericGroupModel::buildExpLeftGradient(ScalarBuilder &m, ValueRange v,
     return special->buildExpLeftGradient(m, v, eta);
   // The host's closed forms are straight-line: differentiated formula by
   // formula, like a built-in's.
-  if (host)
+  if (host || isProduct())
     return std::nullopt;
   // δ ↦ J_r(v)δ is exp's derivative in left-trivialised coordinates, so
   // its adjoint is J_r(v)ᵀ: v̄_a = Σ_b J_ba η_b.

@@ -344,19 +344,14 @@ const std::vector<BuiltinAlgebra> &torsor::lie::algebra::getBuiltinAlgebras() {
   return all;
 }
 
-Recognition torsor::lie::algebra::recognize(
-    const Facts &facts, const std::vector<unsigned> &blockSizes, bool allowed) {
+namespace {
+
+/// recognize() on one host built-in: the first block-isotropic (or exact)
+/// match, else the first match (with the per-pair reason), else None with
+/// the nearest built-in.
+Recognition recognizeHost(const Facts &facts,
+                          const std::vector<unsigned> &blockSizes) {
   Recognition none;
-  if (!allowed) {
-    none.reason = "recognition disabled by the 'generic' keyword";
-    return none;
-  }
-  if (facts.nilpotencyIndex) {
-    none.reason = "nilpotent (index " + std::to_string(facts.nilpotencyIndex) +
-                  "): exp and log are exact finite series already";
-    return none;
-  }
-  // The first block-isotropic match wins; otherwise the first match.
   double nearest = INFINITY;
   std::string nearestName;
   Recognition first;
@@ -394,6 +389,341 @@ Recognition torsor::lie::algebra::recognize(
   return none;
 }
 
+/// "{0, 1, 3}".
+std::string indexList(const std::vector<unsigned> &indices) {
+  std::string s = "{";
+  for (size_t i = 0; i < indices.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(indices[i]);
+  return s + "}";
+}
+
+/// The `indices` rows and columns of the n×n matrix `x`.
+Matrix restrictTo(const Matrix &x, unsigned n,
+                  const std::vector<unsigned> &indices) {
+  unsigned m = indices.size();
+  Matrix r(m * m);
+  for (unsigned i = 0; i < m; ++i)
+    for (unsigned j = 0; j < m; ++j)
+      r[i * m + j] = x[indices[i] * n + indices[j]];
+  return r;
+}
+
+/// Gram matrix inverse of `basis` (each of one size).
+Matrix gramInverse(const std::vector<Matrix> &basis) {
+  unsigned k = basis.size();
+  Matrix gram(k * k);
+  for (unsigned i = 0; i < k; ++i)
+    for (unsigned j = 0; j < k; ++j)
+      gram[i * k + j] = frobeniusDot(basis[i], basis[j]);
+  return invertSymmetric(k, gram);
+}
+
+/// Recognition of a direct sum of ideals on disjoint coordinate blocks
+/// (GroupStructure.h, "Direct sums"). None with an empty reason when the
+/// generators are not block diagonal in two or more blocks; None with the
+/// reason when they are but the algebra is not the sum, or a factor has no
+/// closed form, or the verification fails.
+Recognition recognizeProduct(const Facts &facts,
+                             const std::vector<unsigned> &declSizes) {
+  Recognition none;
+  unsigned n = facts.n, k = facts.generators.size();
+  const std::vector<Matrix> &gens = facts.generators;
+  bool affine = true;
+  for (const Matrix &g : gens)
+    for (unsigned j = 0; j < n; ++j)
+      affine = affine && g[(n - 1) * n + j] == 0;
+  unsigned lin = affine ? n - 1 : n;
+
+  // Connected components of the coordinates that some generator couples
+  // (exact zeros only: a coupling of 1e-12 is a coupling).
+  std::vector<unsigned> parent(lin);
+  for (unsigned i = 0; i < lin; ++i)
+    parent[i] = i;
+  auto find = [&](unsigned i) {
+    while (parent[i] != i)
+      i = parent[i] = parent[parent[i]];
+    return i;
+  };
+  std::vector<bool> touched(lin, false), translates(lin, false);
+  for (const Matrix &g : gens)
+    for (unsigned i = 0; i < lin; ++i) {
+      for (unsigned j = 0; j < lin; ++j)
+        if (g[i * n + j] != 0) {
+          touched[i] = touched[j] = true;
+          parent[find(i)] = find(j);
+        }
+      if (affine && g[i * n + n - 1] != 0)
+        touched[i] = translates[i] = true;
+    }
+  std::vector<std::vector<unsigned>> blocks;
+  std::vector<int> blockOf(lin, -1);
+  for (unsigned i = 0; i < lin; ++i) {
+    if (!touched[i])
+      continue;
+    unsigned root = find(i);
+    if (blockOf[root] < 0) {
+      blockOf[root] = blocks.size();
+      blocks.emplace_back();
+    }
+    blocks[blockOf[root]].push_back(i);
+  }
+  if (blocks.size() < 2)
+    return none;
+  for (std::vector<unsigned> &blk : blocks) {
+    bool any = false;
+    for (unsigned i : blk)
+      any = any || translates[i];
+    if (any)
+      blk.push_back(n - 1);
+  }
+
+  // Each block's restriction 𝔤_c = span{E_a|c}, and the coordinates S of
+  // every E_a|c in a basis F_c of it.
+  struct Part {
+    std::vector<Matrix> basis;
+    Matrix gramInv;
+  };
+  std::vector<Part> parts(blocks.size());
+  unsigned sum = 0;
+  for (unsigned c = 0; c < blocks.size(); ++c) {
+    for (const Matrix &g : gens) {
+      Matrix r = restrictTo(g, n, blocks[c]);
+      double norm = frobeniusNorm(r);
+      if (norm == 0)
+        continue;
+      double res = 1;
+      if (!parts[c].basis.empty())
+        coordinates(parts[c].basis, parts[c].gramInv, r, &res);
+      if (res > kSpanTolerance) {
+        parts[c].basis.push_back(r);
+        parts[c].gramInv = gramInverse(parts[c].basis);
+      }
+    }
+    sum += parts[c].basis.size();
+  }
+  std::string blockNames;
+  for (unsigned c = 0; c < blocks.size(); ++c)
+    blockNames += (c ? ", " : "") + indexList(blocks[c]);
+  if (sum != k) {
+    none.reason = "block diagonal on the coordinates " + blockNames +
+                  ", but not the direct sum of its blocks: their parts span " +
+                  std::to_string(sum) + " dimensions, more than the " +
+                  std::to_string(k) +
+                  " generators (a generator moves two blocks together)";
+    return none;
+  }
+
+  // The factors and T = blockdiag(T_c)·S.
+  Recognition r;
+  r.kind = Recognition::Product;
+  std::vector<Matrix> tc(blocks.size());
+  std::vector<unsigned> hostSizes;
+  unsigned offset = 0;
+  for (unsigned c = 0; c < blocks.size(); ++c) {
+    Factor f;
+    f.indices = blocks[c];
+    unsigned m = f.indices.size(), d = parts[c].basis.size();
+    f.offset = offset;
+    if (m == 1) {
+      f.kind = Factor::Scalar;
+      f.host = "gl1";
+      f.hostN = f.hostDim = 1;
+      f.hostBasis = {Matrix{1.0}};
+      f.hostBlockSizes = {1};
+      tc[c] = parts[c].basis[0];
+    } else {
+      Facts ff;
+      if (Problem p = analyze(m, parts[c].basis, ff)) {
+        none.reason = "the block " + indexList(f.indices) +
+                      " is not a Lie algebra: " + describe(p, m);
+        return none;
+      }
+      if (ff.nilpotencyIndex) {
+        f.kind = Factor::Nilpotent;
+        f.host = "nil";
+        f.hostN = m;
+        f.hostDim = d;
+        f.hostBasis = parts[c].basis;
+        f.hostBlockSizes.assign(d, 1);
+        f.dual = ff.dual;
+        f.nilpotencyIndex = ff.nilpotencyIndex;
+        tc[c].assign(d * d, 0.0);
+        for (unsigned i = 0; i < d; ++i)
+          tc[c][i * d + i] = 1;
+      } else {
+        Recognition fr = recognizeHost(ff, {d});
+        if (fr.kind == Recognition::None) {
+          none.reason = "block diagonal on the coordinates " + blockNames +
+                        ", but the block " + indexList(f.indices) +
+                        " has no closed form: " + fr.reason;
+          return none;
+        }
+        f.kind = Factor::Host;
+        f.host = fr.builtin;
+        f.hostN = fr.builtinN;
+        f.hostDim = fr.builtinDim;
+        for (const BuiltinAlgebra &b : getBuiltinAlgebras())
+          if (b.name == fr.builtin) {
+            f.hostBasis = b.basis;
+            f.hostBlockSizes = b.blockSizes;
+          }
+        tc[c] = fr.toBuiltin;
+      }
+    }
+    offset += f.hostDim;
+    hostSizes.insert(hostSizes.end(), f.hostBlockSizes.begin(),
+                     f.hostBlockSizes.end());
+    r.builtin += (c ? " + " : "") + f.host;
+    r.factors.push_back(std::move(f));
+  }
+  unsigned kB = offset;
+  r.builtinDim = kB;
+  Matrix t(kB * k, 0.0);
+  for (unsigned c = 0; c < blocks.size(); ++c) {
+    const Factor &f = r.factors[c];
+    unsigned d = parts[c].basis.size();
+    for (unsigned a = 0; a < k; ++a) {
+      std::vector<double> s =
+          coordinates(parts[c].basis, parts[c].gramInv,
+                      restrictTo(gens[a], n, f.indices), nullptr);
+      for (unsigned i = 0; i < f.hostDim; ++i) {
+        double acc = 0;
+        for (unsigned j = 0; j < d; ++j)
+          acc += tc[c][i * d + j] * s[j];
+        t[(f.offset + i) * k + a] = acc;
+      }
+    }
+  }
+  Matrix tt(k * k, 0.0);
+  for (unsigned a = 0; a < k; ++a)
+    for (unsigned c = 0; c < k; ++c)
+      for (unsigned i = 0; i < kB; ++i)
+        tt[a * k + c] += t[i * k + a] * t[i * k + c];
+  Matrix ttInv = invertSymmetric(k, tt);
+  Matrix pinv(k * kB, 0.0);
+  for (unsigned a = 0; a < k; ++a)
+    for (unsigned i = 0; i < kB; ++i)
+      for (unsigned c = 0; c < k; ++c)
+        pinv[a * kB + i] += ttInv[a * k + c] * t[i * k + c];
+  r.toBuiltin = t;
+  r.fromBuiltin = pinv;
+  r.blockMix = solveBlockMix(t, k, declSizes, hostSizes);
+
+  // Verification: X = Σ v_a E_a must be block diagonal (its entries
+  // outside the blocks zero), each block in its host's span with the
+  // coordinates T·v, back through T⁺ to v; and the block norms.
+  std::vector<Matrix> hostGramInv;
+  for (const Factor &f : r.factors)
+    hostGramInv.push_back(gramInverse(f.hostBasis));
+  std::vector<bool> inBlock(n * n, false);
+  for (const Factor &f : r.factors)
+    for (unsigned i : f.indices)
+      for (unsigned j : f.indices)
+        inBlock[i * n + j] = true;
+  Lcg rng;
+  double err = 0;
+  for (int trial = 0; trial < 8; ++trial) {
+    std::vector<double> v(k);
+    for (double &x : v)
+      x = rng.next() * (trial < 4 ? 1.0 : 1e-3);
+    Matrix x(n * n, 0.0);
+    for (unsigned a = 0; a < k; ++a)
+      for (unsigned e = 0; e < n * n; ++e)
+        x[e] += v[a] * gens[a][e];
+    double xn = frobeniusNorm(x), off = 0;
+    for (unsigned e = 0; e < n * n; ++e)
+      if (!inBlock[e])
+        off += x[e] * x[e];
+    err = std::max(err, std::sqrt(off) / (xn > 0 ? xn : 1));
+    std::vector<double> wB;
+    for (unsigned c = 0; c < r.factors.size(); ++c) {
+      const Factor &f = r.factors[c];
+      double res = 0;
+      std::vector<double> w = coordinates(
+          f.hostBasis, hostGramInv[c],
+          embed(restrictTo(x, n, f.indices), f.indices.size(), f.hostN), &res);
+      err = std::max(err, res);
+      wB.insert(wB.end(), w.begin(), w.end());
+    }
+    double vn = 0, dv = 0;
+    for (unsigned a = 0; a < k; ++a) {
+      double back = 0;
+      for (unsigned i = 0; i < kB; ++i)
+        back += pinv[a * kB + i] * wB[i];
+      dv += (back - v[a]) * (back - v[a]);
+      vn += v[a] * v[a];
+    }
+    err = std::max(err, std::sqrt(dv / vn));
+    if (!r.isBlockIsotropic())
+      continue;
+    std::vector<double> nB;
+    unsigned off2 = 0;
+    for (unsigned size : hostSizes) {
+      double s = 0;
+      for (unsigned i = off2; i < off2 + size; ++i)
+        s += wB[i] * wB[i];
+      nB.push_back(s);
+      off2 += size;
+    }
+    double lhs = 0, rhs = 0;
+    off2 = 0;
+    for (unsigned bi = 0; bi < declSizes.size(); ++bi) {
+      double lambda = 1.5 + rng.next();
+      for (unsigned a = off2; a < off2 + declSizes[bi]; ++a)
+        lhs += lambda * v[a] * v[a];
+      off2 += declSizes[bi];
+      for (unsigned beta = 0; beta < nB.size(); ++beta)
+        rhs += lambda * r.blockMix[bi * nB.size() + beta] * nB[beta];
+    }
+    err = std::max(err, std::abs(lhs - rhs) / lhs);
+  }
+  r.verifyError = err;
+  if (!(err <= kVerifyTolerance)) {
+    none.reason = "block diagonal on the coordinates " + blockNames +
+                  ", but the numerical verification of the direct sum "
+                  "failed (relative error " +
+                  num(err) + " > " + num(kVerifyTolerance) + ")";
+    return none;
+  }
+  if (!r.isBlockIsotropic())
+    r.reason = "the λ blocks are not combinations of the factors' blocks in "
+               "this basis: the pair form evaluates the factors' closed-form "
+               "logs per pair";
+  return r;
+}
+
+} // namespace
+
+Recognition torsor::lie::algebra::recognize(
+    const Facts &facts, const std::vector<unsigned> &blockSizes, bool allowed) {
+  Recognition none;
+  if (!allowed) {
+    none.reason = "recognition disabled by the 'generic' keyword";
+    return none;
+  }
+  if (facts.nilpotencyIndex) {
+    none.reason = "nilpotent (index " + std::to_string(facts.nilpotencyIndex) +
+                  "): exp and log are exact finite series already";
+    return none;
+  }
+  // One host with the built-in's factored pair form, else a direct sum
+  // with the factors' factored pair forms, else one host with its log per
+  // pair, else a direct sum with the factors' logs per pair.
+  Recognition single = recognizeHost(facts, blockSizes);
+  if (single.kind == Recognition::Exact || single.isBlockIsotropic())
+    return single;
+  Recognition product = recognizeProduct(facts, blockSizes);
+  if (product.kind == Recognition::Product && product.isBlockIsotropic())
+    return product;
+  if (single.kind != Recognition::None)
+    return single;
+  if (product.kind == Recognition::Product)
+    return product;
+  if (!product.reason.empty())
+    single.reason += "; as a direct sum: " + product.reason;
+  return single;
+}
+
 std::string
 torsor::lie::algebra::describe(const Recognition &r, const Facts &facts,
                                const std::vector<std::string> &names) {
@@ -411,14 +741,29 @@ torsor::lie::algebra::describe(const Recognition &r, const Facts &facts,
        << "'s";
     return os.str();
   case Recognition::Embedded:
+  case Recognition::Product:
     break;
   }
-  os << (r.builtinDim == k ? "a basis change of " : "a subalgebra of ")
-     << r.builtin;
-  if (r.builtinN != facts.n)
-    os << " (elements embedded as diag(g, I) in " << r.builtinN << "x"
-       << r.builtinN << ")";
-  os << "; generators in " << r.builtin << "'s basis:";
+  if (r.kind == Recognition::Product) {
+    os << "a direct sum of " << r.factors.size() << " ideals:";
+    for (size_t c = 0; c < r.factors.size(); ++c) {
+      const Factor &f = r.factors[c];
+      os << (c ? "," : "") << ' '
+         << (f.kind == Factor::Scalar ? std::string("scalings")
+             : f.kind == Factor::Nilpotent
+                 ? "nilpotent (index " + std::to_string(f.nilpotencyIndex) + ")"
+                 : f.host)
+         << " on " << indexList(f.indices);
+    }
+    os << "; generators in the factors' bases:";
+  } else {
+    os << (r.builtinDim == k ? "a basis change of " : "a subalgebra of ")
+       << r.builtin;
+    if (r.builtinN != facts.n)
+      os << " (elements embedded as diag(g, I) in " << r.builtinN << "x"
+         << r.builtinN << ")";
+    os << "; generators in " << r.builtin << "'s basis:";
+  }
   for (unsigned a = 0; a < k; ++a) {
     os << ' ' << genName(a) << " = [";
     for (unsigned i = 0; i < r.builtinDim; ++i)

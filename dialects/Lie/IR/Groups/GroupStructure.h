@@ -27,6 +27,21 @@
 // block, say) the pair form evaluates B's closed-form log per pair and maps
 // it through T⁺ — straight-line code still, but no dot-product shortcut.
 //
+// Direct sums (Recognition::Product). When the generators are block
+// diagonal up to a permutation of the matrix coordinates (for an affine
+// group: of the linear coordinates, the homogeneous one shared), the
+// algebra lies in the direct sum of its restrictions 𝔤_c to the blocks; when
+// their dimensions add up to k it is that direct sum, each 𝔤_c is an ideal,
+// and every element is the block-diagonal product of its factors'. Each
+// factor is then recognised on its own (a host built-in as above, a 1×1
+// block of scalings e^{f·u}, or a nilpotent block with its exact series),
+// and T stacks the factors' maps: w_B is the concatenation of the factors'
+// host coordinates. The pair form concatenates the factors' features, and
+// the block-norm mix is solved over all the factors' host blocks at once.
+// A generator that couples two blocks (its parts on them span more than
+// one dimension of the sum, e.g. a rotation and a scaling that only turn
+// together) makes the sum too big: refused, with the reason.
+//
 // Recognition is exact or refused: containment is tested against the same
 // span tolerance as closure (GroupAlgebra.h), and each identification is
 // then verified numerically on fixed pseudo-random algebra elements (the
@@ -68,6 +83,42 @@ struct BuiltinAlgebra {
 /// matrices and algebras first).
 const std::vector<BuiltinAlgebra> &getBuiltinAlgebras();
 
+/// One ideal of a direct sum (Recognition::Product): the declared algebra
+/// restricted to a block of matrix coordinates, and the closed form that
+/// computes that block of every element.
+struct Factor {
+  enum Kind {
+    /// A built-in (or host-only) algebra's closed forms on diag(g_c, I).
+    Host,
+    /// A 1×1 block of scalings: g_c = e^u, host coordinate u = ln g_c.
+    Scalar,
+    /// A nilpotent block: the exact finite series; the host coordinates are
+    /// those in the ideal's basis `hostBasis`.
+    Nilpotent,
+  };
+  Kind kind = Host;
+  /// The rows and columns of the declared matrix that the ideal acts on,
+  /// ascending; for an affine group with translations in this block the
+  /// homogeneous coordinate n − 1 is among them (last).
+  std::vector<unsigned> indices;
+  /// Host: the built-in's keyword ("so3"); Scalar: "gl1"; Nilpotent: "nil".
+  std::string host;
+  /// The host's matrix size (≥ indices.size()) and algebra dimension, the
+  /// length of this factor's part of w_B.
+  unsigned hostN = 0, hostDim = 0;
+  /// The host coordinates' basis, each hostN·hostN row-major: log g_c =
+  /// Σ_i w_B,offset+i hostBasis[i] (Host: the built-in's; Scalar: [1];
+  /// Nilpotent: the ideal's basis).
+  std::vector<Matrix> hostBasis;
+  /// The host's λ block sizes (Scalar: {1}; Nilpotent: 1 per coordinate).
+  std::vector<unsigned> hostBlockSizes;
+  /// Nilpotent: the dual basis of hostBasis and the nilpotency index.
+  std::vector<Matrix> dual;
+  unsigned nilpotencyIndex = 0;
+  /// Where this factor's coordinates start in w_B.
+  unsigned offset = 0;
+};
+
 /// What recognition found for one declaration.
 struct Recognition {
   enum Kind {
@@ -78,13 +129,21 @@ struct Recognition {
     Exact,
     /// A basis change of a built-in's algebra or of a subalgebra of it.
     Embedded,
+    /// A direct sum of ideals on disjoint blocks of matrix coordinates,
+    /// each with its own closed form (`factors`).
+    Product,
   };
   Kind kind = None;
-  /// The built-in's keyword (Exact, Embedded).
+  /// The built-in's keyword (Exact, Embedded); Product: the factors'
+  /// hosts joined by " + " ("so3 + so2").
   std::string builtin;
-  /// The built-in's matrix size N and algebra dimension.
+  /// The built-in's matrix size N and algebra dimension (Product: N = 0,
+  /// the dimension is the sum of the factors' host dimensions).
   unsigned builtinN = 0, builtinDim = 0;
-  /// T (builtinDim × k, row-major): the generators in the built-in basis.
+  /// Product: the ideals, in the order of their first matrix coordinate.
+  std::vector<Factor> factors;
+  /// T (builtinDim × k, row-major): the generators in the built-in basis
+  /// (Product: in the factors' host bases, stacked).
   Matrix toBuiltin;
   /// T⁺ (k × builtinDim, row-major).
   Matrix fromBuiltin;
