@@ -66,6 +66,18 @@ GROUPS = {
     "SE2p": ([unit(3, 0, 2), R2, unit(3, 1, 2)], [("all", 3)], "SE2"),
     "Heis3": ([unit(3, 0, 1), unit(3, 1, 2), unit(3, 0, 2)],
               [("plane", 2), ("center", 1)], "SE2"),
+    # Direct sums of ideals (docs/groups/declared.md, "Direct sums").
+    "SO3xSO2": ([hat3(1, 5), hat3(0, 5), hat3(2, 5),
+                 2 * (unit(5, 4, 3) - unit(5, 3, 4))],
+                [("rot", 3), ("spin", 1)], "SO3"),
+    "SE2xR": ([unit(4, 2, 2, 0.5), unit(4, 0, 3), hat3(2, 4), unit(4, 1, 3)],
+              [("scale", 1), ("pose", 3)], "SE2"),
+    "SO2xR2": ([hat3(2, 5), unit(5, 2, 4, 2.0), unit(5, 2, 4) + unit(5, 3, 4)],
+               [("rot", 1), ("trans", 2)], "SE2"),
+    "Torus": ([hat3(2, 4) + unit(4, 3, 2) - unit(4, 2, 3), unit(4, 3, 2) - unit(4, 2, 3)],
+              [("a", 1), ("b", 1)], "SO2"),
+    "Dil3": ([hat3(2, 4), np.diag([1.0, 1, 0, 0]), unit(4, 0, 3), unit(4, 1, 3),
+              unit(4, 2, 3)], [("rs", 2), ("trans", 3)], "SE3"),
 }
 DESCRIPTION = {
     "CO3": "rotations x isotropic scaling of R^3",
@@ -75,8 +87,14 @@ DESCRIPTION = {
     "SE2s": "SE(2), scaled rotation, sheared translations",
     "SE2p": "SE(2), generators permuted (T, R, T)",
     "Heis3": "Heisenberg (nilpotent)",
+    "SO3xSO2": "so(3) + so(2), block diagonal 5x5",
+    "SE2xR": "se(2) + scaling of z (4x4)",
+    "SO2xR2": "so(2) + R^2, sheared translations (5x5)",
+    "Torus": "so(2) + so(2) in a mixed basis",
+    "Dil3": "sim(2) + translation in t (4x4)",
 }
 BUILTIN_BASIS = {
+    "SO2": ([hat3(2, 2)], 2),
     "SO3": ([hat3(0), hat3(1), hat3(2)], 3),
     "SE2": ([R2, unit(3, 0, 2), unit(3, 1, 2)], 3),
     "SE3": ([hat3(0, 4), hat3(1, 4), hat3(2, 4), unit(4, 0, 3), unit(4, 1, 3),

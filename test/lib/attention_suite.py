@@ -112,8 +112,12 @@ class GroupCase:
     """
 
     def __init__(self, name, rotation=None, tiny=None, large=None, pi_has_log=True,
-                 conformal=None, linear=False):
+                 conformal=None, linear=False, rotation_blocks=None):
         self.name = name
+        # Direct sums (GroupStructure.h): the coordinates of each rotation
+        # block; θ_ij is the largest of the blocks' angles, and the f64
+        # reference projects each block onto its rotations.
+        self.rotation_blocks = rotation_blocks
         # Aff2: a sampler of elements with a rotation-scale linear part. Near
         # -I a general linear part has real negative eigenvalues (out of the
         # chart, NaN by policy), so batch 1 pairs near-π tokens with these
@@ -198,6 +202,21 @@ CASES = {
                      linear=True),
     "SE2p": GroupCase("SE2p", rotation=lambda rng, th, eps=None: affine(rot2(th), _trans(rng, 2, eps))),
     "SE2s": GroupCase("SE2s", rotation=lambda rng, th, eps=None: affine(rot2(th), _trans(rng, 2, eps))),
+    # Direct sums of ideals (GroupStructure.h, "Direct sums"): the other
+    # factor turns by at most θ.
+    "SO3xSO2": GroupCase("SO3xSO2", rotation=lambda rng, th, eps=None: _blockdiag(
+        rot3(_rand_axis(rng), th), rot2(th * rng.uniform(-1, 1))), linear=True,
+        rotation_blocks=[[0, 1, 2], [3, 4]]),
+    "SE2xR": GroupCase("SE2xR", rotation=lambda rng, th, eps=None: affine(
+        _blockdiag(rot2(th), np.array([[_scale(rng, eps)]])),
+        np.append(_trans(rng, 2, eps), 0.0)), rotation_blocks=[[0, 1]]),
+    # In the Torus's basis (a = θ₁, b = θ₂ − θ₁) dist2 jumps across θ₁ = π
+    # (b depends on the branch of θ₁), so its tokens stop 1e-3 short of a
+    # half turn, where every pair's log is unique.
+    "Torus": GroupCase("Torus", rotation=lambda rng, th, eps=None: _blockdiag(
+        rot2(math.copysign(min(abs(th), math.pi - 1e-3), th)),
+        rot2(math.copysign(min(abs(th), math.pi - 1e-3), th) * rng.uniform(-1, 1))),
+        linear=True, rotation_blocks=[[0, 1], [2, 3]]),
     "Heis3": GroupCase("Heis3", tiny=lambda rng, eps: _heis(*(rng.standard_normal(3) * eps)),
                        large=lambda rng: _heis(*(rng.standard_normal(3) * 5.0))),
     "Aff1": GroupCase("Aff1",
@@ -262,6 +281,24 @@ def relative_angles(g, affine=True):
     w = np.stack([R[..., 2, 1] - R[..., 1, 2], R[..., 0, 2] - R[..., 2, 0],
                   R[..., 1, 0] - R[..., 0, 1]], axis=-1)
     return np.arctan2(0.5 * np.linalg.norm(w, axis=-1), c)
+
+
+def case_angles(case, g):
+    """relative_angles of the case's elements; for a direct sum the largest
+    over its rotation blocks."""
+    if case.rotation_blocks is None:
+        return relative_angles(g, case.affine)
+    return np.max([relative_angles(g[..., idx, :][..., :, idx], False)
+                   for idx in case.rotation_blocks], axis=0)
+
+
+def _blockdiag(*blocks):
+    n = sum(b.shape[0] for b in blocks)
+    out, at = np.zeros((n, n)), 0
+    for b in blocks:
+        out[at:at + b.shape[0], at:at + b.shape[0]] = b
+        at += b.shape[0]
+    return out
 
 
 def visible_max_angle(theta, causal):
@@ -366,6 +403,18 @@ def _mp_project(name):
     # (The declared CO3, SE2p and SE2s are rotation(-scale) groups too.)
     d = {"SO2": 2, "SE2": 2, "SO3": 3, "SE3": 3, "Sim3": 3, "CO3": 3, "SE2p": 2,
          "SE2s": 2, "Sim2": 2}.get(name)
+    blocks = CASES[name].rotation_blocks if name in CASES else None
+    if blocks is not None:
+        def project_blocks(M):
+            P = M.copy()
+            for idx in blocks:
+                A = mpmath.matrix([[M[i, j] for j in idx] for i in idx])
+                R = mp_polar(A)
+                for a, i in enumerate(idx):
+                    for b, j in enumerate(idx):
+                        P[i, j] = R[a, b]
+            return P
+        return project_blocks
     if d is None:
         return None
 
@@ -488,7 +537,7 @@ def run_group(name, opts=(2,), seed=0, reference_lengths=(), reference_tol=1e-12
         runs = {(d, o): models[d, o].run(inp, {}) for d in ("f32", "f64") for o in opts}
         runs["f64", 0] = o64
         runs["f32", 0] = models["f32", 0].run(inp, {})
-        theta = relative_angles(inp["g"], case.affine)
+        theta = case_angles(case, inp["g"])
         if 0 < L <= 65:  # (enough for the count; the full product is slow)
             off = ~np.eye(L, dtype=bool)
             dev = np.linalg.norm(np.einsum("bixy,bjyz->bijxz", np.linalg.inv(inp["g"]), inp["g"])
@@ -561,7 +610,7 @@ def nan_policy(case, models, opts, rng, report, L=17):
     seen = models["f32", 0].as_seen(inp)
     truth = {"f64": models["f64", 0].run(inp, {}), "f32": models["f64", 0].run(seen, {})}
     tol = {"f64": TOL["f64"], "f32": TOL["f32"]}
-    theta = relative_angles(inp["g"], case.affine)
+    theta = case_angles(case, inp["g"])
     for dtype in ("f64", "f32"):
         for o in (0,) + tuple(opts):
             out = models[dtype, o].run(inp, {})
