@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Lie/IR/Groups/Derivatives.h"
+#include "dialects/Lie/IR/Groups/ScalarAdjoints.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -116,81 +117,35 @@ LogicalResult Adjoint::visitReverse(Operation *op) {
   if (it == adj.end())
     return success();
   Value ybar = it->second;
-  auto operand = [&](unsigned i) { return op->getOperand(i); };
-  Value one = m.c(1.0);
-
-  if (isa<arith::AddFOp>(op)) {
-    accumulate(operand(0), ybar);
-    accumulate(operand(1), ybar);
-  } else if (isa<arith::SubFOp>(op)) {
-    accumulate(operand(0), ybar);
-    accumulate(operand(1), m.neg(ybar));
-  } else if (isa<arith::NegFOp>(op)) {
-    accumulate(operand(0), m.neg(ybar));
-  } else if (isa<arith::MulFOp>(op)) {
-    Value a = operand(0), b = operand(1);
-    accumulate(a, scale(ybar, b, unsafe({b})));
-    accumulate(b, scale(ybar, a, unsafe({a})));
-  } else if (isa<math::FmaOp>(op)) {
-    Value a = operand(0), b = operand(1);
-    accumulate(a, scale(ybar, b, unsafe({b})));
-    accumulate(b, scale(ybar, a, unsafe({a})));
-    accumulate(operand(2), ybar);
-  } else if (isa<arith::DivFOp>(op)) {
-    // y = a / b: ∂a = 1/b, ∂b = −y/b.
-    Value a = operand(0), b = operand(1);
-    Value inv = m.div(one, b);
-    accumulate(a, scale(ybar, inv, true));
-    accumulate(b, scale(ybar, m.neg(m.mul(y, inv)), true));
-  } else if (isa<math::SqrtOp>(op)) {
-    accumulate(operand(0), scale(ybar, m.div(m.c(0.5), y), true));
-  } else if (isa<math::AbsFOp>(op)) {
-    Value x = operand(0);
-    accumulate(x, m.mul(ybar, m.copysign(one, x)));
-  } else if (isa<math::SinOp>(op)) {
-    Value x = operand(0);
-    accumulate(x, scale(ybar, m.cos(x), unsafe({x})));
-  } else if (isa<math::CosOp>(op)) {
-    Value x = operand(0);
-    accumulate(x, scale(ybar, m.neg(m.sin(x)), unsafe({x})));
-  } else if (isa<math::ExpOp>(op)) {
-    accumulate(operand(0), scale(ybar, y, unsafe({y})));
-  } else if (isa<math::ExpM1Op>(op)) {
-    accumulate(operand(0), scale(ybar, m.add(y, one), unsafe({y})));
-  } else if (isa<math::LogOp>(op)) {
-    accumulate(operand(0), scale(ybar, m.div(one, operand(0)), true));
-  } else if (isa<math::Log1pOp>(op)) {
-    accumulate(operand(0),
-               scale(ybar, m.div(one, m.add(one, operand(0))), true));
-  } else if (isa<math::AtanhOp>(op)) {
-    Value x = operand(0);
-    accumulate(x, scale(ybar, m.div(one, m.sub(one, m.sqr(x))), true));
-  } else if (isa<math::Atan2Op>(op)) {
-    // y = atan2(s, c): ∂s = c/(s² + c²), ∂c = −s/(s² + c²).
-    Value s = operand(0), c = operand(1);
-    Value r2 = m.fma(s, s, m.sqr(c));
-    accumulate(s, scale(ybar, m.div(c, r2), true));
-    accumulate(c, scale(ybar, m.neg(m.div(s, r2)), true));
-  } else if (isa<math::CopySignOp>(op)) {
-    // |x| with the sign of s: ∂x = sign(x)·sign(s).
-    Value x = operand(0), s = operand(1);
-    accumulate(x, m.mul(ybar, m.mul(m.copysign(one, x), m.copysign(one, s))));
-  } else if (isa<arith::MaximumFOp, arith::MinimumFOp>(op)) {
-    // The operand the result came from (the first on ties).
-    Value a = operand(0), b = operand(1);
-    Value zero = m.c(0.0);
-    Value fromA =
-        arith::CmpFOp::create(m.builder(), arith::CmpFPredicate::OEQ, y, a);
-    accumulate(a, m.select(fromA, ybar, zero));
-    accumulate(b, m.select(fromA, zero, ybar));
-  } else if (auto sel = dyn_cast<arith::SelectOp>(op)) {
-    Value zero = m.c(0.0);
-    accumulate(sel.getTrueValue(), m.select(sel.getCondition(), ybar, zero));
-    accumulate(sel.getFalseValue(), m.select(sel.getCondition(), zero, ybar));
-  } else if (isa<arith::ConstantOp>(op)) {
-    // Nothing flows into a constant.
-  } else {
+  if (isa<arith::ConstantOp>(op))
+    return success(); // Nothing flows into a constant.
+  // The local partials from the table the compiler's VJP rules share
+  // (ScalarAdjoints.h); a scale that can be non-finite is guarded.
+  SmallVector<ScalarPartial, 3> partials;
+  if (!buildScalarPartials(m.builder(), m.builder().getLoc(), op, partials))
     return failure(); // no adjoint rule (the caller reports it)
+  for (auto [i, p] : llvm::enumerate(partials)) {
+    Value x = op->getOperand(i);
+    switch (p.kind) {
+    case ScalarPartial::None:
+      break;
+    case ScalarPartial::Same:
+      accumulate(x, ybar);
+      break;
+    case ScalarPartial::Negated:
+      accumulate(x, m.neg(ybar));
+      break;
+    case ScalarPartial::Scaled:
+      accumulate(
+          x, scale(ybar, p.value, p.unbounded || (p.from && unsafe({p.from}))));
+      break;
+    case ScalarPartial::Where:
+      accumulate(x, m.select(p.value, ybar, m.c(0.0)));
+      break;
+    case ScalarPartial::WhereNot:
+      accumulate(x, m.select(p.value, m.c(0.0), ybar));
+      break;
+    }
   }
   return success();
 }
