@@ -259,4 +259,5 @@ def backward_table(args, L, builtins, rng):
     sys.stdout.flush()
 
 
-main()
+if __name__ == "__main__":
+    main()
