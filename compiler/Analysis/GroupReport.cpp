@@ -62,6 +62,12 @@ void torsor::writeGroupReport(ModuleOp module, llvm::raw_ostream &os) {
       os << r.builtin << "'s pair form, closed form (" << counts << ")\n";
       continue;
     }
+    if (r.kind == lie::algebra::Recognition::None &&
+        model.getNilpotencyIndex()) {
+      os << "the exact series of a⁻¹b − I per pair on its " << nq
+         << " non-zero entries, straight line (" << counts << ")\n";
+      continue;
+    }
     if (r.kind == lie::algebra::Recognition::None) {
       os << (straight ? "generic, straight line"
                       : "generic log per pair, per-lane scalar code")

@@ -3,8 +3,9 @@
 # --grad in f64: so(3) ⊕ so(2) (factored pair forms side by side), se(2) ⊕ ℝ
 # (se(2) next to a 1×1 block of scalings), the torus in a basis that mixes
 # its factors (the factors' logs per pair), and so(2) ⊕ ℝ² with a sheared
-# translation basis (nilpotent factors). The flash backward differentiates
-# the factors' closed forms formula by formula. Gradients against
+# translation basis (nilpotent factors); and the Heisenberg group, whose
+# pair form is the exact series of a⁻¹b − I on its non-zero entries. The
+# flash backward differentiates these formulas formula by formula. Gradients against
 # fourth-order central differences as in declared-attention-gradients.py
 # (L = 1, 3, 4, 5, 9 on random poses, near the identity, and every other
 # pose turned by π − 1e-2 in its first rotation factor); tolerance 1e-7
@@ -17,6 +18,7 @@
 # CHECK: ok SE2xR causal
 # CHECK: ok Torus
 # CHECK: ok SO2xR2 causal
+# CHECK: ok Heis3
 # CHECK: all declared-group attention gradients match
 import re
 
@@ -31,6 +33,7 @@ PI_COORDS = {
     "SE2xR": [0, 0, NEAR_PI, 0],
     "Torus": [NEAR_PI, -NEAR_PI],   # θ₁ = π − 1e-2, θ₂ = 0
     "SO2xR2": [NEAR_PI, 0, 0],
+    "Heis3": [1.5, -1.0, 2.0],  # (no rotation: a large element instead)
 }
 
 GROUPS = {
@@ -71,6 +74,15 @@ group SO2xR2 {
   norm rot = J;
   norm trans = P, Q;
 }""", "[1.0, 0.5]", True),
+    "Heis3": ("""
+group Heis3 {
+  matrix 3;
+  generator X = [[0, 1, 0], [0, 0, 0], [0, 0, 0]];
+  generator Y = [[0, 0, 0], [0, 0, 1], [0, 0, 0]];
+  generator Z = [[0, 0, 2], [0, 0, 0], [0, 0, 0]];
+  norm plane = X, Y;
+  norm center = Z;
+}""", "[[1.0, 0.5], [0.25, 2.0]]", False),
 }
 
 

@@ -184,6 +184,28 @@ GenericGroupModel::get(StringRef name, unsigned n, ArrayRef<double> generators,
     offset += blk.size;
   }
 
+  // The support of g − I for nilpotent groups: the generators' non-zero
+  // pattern, closed under (boolean) products.
+  if (model->nilIndex) {
+    std::vector<bool> pattern(nn, false);
+    for (const Matrix &g : model->gens)
+      for (unsigned e = 0; e < nn; ++e)
+        pattern[e] = pattern[e] || g[e] != 0;
+    for (bool grew = true; grew;) {
+      grew = false;
+      std::vector<bool> next = pattern;
+      for (unsigned i = 0; i < n; ++i)
+        for (unsigned j = 0; j < n; ++j)
+          for (unsigned l = 0; l < n && !next[i * n + j]; ++l)
+            next[i * n + j] = pattern[i * n + l] && pattern[l * n + j];
+      grew = next != pattern;
+      pattern = std::move(next);
+    }
+    for (unsigned e = 0; e < nn; ++e)
+      if (pattern[e])
+        model->support.push_back(e);
+  }
+
   // Built-in closed forms through a basis change, or exactly.
   std::vector<unsigned> sizes;
   for (const DeclaredBlock &blk : declBlocks)
@@ -566,6 +588,8 @@ static const GroupModel *pairFormSource(const GroupModel *special,
 }
 
 unsigned GenericGroupModel::getQueryFeatureCount() const {
+  if (usesNilpotentPairForm())
+    return support.size();
   if (isProduct()) {
     unsigned count = 0;
     for (unsigned c = 0; c < structure.factors.size(); ++c)
@@ -577,6 +601,8 @@ unsigned GenericGroupModel::getQueryFeatureCount() const {
 }
 
 unsigned GenericGroupModel::getKeyFeatureCount() const {
+  if (usesNilpotentPairForm())
+    return support.size();
   if (isProduct()) {
     unsigned count = 0;
     for (unsigned c = 0; c < structure.factors.size(); ++c)
@@ -593,6 +619,13 @@ Scalars GenericGroupModel::buildQueryFeatures(ScalarBuilder &m,
     return special->buildQueryFeatures(m, a);
   if (isProduct())
     return buildProductFeatures(m, a, /*query=*/true);
+  if (usesNilpotentPairForm()) {
+    // a⁻¹ on the support (the exact Horner inverse).
+    Scalars inv = buildInverse(m, a), q;
+    for (unsigned e : support)
+      q.push_back(inv[e]);
+    return q;
+  }
   if (pairFormSource(special, host, structure))
     return host->buildQueryFeatures(m, embed(m, a));
   return GroupModel::buildQueryFeatures(m, a);
@@ -604,6 +637,12 @@ Scalars GenericGroupModel::buildKeyFeatures(ScalarBuilder &m,
     return special->buildKeyFeatures(m, b);
   if (isProduct())
     return buildProductFeatures(m, b, /*query=*/false);
+  if (usesNilpotentPairForm()) {
+    Scalars k;
+    for (unsigned e : support)
+      k.push_back(b[e]);
+    return k;
+  }
   if (pairFormSource(special, host, structure))
     return host->buildKeyFeatures(m, embed(m, b));
   return GroupModel::buildKeyFeatures(m, b);
@@ -617,7 +656,85 @@ Scalars GenericGroupModel::buildPairBlockNorms(ScalarBuilder &m, ValueRange q,
     return mixBlockNorms(m, buildProductPairBlockNorms(m, q, k));
   if (isProduct())
     return buildProductPairBlockNorms(m, q, k);
+  if (usesNilpotentPairForm())
+    return buildNilpotentPairBlockNorms(m, q, k);
   if (pairFormSource(special, host, structure))
     return mixBlockNorms(m, host->buildPairBlockNorms(m, q, k));
   return GroupModel::buildPairBlockNorms(m, q, k);
+}
+
+Scalars GenericGroupModel::buildNilpotentPairBlockNorms(ScalarBuilder &m,
+                                                        ValueRange q,
+                                                        ValueRange k) const {
+  // Entries as n·n Values, null where structurally zero: a⁻¹ and b are the
+  // identity off the support, N = a⁻¹b − I lives on it.
+  unsigned nn = n * n;
+  SmallVector<Value> a(nn), b(nn);
+  SmallVector<bool> inSupport(nn, false);
+  for (auto [i, e] : llvm::enumerate(support)) {
+    a[e] = q[i];
+    b[e] = k[i];
+    inSupport[e] = true;
+  }
+  // x_il·y_lj with the identity's 1 where an entry is off the support.
+  auto entry = [&](ArrayRef<Value> x, unsigned i, unsigned j) -> Value {
+    return x[i * n + j];
+  };
+  auto isOne = [&](unsigned i, unsigned j) {
+    return i == j && !inSupport[i * n + j];
+  };
+  SmallVector<Value> nMat(nn);
+  for (unsigned e : support) {
+    unsigned i = e / n, j = e % n;
+    Value acc;
+    for (unsigned l = 0; l < n; ++l) {
+      Value x = entry(a, i, l), y = entry(b, l, j);
+      Value term = x && y             ? m.mul(x, y)
+                   : x && isOne(l, j) ? x
+                   : y && isOne(i, l) ? y
+                                      : Value();
+      if (term)
+        acc = acc ? m.add(acc, term) : term;
+    }
+    if (i == j)
+      acc = m.sub(acc, m.c(1.0));
+    nMat[e] = acc;
+  }
+  // log(I + N) = Σ_{k<index} (−1)^{k+1} N^k / k, products on the support.
+  auto multiply = [&](ArrayRef<Value> x, ArrayRef<Value> y) {
+    SmallVector<Value> z(nn);
+    for (unsigned e : support) {
+      unsigned i = e / n, j = e % n;
+      Value acc;
+      for (unsigned l = 0; l < n; ++l)
+        if (x[i * n + l] && y[l * n + j])
+          acc = acc ? m.fma(x[i * n + l], y[l * n + j], acc)
+                    : m.mul(x[i * n + l], y[l * n + j]);
+      z[e] = acc;
+    }
+    return z;
+  };
+  SmallVector<Value> x = nMat, power = nMat;
+  for (unsigned p = 2; p < nilIndex; ++p) {
+    power = multiply(power, nMat);
+    Value c = m.c((p % 2 ? 1.0 : -1.0) / p);
+    for (unsigned e : support)
+      if (power[e])
+        x[e] = x[e] ? m.fma(c, power[e], x[e]) : m.mul(c, power[e]);
+  }
+  Scalars w(dim);
+  for (unsigned d = 0; d < dim; ++d) {
+    Value acc;
+    for (unsigned e : support) {
+      double c = dual[d][e];
+      if (c == 0 || !x[e])
+        continue;
+      acc = !acc      ? (c == 1 ? x[e] : m.mul(m.c(c), x[e]))
+            : c == 1  ? m.add(acc, x[e])
+            : c == -1 ? m.sub(acc, x[e])
+                      : m.fma(m.c(c), x[e], acc);
+    }
+    w[d] = acc ? acc : m.c(0.0);
+  }
+  return buildBlockNorms(m, w);
 }

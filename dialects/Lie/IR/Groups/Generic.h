@@ -76,7 +76,7 @@ public:
   Scalars buildPairBlockNorms(ScalarBuilder &m, mlir::ValueRange q,
                               mlir::ValueRange k) const override;
   bool hasStraightLinePairForm() const override {
-    if (isProduct())
+    if (isProduct() || usesNilpotentPairForm())
       return true;
     const GroupModel *builtin = special ? special : host;
     return builtin && builtin->hasStraightLinePairForm();
@@ -167,6 +167,16 @@ private:
   Scalars buildProductPairBlockNorms(ScalarBuilder &m, mlir::ValueRange q,
                                      mlir::ValueRange k) const;
 
+  /// Whether the pair form is the nilpotent one below: no built-in closed
+  /// forms, and the exact series.
+  bool usesNilpotentPairForm() const {
+    return nilIndex && !special && !host && !isProduct();
+  }
+  /// The nilpotent pair form's N = a⁻¹b − I on `support` from the features
+  /// (a⁻¹ and b on `support`), its exact log and the block norms.
+  Scalars buildNilpotentPairBlockNorms(ScalarBuilder &m, mlir::ValueRange q,
+                                       mlir::ValueRange k) const;
+
   /// Inverse of the leading `size`×`size` block of the n×n matrix `g`.
   Scalars buildBlockInverse(ScalarBuilder &m, mlir::ValueRange g,
                             unsigned size) const;
@@ -182,6 +192,10 @@ private:
   llvm::SmallVector<AlgebraBlock> blocks;
   unsigned nilIndex = 0;
   bool affine = false;
+  /// Nilpotent groups: the entries (row-major indices) where g − I can be
+  /// non-zero, the closure of the generators' patterns under products.
+  /// Every other entry of an element is the identity's.
+  std::vector<unsigned> support;
   /// Whether the linear part of every generator is antisymmetric, so that
   /// the linear part of every element is orthogonal (inverse = transpose).
   bool orthogonal = false;
