@@ -12,8 +12,10 @@
 //                    (Bv[a, n, p] = B[2a + p, n]: the pairs tdpbf16ps and
 //                    vdpbf16ps multiply together sit side by side)
 //   C  [M, N] f32  → pad → [Mp, Np], C += A · B, slice back to [M, N]
-// The zero padding adds nothing to the sums. B is packed on every call:
-// a weight's packing is O(K·N) against the product's O(M·K·N).
+// The zero padding adds nothing to the sums. Where B is a param of the
+// model, torsor-hoist-packed-params moves its packing into the model's
+// prepare function (run once per load and after params change); otherwise
+// it is packed on every call.
 //
 //===----------------------------------------------------------------------===//
 
@@ -242,6 +244,7 @@ LogicalResult torsor::packBF16Contraction(RewriterBase &rewriter,
                         linalg::YieldOp::create(nb, nloc, args[0]);
                       })
                       .getResult(0);
+  bPacked.getDefiningOp()->setAttr(kBF16PackedOperandAttr, b.getUnitAttr());
 
   // C: [batch.., Mp, Np] += A · B over (batch.., m, n, a, p).
   Value cPad = padTo(b, loc, c, mp, np);
