@@ -63,6 +63,9 @@ void torsor::buildCPULoweringPipeline(OpPassManager &pm,
     // The flash backward's outlined per-lane functions are new.
     addSelectStrategy(pm, options, "cpu");
     pm.addNestedPass<func::FuncOp>(createTorsorTileDense());
+    // --compute=bf16: params' packed copies are made once per load.
+    if (options.compute == "bf16")
+      pm.addPass(createTorsorHoistPackedParams());
     pm.addNestedPass<func::FuncOp>(createTorsorFuseRows());
   }
 

@@ -233,3 +233,21 @@ torsor::buildManifest(ModuleOp module, StringRef target, int abiVersion,
   os << "\n";
   return std::optional<std::string>(text);
 }
+
+void torsor::addPrepareToManifest(std::string &manifest, int64_t bytes) {
+  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(manifest);
+  if (!parsed) {
+    llvm::consumeError(parsed.takeError());
+    return;
+  }
+  llvm::json::Object *root = parsed->getAsObject();
+  if (!root)
+    return;
+  (*root)["prepare"] =
+      llvm::json::Object{{"entry", kPrepareEntryName}, {"bytes", bytes}};
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::formatv("{0:2}", *parsed);
+  os << "\n";
+  manifest = std::move(text);
+}

@@ -35,6 +35,11 @@ mlir::FailureOr<std::optional<std::string>>
 buildManifest(mlir::ModuleOp module, llvm::StringRef target, int abiVersion,
               llvm::json::Object targetFields);
 
+/// Adds `"prepare": {"entry": "torsor_prepare", "bytes": bytes}` to the
+/// manifest text `manifest` (the params' packed copies of
+/// `--compute=bf16`, docs/runtime.md).
+void addPrepareToManifest(std::string &manifest, int64_t bytes);
+
 } // namespace torsor
 
 #endif // TORSOR_COMPILER_TARGET_MANIFEST_H

@@ -12,8 +12,10 @@
 //                    (Bv[a, n, p] = B[2a + p, n]: the pairs tdpbf16ps and
 //                    vdpbf16ps multiply together sit side by side)
 //   C  [M, N] f32  → pad → [Mp, Np], C += A · B, slice back to [M, N]
-// The zero padding adds nothing to the sums. B is packed on every call:
-// a weight's packing is O(K·N) against the product's O(M·K·N).
+// The zero padding adds nothing to the sums. Where B is a param of the
+// model, torsor-hoist-packed-params moves its packing into the model's
+// prepare function (run once per load and after params change); otherwise
+// it is packed on every call.
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,13 +56,19 @@ RankedTensorType tensorOf(ArrayRef<OpFoldResult> sizes, Type element) {
   return RankedTensorType::get(shape, element);
 }
 
-/// `source` (2-D) zero-padded at the end to `sizes`.
-Value padTo(OpBuilder &b, Location loc, Value source,
-            ArrayRef<OpFoldResult> sizes) {
-  SmallVector<OpFoldResult> low(2, b.getIndexAttr(0)), high;
+/// `source` zero-padded at the end of its last two dims to `rows` and
+/// `cols` (leading dims unchanged).
+Value padTo(OpBuilder &b, Location loc, Value source, OpFoldResult rows,
+            OpFoldResult cols) {
   SmallVector<OpFoldResult> have = tensor::getMixedSizes(b, loc, source);
-  for (unsigned i = 0; i < 2; ++i)
-    high.push_back(difference(b, loc, sizes[i], have[i]));
+  unsigned rank = have.size();
+  SmallVector<OpFoldResult> low(rank, b.getIndexAttr(0)), high(rank),
+      sizes(have);
+  sizes[rank - 2] = rows;
+  sizes[rank - 1] = cols;
+  for (unsigned i = 0; i < rank; ++i)
+    high[i] = i + 2 < rank ? OpFoldResult(b.getIndexAttr(0))
+                           : difference(b, loc, sizes[i], have[i]);
   Type element = getElementTypeOrSelf(source.getType());
   Value zero =
       arith::ConstantOp::create(b, loc, element, b.getZeroAttr(element));
@@ -68,26 +76,30 @@ Value padTo(OpBuilder &b, Location loc, Value source,
                                high, zero);
 }
 
-/// The operand of `op` at `index` (2-D, read through dims `row` and
-/// `col` of the contraction) as a [rows, cols] tensor of `element`, each
-/// value converted by `convert` (a transposed operand is transposed here).
+/// The operand of `op` at `index` as a tensor of `element` whose dims are
+/// the contraction's loop dims `dims` in that order (the operand must read
+/// exactly those), each value converted by `convert`. An operand stored in
+/// another order is transposed here.
 Value canonical(OpBuilder &b, Location loc, linalg::LinalgOp op, unsigned index,
-                unsigned row, unsigned col, Type element,
+                ArrayRef<unsigned> dims, Type element,
                 function_ref<Value(OpBuilder &, Location, Value)> convert) {
   Value operand = op->getOperand(index);
   AffineMap map = op.getIndexingMapsArray()[index];
   SmallVector<AffineExpr> exprs;
-  SmallVector<OpFoldResult> sizes(2);
+  SmallVector<OpFoldResult> sizes(dims.size());
   SmallVector<OpFoldResult> have = tensor::getMixedSizes(b, loc, operand);
   for (auto [pos, expr] : llvm::enumerate(map.getResults())) {
     unsigned dim = cast<AffineDimExpr>(expr).getPosition();
-    exprs.push_back(b.getAffineDimExpr(dim == row ? 0 : 1));
-    sizes[dim == row ? 0 : 1] = have[pos];
+    unsigned at = llvm::find(dims, dim) - dims.begin();
+    exprs.push_back(b.getAffineDimExpr(at));
+    sizes[at] = have[pos];
   }
+  unsigned rank = dims.size();
   Value init = tensor::EmptyOp::create(b, loc, sizes, element);
-  SmallVector<AffineMap> maps = {AffineMap::get(2, 0, exprs, b.getContext()),
-                                 b.getMultiDimIdentityMap(2)};
-  SmallVector<utils::IteratorType> iterators(2, utils::IteratorType::parallel);
+  SmallVector<AffineMap> maps = {AffineMap::get(rank, 0, exprs, b.getContext()),
+                                 b.getMultiDimIdentityMap(rank)};
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
   return linalg::GenericOp::create(
              b, loc, init.getType(), operand, init, maps, iterators,
              [&](OpBuilder &nb, Location nloc, ValueRange args) {
@@ -126,85 +138,138 @@ Value roundToBF16(OpBuilder &b, Location loc, Value x) {
   return arith::SelectOp::create(b, loc, isNaN, x, rounded);
 }
 
-/// Whether every indexing map of `op` reads its operand through dims
-/// only, each operand 2-D (a plain matmul in some transposition).
-bool isPlain2D(linalg::LinalgOp op) {
-  for (AffineMap map : op.getIndexingMapsArray())
-    if (map.getNumResults() != 2 || !map.isProjectedPermutation())
-      return false;
-  return op.getNumLoops() == 3;
+/// The dims of `map`'s results, in order (every result a dim).
+SmallVector<unsigned> dimsOf(AffineMap map) {
+  SmallVector<unsigned> dims;
+  for (AffineExpr expr : map.getResults())
+    dims.push_back(cast<AffineDimExpr>(expr).getPosition());
+  return dims;
 }
 
 } // namespace
 
 LogicalResult torsor::packBF16Contraction(RewriterBase &rewriter,
-                                          linalg::LinalgOp op, unsigned m,
+                                          linalg::LinalgOp op,
+                                          ArrayRef<unsigned> batch, unsigned m,
                                           unsigned n, unsigned k,
                                           strategy::BF16ProductsAttr products) {
-  if (!isPlain2D(op))
+  SmallVector<AffineMap> opMaps = op.getIndexingMapsArray();
+  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
+      op.getNumLoops() != batch.size() + 3)
     return failure();
+  for (AffineMap map : opMaps)
+    if (!map.isProjectedPermutation())
+      return failure();
   for (Value v : op->getOperands())
     if (!getElementTypeOrSelf(v.getType()).isF32())
       return failure();
+  // Which batch dims each operand reads: A and C all of them (a batch the
+  // right operand is broadcast over, `x @ W` with x [.., L, K], is a batch
+  // dim of A and C only), B those it has.
+  auto reads = [&](unsigned index, unsigned dim) {
+    return llvm::is_contained(dimsOf(opMaps[index]), dim);
+  };
+  SmallVector<unsigned> bBatch;
+  for (unsigned dim : batch) {
+    if (!reads(0, dim) || !reads(2, dim))
+      return failure();
+    if (reads(1, dim))
+      bBatch.push_back(dim);
+  }
+  auto order = [](ArrayRef<unsigned> lead, unsigned x, unsigned y) {
+    SmallVector<unsigned> dims(lead);
+    dims.append({x, y});
+    return dims;
+  };
+  SmallVector<unsigned> aDims = order(batch, m, k), bDims = order(bBatch, k, n),
+                        cDims = order(batch, m, n);
+  if (dimsOf(opMaps[0]).size() != aDims.size() ||
+      dimsOf(opMaps[1]).size() != bDims.size() ||
+      dimsOf(opMaps[2]).size() != cDims.size())
+    return failure();
+
   Location loc = op.getLoc();
   rewriter.setInsertionPoint(op);
   OpBuilder &b = rewriter;
+  MLIRContext *ctx = b.getContext();
   Type bf16 = b.getBF16Type(), f32 = b.getF32Type();
   auto round = [&](OpBuilder &nb, Location nloc, Value x) -> Value {
     return arith::TruncFOp::create(nb, nloc, bf16, x);
   };
   auto same = [](OpBuilder &, Location, Value x) { return x; };
 
-  // A as [M, K] bf16, B as [K, N] bf16, C as [M, N] f32.
-  Value a = canonical(b, loc, op, 0, m, k, bf16, round);
-  Value bb = canonical(b, loc, op, 1, k, n, bf16, round);
-  Value c = canonical(b, loc, op, 2, m, n, f32, same);
+  // A as [batch.., M, K] bf16, B as [bBatch.., K, N] bf16, C as
+  // [batch.., M, N] f32.
+  Value a = canonical(b, loc, op, 0, aDims, bf16, round);
+  Value bb = canonical(b, loc, op, 1, bDims, bf16, round);
+  Value c = canonical(b, loc, op, 2, cDims, f32, same);
   SmallVector<OpFoldResult> aSizes = tensor::getMixedSizes(b, loc, a);
   SmallVector<OpFoldResult> bSizes = tensor::getMixedSizes(b, loc, bb);
-  OpFoldResult mp = roundUp(b, loc, aSizes[0], products.blockRows());
-  OpFoldResult kp = roundUp(b, loc, aSizes[1], products.blockDepth());
-  OpFoldResult np = roundUp(b, loc, bSizes[1], products.blockCols());
-
-  // A: [Mp, Kp] → [Mp, Kp/2, 2].
-  Value aPad = padTo(b, loc, a, {mp, kp});
+  unsigned nA = batch.size(), nbB = bBatch.size();
+  OpFoldResult mp = roundUp(b, loc, aSizes[nA], products.blockRows());
+  OpFoldResult kp = roundUp(b, loc, aSizes[nA + 1], products.blockDepth());
+  OpFoldResult np = roundUp(b, loc, bSizes[nbB + 1], products.blockCols());
   OpFoldResult k2 = affine::makeComposedFoldedAffineApply(
-      b, loc, getAffineSymbolExpr(0, b.getContext()).floorDiv(2), {kp});
-  RankedTensorType a3 = tensorOf({mp, k2, b.getIndexAttr(2)}, bf16);
-  Value aPacked = tensor::ExpandShapeOp::create(
-      b, loc, a3, aPad, SmallVector<ReassociationIndices>{{0}, {1, 2}},
-      SmallVector<OpFoldResult>{mp, k2, b.getIndexAttr(2)});
+      b, loc, getAffineSymbolExpr(0, ctx).floorDiv(2), {kp});
+  OpFoldResult two = b.getIndexAttr(2);
 
-  // B: [Kp, Np] → VNNI [Kp/2, Np, 2].
-  Value bPad = padTo(b, loc, bb, {kp, np});
-  Value bInit = tensor::EmptyOp::create(
-      b, loc, SmallVector<OpFoldResult>{k2, np, b.getIndexAttr(2)}, bf16);
-  AffineExpr d0 = b.getAffineDimExpr(0), d1 = b.getAffineDimExpr(1),
-             d2 = b.getAffineDimExpr(2);
-  SmallVector<AffineMap> vnniMaps = {
-      AffineMap::get(3, 0, {d0 * 2 + d2, d1}, b.getContext()),
-      b.getMultiDimIdentityMap(3)};
-  Value bPacked =
-      linalg::GenericOp::create(
-          b, loc, bInit.getType(), bPad, bInit, vnniMaps,
-          SmallVector<utils::IteratorType>(3, utils::IteratorType::parallel),
-          [&](OpBuilder &nb, Location nloc, ValueRange args) {
-            linalg::YieldOp::create(nb, nloc, args[0]);
-          })
-          .getResult(0);
+  // A: [batch.., Mp, Kp] → [batch.., Mp, Kp/2, 2].
+  Value aPad = padTo(b, loc, a, mp, kp);
+  SmallVector<OpFoldResult> a3Sizes(ArrayRef(aSizes).take_front(nA));
+  a3Sizes.append({mp, k2, two});
+  SmallVector<ReassociationIndices> aGroups;
+  for (unsigned i = 0; i <= nA; ++i)
+    aGroups.push_back({i});
+  aGroups.push_back({nA + 1, nA + 2});
+  Value aPacked = tensor::ExpandShapeOp::create(b, loc, tensorOf(a3Sizes, bf16),
+                                                aPad, aGroups, a3Sizes);
 
-  // C: [Mp, Np] += A · B over (m, n, a, p).
-  Value cPad = padTo(b, loc, c, {mp, np});
-  AffineExpr d3 = b.getAffineDimExpr(3);
-  SmallVector<AffineMap> maps = {
-      AffineMap::get(4, 0, {d0, d2, d3}, b.getContext()),
-      AffineMap::get(4, 0, {d2, d1, d3}, b.getContext()),
-      AffineMap::get(4, 0, {d0, d1}, b.getContext())};
+  // B: [bBatch.., Kp, Np] → VNNI [bBatch.., Kp/2, Np, 2].
+  Value bPad = padTo(b, loc, bb, kp, np);
+  SmallVector<OpFoldResult> b3Sizes(ArrayRef(bSizes).take_front(nbB));
+  b3Sizes.append({k2, np, two});
+  Value bInit = tensor::EmptyOp::create(b, loc, b3Sizes, bf16);
+  SmallVector<AffineExpr> vnni;
+  for (unsigned i = 0; i < nbB; ++i)
+    vnni.push_back(b.getAffineDimExpr(i));
+  vnni.push_back(b.getAffineDimExpr(nbB) * 2 + b.getAffineDimExpr(nbB + 2));
+  vnni.push_back(b.getAffineDimExpr(nbB + 1));
+  SmallVector<AffineMap> vnniMaps = {AffineMap::get(nbB + 3, 0, vnni, ctx),
+                                     b.getMultiDimIdentityMap(nbB + 3)};
+  Value bPacked = linalg::GenericOp::create(
+                      b, loc, bInit.getType(), bPad, bInit, vnniMaps,
+                      SmallVector<utils::IteratorType>(
+                          nbB + 3, utils::IteratorType::parallel),
+                      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+                        linalg::YieldOp::create(nb, nloc, args[0]);
+                      })
+                      .getResult(0);
+  bPacked.getDefiningOp()->setAttr(kBF16PackedOperandAttr, b.getUnitAttr());
+
+  // C: [batch.., Mp, Np] += A · B over (batch.., m, n, a, p).
+  Value cPad = padTo(b, loc, c, mp, np);
+  SmallVector<AffineExpr> aMap, bMap, cMap;
+  for (unsigned i = 0; i < nA; ++i) {
+    aMap.push_back(b.getAffineDimExpr(i));
+    cMap.push_back(b.getAffineDimExpr(i));
+    if (llvm::is_contained(bBatch, batch[i]))
+      bMap.push_back(b.getAffineDimExpr(i));
+  }
+  AffineExpr dm = b.getAffineDimExpr(nA), dn = b.getAffineDimExpr(nA + 1),
+             da = b.getAffineDimExpr(nA + 2), dp = b.getAffineDimExpr(nA + 3);
+  aMap.append({dm, da, dp});
+  bMap.append({da, dn, dp});
+  cMap.append({dm, dn});
+  unsigned loops = nA + 4;
+  SmallVector<AffineMap> maps = {AffineMap::get(loops, 0, aMap, ctx),
+                                 AffineMap::get(loops, 0, bMap, ctx),
+                                 AffineMap::get(loops, 0, cMap, ctx)};
   using utils::IteratorType;
+  SmallVector<IteratorType> iterators(nA + 2, IteratorType::parallel);
+  iterators.append({IteratorType::reduction, IteratorType::reduction});
   auto product = linalg::GenericOp::create(
       b, loc, cPad.getType(), ValueRange{aPacked, bPacked}, cPad, maps,
-      {IteratorType::parallel, IteratorType::parallel, IteratorType::reduction,
-       IteratorType::reduction},
-      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+      iterators, [&](OpBuilder &nb, Location nloc, ValueRange args) {
         Value x = arith::ExtFOp::create(nb, nloc, f32, args[0]);
         Value y = arith::ExtFOp::create(nb, nloc, f32, args[1]);
         Value xy = arith::MulFOp::create(nb, nloc, x, y);
@@ -213,21 +278,23 @@ LogicalResult torsor::packBF16Contraction(RewriterBase &rewriter,
       });
   product->setAttr(kBF16ProductAttr, b.getUnitAttr());
 
-  // Back to [M, N], then to the op's own output layout.
+  // Back to [batch.., M, N], then to the op's own output layout.
   SmallVector<OpFoldResult> cSizes = tensor::getMixedSizes(b, loc, c);
   Value slice = tensor::ExtractSliceOp::create(
       b, loc, cast<RankedTensorType>(c.getType()), product.getResult(0),
-      SmallVector<OpFoldResult>(2, b.getIndexAttr(0)), cSizes,
-      SmallVector<OpFoldResult>(2, b.getIndexAttr(1)));
-  AffineMap outMap = op.getIndexingMapsArray()[2];
+      SmallVector<OpFoldResult>(nA + 2, b.getIndexAttr(0)), cSizes,
+      SmallVector<OpFoldResult>(nA + 2, b.getIndexAttr(1)));
+  SmallVector<int64_t> perm;
+  for (unsigned dim : dimsOf(opMaps[2]))
+    perm.push_back(llvm::find(cDims, dim) - cDims.begin());
   Value result = slice;
-  if (cast<AffineDimExpr>(outMap.getResult(0)).getPosition() != m) {
+  if (!llvm::equal(perm, llvm::seq<int64_t>(0, perm.size()))) {
     Value init = op.getDpsInits()[0];
     result = linalg::TransposeOp::create(
                  b, loc, slice,
                  tensor::EmptyOp::create(
                      b, loc, tensor::getMixedSizes(b, loc, init), f32),
-                 ArrayRef<int64_t>{1, 0})
+                 perm)
                  .getResult()[0];
   }
   if (result.getType() != op->getResult(0).getType())

@@ -24,16 +24,25 @@ namespace torsor {
 
 /// Marks the packed bf16 product torsor-lower-dense-bf16 lowers.
 constexpr llvm::StringLiteral kBF16ProductAttr = "torsor.bf16_product";
+/// Marks the generic that writes a packed right operand (VNNI B): where
+/// it reads params only, torsor-hoist-packed-params moves it (and what it
+/// reads) into the per-model prepare function.
+constexpr llvm::StringLiteral kBF16PackedOperandAttr =
+    "torsor.bf16_packed_operand";
 
-/// Replaces the 2-D f32 contraction `op` (loop dims `m`, `n`, `k`, no
-/// batch) by: its operands rounded to bf16 and packed (A: [Mp, Kp/2, 2],
-/// B: [Kp/2, Np, 2], VNNI pairs), the accumulator padded to [Mp, Np], the
-/// packed product (a generic marked kBF16ProductAttr), and the [M, N]
-/// slice of it. Mp, Np and Kp are M, N and K rounded up to the strategy's
-/// bf16 block. Fails, changing nothing, when `op` is not of that form.
+/// Replaces the f32 contraction `op` (loop dims `batch`, `m`, `n`, `k`)
+/// by: its operands rounded to bf16 and packed (A: [batch.., Mp, Kp/2, 2],
+/// B: [batch'.., Kp/2, Np, 2], VNNI pairs, where batch' are the batch dims
+/// B reads: none for `x @ W` with batch dims in x), the accumulator
+/// padded to [batch.., Mp, Np], the packed product (a generic marked
+/// kBF16ProductAttr), and the [batch.., M, N] slice of it in the op's
+/// output layout. Mp, Np and Kp are M, N and K rounded up to the
+/// strategy's bf16 block. Fails, changing nothing, when `op` is not of
+/// that form.
 mlir::LogicalResult packBF16Contraction(mlir::RewriterBase &rewriter,
-                                        mlir::linalg::LinalgOp op, unsigned m,
-                                        unsigned n, unsigned k,
+                                        mlir::linalg::LinalgOp op,
+                                        llvm::ArrayRef<unsigned> batch,
+                                        unsigned m, unsigned n, unsigned k,
                                         strategy::BF16ProductsAttr products);
 
 /// Rounds both inputs of the contraction `op` to bf16 and back to their

@@ -35,7 +35,7 @@ struct TorsorEmitEntry : torsor::impl::TorsorEmitEntryBase<TorsorEmitEntry> {
       return; // Not a model (plain MLIR input): nothing to export.
     for (StringRef reserved :
          {"torsor_forward", "torsor_abi_version", "torsor_group_residual",
-          "torsor_backward", "torsor_model_manifest"})
+          "torsor_backward", "torsor_model_manifest", "torsor_prepare"})
       if (module.lookupSymbol(reserved)) {
         module.emitError() << "the symbol '" << reserved
                            << "' is reserved for the runtime entry points";
@@ -78,6 +78,11 @@ struct TorsorEmitEntry : torsor::impl::TorsorEmitEntryBase<TorsorEmitEntry> {
     std::string backwardCiface = ("_mlir_ciface_" + kBackwardWrapperName).str();
     if (auto backward = module.lookupSymbol<LLVM::LLVMFuncOp>(backwardCiface))
       emitTrampoline(backward, kBackwardEntryName);
+    // The params' prepare function of --compute=bf16
+    // (HoistPackedParams.cpp), if any.
+    std::string prepareCiface = ("_mlir_ciface_" + kPrepareWrapperName).str();
+    if (auto prepare = module.lookupSymbol<LLVM::LLVMFuncOp>(prepareCiface))
+      emitTrampoline(prepare, kPrepareEntryName);
     // int32_t torsor_abi_version(void)
     builder.setInsertionPointToEnd(module.getBody());
     auto version =

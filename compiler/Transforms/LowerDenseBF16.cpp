@@ -2,16 +2,17 @@
 //
 // torsor-lower-dense-bf16: the buffer half of `--compute=bf16`
 // (DenseBF16.h). Each packed product torsor-tile-dense left (a
-// linalg.generic marked `torsor.bf16_product` reading A [Mp, Kp/2, 2] and
-// VNNI B [Kp/2, Np, 2] in bf16 and accumulating into C [Mp, Np] f32)
+// linalg.generic marked `torsor.bf16_product` reading A [.., Mp, Kp/2, 2] and
+// VNNI B [.., Kp/2, Np, 2] in bf16 and accumulating into C [.., Mp, Np] f32;
+// the leading dims are batch dims, attention heads say)
 // becomes, by the strategy's matmul unit:
 //
-//   amx         scf.parallel over blocks of R·T rows               → tasks
+//   amx         scf.parallel over batch elements × blocks of R·T rows → tasks
 //                 scf.for columns in blocks of B·T'
 //                   R × B C tiles (amx.tile_load), then over depth D:
 //                     R A tiles, B B tiles, R·B amx.tile_mulf   (tdpbf16ps)
 //                   amx.tile_store
-//   avx512bf16  scf.parallel over the same row blocks
+//   avx512bf16  scf.parallel over the same tasks
 //                 scf.for mr rows, scf.for 32 columns:
 //                   mr × 2 vector<16xf32> accumulators; per VNNI row a of
 //                   B: two vector<32xbf16> loads, and per row the pair
@@ -76,35 +77,53 @@ struct BF16Schedule {
   }
 };
 
-/// The packed operands of a marked product, as 2-D buffers: A [Mp, Kp],
-/// B [Kp/2, 2·Np] (VNNI rows), C [Mp, Np].
+/// The packed operands of a marked product, with the packed depth's pairs
+/// collapsed: A [batch.., Mp, Kp], B [batch'.., Kp/2, 2·Np] (VNNI rows),
+/// C [batch.., Mp, Np], and the loop over one task's batch element and
+/// block of rows.
 struct Operands {
   Value a, b, c;
   Value rows, cols, depth;
+  /// Which batch dims (positions in C's) B reads, in B's order.
+  SmallVector<unsigned> bBatch;
+  unsigned batchRank = 0;
 };
 
-/// Collapses the packed 3-D buffers to the 2-D rows the kernels load;
-/// fails when a buffer is not contiguous enough to collapse.
+/// Collapses the packed buffers' last two dims to the rows the kernels
+/// load; fails when a buffer is not contiguous enough to collapse.
 FailureOr<Operands> collapse(OpBuilder &b, Location loc, linalg::GenericOp op) {
   Value a = op.getDpsInputs()[0], bv = op.getDpsInputs()[1],
         c = op.getDpsInits()[0];
   auto aType = dyn_cast<MemRefType>(a.getType());
   auto bType = dyn_cast<MemRefType>(bv.getType());
   auto cType = dyn_cast<MemRefType>(c.getType());
-  SmallVector<ReassociationIndices> pairs = {{0}, {1, 2}};
-  if (!aType || !bType || !cType || aType.getRank() != 3 ||
-      bType.getRank() != 3 || cType.getRank() != 2 ||
-      !cType.getLayout().isIdentity() ||
-      !memref::CollapseShapeOp::isGuaranteedCollapsible(aType, pairs) ||
-      !memref::CollapseShapeOp::isGuaranteedCollapsible(bType, pairs))
+  if (!aType || !bType || !cType || cType.getRank() < 2 ||
+      aType.getRank() != cType.getRank() + 1 || bType.getRank() < 3 ||
+      !cType.getLayout().isIdentity())
+    return failure();
+  auto pairs = [](int64_t rank) {
+    SmallVector<ReassociationIndices> groups;
+    for (int64_t i = 0; i + 2 < rank; ++i)
+      groups.push_back({i});
+    groups.push_back({rank - 2, rank - 1});
+    return groups;
+  };
+  if (!memref::CollapseShapeOp::isGuaranteedCollapsible(
+          aType, pairs(aType.getRank())) ||
+      !memref::CollapseShapeOp::isGuaranteedCollapsible(bType,
+                                                        pairs(bType.getRank())))
     return failure();
   Operands o;
-  o.a = memref::CollapseShapeOp::create(b, loc, a, pairs);
-  o.b = memref::CollapseShapeOp::create(b, loc, bv, pairs);
+  o.batchRank = cType.getRank() - 2;
+  AffineMap bMap = op.getIndexingMapsArray()[1];
+  for (unsigned pos = 0; pos + 3 < bMap.getNumResults(); ++pos)
+    o.bBatch.push_back(bMap.getDimPosition(pos));
+  o.a = memref::CollapseShapeOp::create(b, loc, a, pairs(aType.getRank()));
+  o.b = memref::CollapseShapeOp::create(b, loc, bv, pairs(bType.getRank()));
   o.c = c;
-  o.rows = memref::DimOp::create(b, loc, c, 0);
-  o.cols = memref::DimOp::create(b, loc, c, 1);
-  o.depth = memref::DimOp::create(b, loc, o.a, 1);
+  o.rows = memref::DimOp::create(b, loc, c, o.batchRank);
+  o.cols = memref::DimOp::create(b, loc, c, o.batchRank + 1);
+  o.depth = memref::DimOp::create(b, loc, o.a, o.batchRank + 1);
   return o;
 }
 
@@ -114,6 +133,67 @@ Value constant(OpBuilder &b, Location loc, int64_t v) {
 
 Value add(OpBuilder &b, Location loc, Value x, int64_t y) {
   return y == 0 ? x : arith::AddIOp::create(b, loc, x, constant(b, loc, y));
+}
+
+/// One task's place: its batch element (indices into A and C, and the
+/// ones B reads) and the first of its `rowBlock` rows.
+struct Task {
+  SmallVector<Value> aBatch, bBatch;
+  Value row;
+
+  SmallVector<Value> aAt(Value i, Value j) const { return at(aBatch, i, j); }
+  SmallVector<Value> bAt(Value i, Value j) const { return at(bBatch, i, j); }
+
+private:
+  static SmallVector<Value> at(ArrayRef<Value> lead, Value i, Value j) {
+    SmallVector<Value> indices(lead);
+    indices.append({i, j});
+    return indices;
+  }
+};
+
+/// The task loop: one scf.parallel (the runtime's thread pool splits its
+/// first dim) over every batch element × block of `rowBlock` rows, its
+/// iteration number split into the batch indices and the row block. Leaves
+/// the builder in its body.
+Task buildTasks(OpBuilder &b, Location loc, const Operands &o,
+                int64_t rowBlock) {
+  Value zero = constant(b, loc, 0);
+  Task t;
+  if (o.batchRank == 0) {
+    auto tasks = scf::ParallelOp::create(b, loc, zero, o.rows,
+                                         constant(b, loc, rowBlock));
+    b.setInsertionPointToStart(tasks.getBody());
+    t.row = tasks.getInductionVars()[0];
+    return t;
+  }
+  // Rows are padded to whole blocks.
+  Value blocks =
+      arith::DivUIOp::create(b, loc, o.rows, constant(b, loc, rowBlock));
+  Value count = blocks;
+  SmallVector<Value> extents;
+  for (unsigned d = 0; d < o.batchRank; ++d) {
+    extents.push_back(memref::DimOp::create(b, loc, o.c, d));
+    count = arith::MulIOp::create(b, loc, count, extents.back());
+  }
+  auto tasks =
+      scf::ParallelOp::create(b, loc, zero, count, constant(b, loc, 1));
+  b.setInsertionPointToStart(tasks.getBody());
+  Value rest = tasks.getInductionVars()[0];
+  t.row = arith::MulIOp::create(b, loc,
+                                arith::RemUIOp::create(b, loc, rest, blocks),
+                                constant(b, loc, rowBlock));
+  rest = arith::DivUIOp::create(b, loc, rest, blocks);
+  t.aBatch.resize(o.batchRank);
+  for (int d = o.batchRank - 1; d >= 0; --d) {
+    t.aBatch[d] =
+        d == 0 ? rest : arith::RemUIOp::create(b, loc, rest, extents[d]);
+    if (d > 0)
+      rest = arith::DivUIOp::create(b, loc, rest, extents[d]);
+  }
+  for (unsigned d : o.bBatch)
+    t.bBatch.push_back(t.aBatch[d]);
+  return t;
 }
 
 /// The AMX kernel of the file comment.
@@ -127,10 +207,8 @@ void buildAMX(OpBuilder &b, Location loc, const Operands &o,
   Value zero = constant(b, loc, 0);
   int64_t rowBlock = s.tileRows * s.blockRows;
   int64_t colBlock = s.tileCols * s.blockCols;
-  auto tasks =
-      scf::ParallelOp::create(b, loc, zero, o.rows, constant(b, loc, rowBlock));
-  b.setInsertionPointToStart(tasks.getBody());
-  Value i = tasks.getInductionVars()[0];
+  Task t = buildTasks(b, loc, o, rowBlock);
+  Value i = t.row;
   auto cols =
       scf::ForOp::create(b, loc, zero, o.cols, constant(b, loc, colBlock));
   b.setInsertionPointToStart(cols.getBody());
@@ -144,7 +222,7 @@ void buildAMX(OpBuilder &b, Location loc, const Operands &o,
   for (int64_t r = 0; r < s.blockRows; ++r)
     for (int64_t c = 0; c < s.blockCols; ++c)
       acc.push_back(amx::TileLoadOp::create(b, loc, cTile, o.c,
-                                            ValueRange{rowAt[r], colAt[c]}));
+                                            t.aAt(rowAt[r], colAt[c])));
   auto depth = scf::ForOp::create(
       b, loc, zero, o.depth, constant(b, loc, s.tileDepth), acc,
       [&](OpBuilder &nb, Location nloc, Value k, ValueRange iter) {
@@ -153,12 +231,12 @@ void buildAMX(OpBuilder &b, Location loc, const Operands &o,
         SmallVector<Value> as, bs;
         for (int64_t r = 0; r < s.blockRows; ++r)
           as.push_back(amx::TileLoadOp::create(nb, nloc, aTile, o.a,
-                                               ValueRange{rowAt[r], k}));
+                                               t.aAt(rowAt[r], k)));
         for (int64_t c = 0; c < s.blockCols; ++c) {
           Value col =
               arith::MulIOp::create(nb, nloc, colAt[c], constant(nb, nloc, 2));
           bs.push_back(amx::TileLoadOp::create(nb, nloc, bTile, o.b,
-                                               ValueRange{pairRow, col}));
+                                               t.bAt(pairRow, col)));
         }
         SmallVector<Value> next;
         for (int64_t r = 0; r < s.blockRows; ++r)
@@ -169,7 +247,7 @@ void buildAMX(OpBuilder &b, Location loc, const Operands &o,
       });
   for (int64_t r = 0; r < s.blockRows; ++r)
     for (int64_t c = 0; c < s.blockCols; ++c)
-      amx::TileStoreOp::create(b, loc, o.c, ValueRange{rowAt[r], colAt[c]},
+      amx::TileStoreOp::create(b, loc, o.c, t.aAt(rowAt[r], colAt[c]),
                                depth.getResult(r * s.blockCols + c));
 }
 
@@ -183,10 +261,8 @@ void buildAVX512BF16(OpBuilder &b, Location loc, const Operands &o,
   int64_t vectors = s.tileCols * s.blockCols / lanes;
   int64_t rowBlock = s.tileRows * s.blockRows;
   Value zero = constant(b, loc, 0), one = constant(b, loc, 1);
-  auto tasks =
-      scf::ParallelOp::create(b, loc, zero, o.rows, constant(b, loc, rowBlock));
-  b.setInsertionPointToStart(tasks.getBody());
-  Value i0 = tasks.getInductionVars()[0];
+  Task t = buildTasks(b, loc, o, rowBlock);
+  Value i0 = t.row;
   auto rows = scf::ForOp::create(b, loc, zero, constant(b, loc, rowBlock),
                                  constant(b, loc, s.registerRows));
   b.setInsertionPointToStart(rows.getBody());
@@ -203,7 +279,7 @@ void buildAVX512BF16(OpBuilder &b, Location loc, const Operands &o,
   for (int64_t r = 0; r < s.registerRows; ++r)
     for (int64_t v = 0; v < vectors; ++v)
       acc.push_back(vector::LoadOp::create(b, loc, accType, o.c,
-                                           ValueRange{rowAt[r], colAt[v]}));
+                                           t.aAt(rowAt[r], colAt[v])));
   Value pairRows = arith::DivUIOp::create(b, loc, o.depth, constant(b, loc, 2));
   auto depth = scf::ForOp::create(
       b, loc, zero, pairRows, one, acc,
@@ -212,16 +288,15 @@ void buildAVX512BF16(OpBuilder &b, Location loc, const Operands &o,
         for (int64_t v = 0; v < vectors; ++v) {
           Value col =
               arith::MulIOp::create(nb, nloc, colAt[v], constant(nb, nloc, 2));
-          bs.push_back(vector::LoadOp::create(nb, nloc, pairsType, o.b,
-                                              ValueRange{a, col}));
+          bs.push_back(
+              vector::LoadOp::create(nb, nloc, pairsType, o.b, t.bAt(a, col)));
         }
         Value k = arith::MulIOp::create(nb, nloc, a, constant(nb, nloc, 2));
         SmallVector<Value> next;
         for (int64_t r = 0; r < s.registerRows; ++r) {
           // The pair A[r, 2a], A[r, 2a + 1] as one i32, in every lane.
-          Value pair =
-              vector::LoadOp::create(nb, nloc, VectorType::get({2}, bf16), o.a,
-                                     ValueRange{rowAt[r], k});
+          Value pair = vector::LoadOp::create(
+              nb, nloc, VectorType::get({2}, bf16), o.a, t.aAt(rowAt[r], k));
           Value word = vector::BitCastOp::create(
               nb, nloc, VectorType::get({1}, nb.getI32Type()), pair);
           Value scalar = vector::ExtractOp::create(nb, nloc, word, 0);
@@ -237,7 +312,7 @@ void buildAVX512BF16(OpBuilder &b, Location loc, const Operands &o,
   for (int64_t r = 0; r < s.registerRows; ++r)
     for (int64_t v = 0; v < vectors; ++v)
       vector::StoreOp::create(b, loc, depth.getResult(r * vectors + v), o.c,
-                              ValueRange{rowAt[r], colAt[v]});
+                              t.aAt(rowAt[r], colAt[v]));
 }
 
 struct LowerDenseBF16 : torsor::impl::TorsorLowerDenseBF16Base<LowerDenseBF16> {

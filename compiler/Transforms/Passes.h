@@ -43,6 +43,17 @@ constexpr llvm::StringLiteral kBackwardAttrName = "torsor.backward";
 constexpr llvm::StringLiteral kBackwardWrapperName = "torsor_backward_model";
 constexpr llvm::StringLiteral kBackwardEntryName = "torsor_backward";
 
+/// Packed params (`--compute=bf16`, docs/precision.md): the wrapper's
+/// attribute giving its params' argument range [begin, end)
+/// (torsor-wrap-model), the function torsor-hoist-packed-params moves the
+/// packing of params into (params, then the model-owned buffer of packed
+/// copies), the entry the runtime calls it through, and the module
+/// attribute that holds the buffer's size in bytes.
+constexpr llvm::StringLiteral kParamArgsAttrName = "torsor.param_args";
+constexpr llvm::StringLiteral kPrepareWrapperName = "torsor_prepare_model";
+constexpr llvm::StringLiteral kPrepareEntryName = "torsor_prepare";
+constexpr llvm::StringLiteral kPreparedBytesAttrName = "torsor.prepared_bytes";
+
 /// Prefix of the launcher declarations torsor-outline-parallel-loops emits
 /// and torsor-lower-parallel-launch replaces.
 constexpr llvm::StringLiteral kParallelLauncherPrefix = "__torsor_launch_";

@@ -533,6 +533,26 @@ def TorsorTileDense : Pass<"torsor-tile-dense", "::mlir::func::FuncOp"> {
                            "::mlir::vector::VectorDialect"];
 }
 
+def TorsorHoistPackedParams
+    : Pass<"torsor-hoist-packed-params", "::mlir::ModuleOp"> {
+  let summary = "Pack bf16 products' param operands once per model load";
+  let description = [{
+    Runs after torsor-tile-dense under `--compute=bf16`. Each packed right
+    operand (`linalg.generic {torsor.bf16_packed_operand}`) of the model
+    wrapper that is computed from params alone moves, with what it reads,
+    into `torsor_prepare_model(params..., memref<?xi8>)`, which writes it
+    at a 64-byte aligned offset of one byte buffer; the wrapper takes that
+    buffer as a new last argument and reads the packed copy through a
+    `memref.view`. The module attribute `torsor.prepared_bytes` is the
+    buffer's size. The runtime allocates the buffer once per load and
+    calls `torsor_prepare` before the first run and after params change
+    (docs/runtime.md). Without such operands the pass changes nothing.
+  }];
+  let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def TorsorLowerDenseBF16
     : Pass<"torsor-lower-dense-bf16", "::mlir::func::FuncOp"> {
   let summary = "Lower packed bf16 products to AMX tiles or AVX512-BF16 dots";

@@ -423,13 +423,13 @@ struct TileDense : torsor::impl::TorsorTileDenseBase<TileDense> {
         contractions.push_back({op, *d});
     });
     for (auto &[op, d] : contractions) {
-      // --compute=bf16 (DenseBF16.h): packed for a bf16 unit where the
-      // contraction is a plain 2-D product, else bf16-rounded operands
-      // on the f32 kernel.
+      // --compute=bf16 (DenseBF16.h): packed for a bf16 unit (batch dims,
+      // such as attention heads, included), else bf16-rounded operands on
+      // the f32 kernel.
       if (strategy::BF16ProductsAttr products = strategy.getBf16()) {
-        if (products.packs() && d.batch.empty() &&
-            succeeded(
-                packBF16Contraction(rewriter, op, d.m, d.n, d.k, products)))
+        if (products.packs() &&
+            succeeded(packBF16Contraction(rewriter, op, d.batch, d.m, d.n, d.k,
+                                          products)))
           continue;
         roundOperandsToBF16(rewriter, op);
       }

@@ -67,6 +67,18 @@ static LogicalResult wrap(ModuleOp module, func::FuncOp model,
   auto wrapper = func::FuncOp::create(builder, loc, wrapperName,
                                       builder.getFunctionType(bufferTypes, {}));
   wrapper->setAttr("llvm.emit_c_interface", builder.getUnitAttr());
+  // Where the params are (torsor-hoist-packed-params packs them once).
+  int64_t firstParam = 0, endParam = 0;
+  for (unsigned i = 0, e = type.getNumInputs(); i < e; ++i) {
+    auto kind = model.getArgAttrOfType<StringAttr>(i, "torsor.kind");
+    if (!kind || kind.getValue() != "param")
+      continue;
+    if (endParam == 0)
+      firstParam = i;
+    endParam = i + 1;
+  }
+  wrapper->setAttr(kParamArgsAttrName,
+                   builder.getDenseI64ArrayAttr({firstParam, endParam}));
   Block *body = wrapper.addEntryBlock();
   builder.setInsertionPointToStart(body);
 

@@ -273,6 +273,25 @@ Status parseManifest(const std::string &text, const std::string &path,
       return r.error(*bw, "backward.cotangents", "expected one per output");
     out.backwardEntry = entry->string;
   }
+  if (const json::Value *prep = root.get("prepare")) {
+    const json::Value *entry, *bytes;
+    if (prep->kind != json::Value::Object)
+      return r.error(*prep, "prepare", "expected an object");
+    s = r.require(*prep, "prepare.", "entry", json::Value::String, entry);
+    if (s.ok())
+      s = r.require(*prep, "prepare.", "bytes", json::Value::Number, bytes);
+    if (!s.ok())
+      return s;
+    // Packed params are the size of the params: 1 TiB bounds a hostile
+    // manifest's allocation.
+    if (entry->string.empty())
+      return r.error(*entry, "prepare.entry", "expected a symbol name");
+    if (!bytes->isInteger || bytes->integer < 0 || bytes->integer > (1ll << 40))
+      return r.error(*bytes, "prepare.bytes",
+                     "expected a byte count from 0 to 2^40");
+    out.prepareEntry = entry->string;
+    out.prepareBytes = bytes->integer;
+  }
   std::set<std::string> names;
   for (int kind : {TORSOR_INPUT, TORSOR_PARAM, TORSOR_OUTPUT})
     for (const TensorSpec &t : out.list(kind))

@@ -63,6 +63,11 @@ struct Manifest {
   /// per output) and its gradients (`grad.<name>`).
   std::string backwardEntry;
   std::vector<TensorSpec> cotangents, gradients;
+  /// "prepare" (`--compute=bf16`): the entry that writes the params'
+  /// packed copies ("" when none) into a model-owned buffer of
+  /// `prepareBytes` bytes, which every forward call reads.
+  std::string prepareEntry;
+  int64_t prepareBytes = 0;
 
   /// The list of `kind` (TorsorTensorKind).
   const std::vector<TensorSpec> &list(int kind) const {

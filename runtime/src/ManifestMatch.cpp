@@ -57,6 +57,13 @@ Status matchManifests(const Manifest &file, const Manifest &embedded,
   if (file.entry != embedded.entry)
     return differ("the entry point", "'" + file.entry + "'",
                   "'" + embedded.entry + "'");
+  if (file.prepareEntry != embedded.prepareEntry ||
+      file.prepareBytes != embedded.prepareBytes)
+    return differ("the params' prepare entry",
+                  "'" + file.prepareEntry + "' (" +
+                      std::to_string(file.prepareBytes) + " bytes)",
+                  "'" + embedded.prepareEntry + "' (" +
+                      std::to_string(embedded.prepareBytes) + " bytes)");
   if (file.groupResidual != embedded.groupResidual)
     return differ("the group-residual entry", "'" + file.groupResidual + "'",
                   "'" + embedded.groupResidual + "'");

@@ -238,8 +238,15 @@ Status loadModule(const std::string &soPath, TorsorModule &m) {
     return Status();
   };
   if (!(s = optionalEntry(m.manifest.groupResidual, m.residualEntry)).ok() ||
-      !(s = optionalEntry(m.manifest.backwardEntry, m.backwardEntry)).ok())
+      !(s = optionalEntry(m.manifest.backwardEntry, m.backwardEntry)).ok() ||
+      !(s = optionalEntry(m.manifest.prepareEntry, m.prepareEntry)).ok())
     return s;
+  // The params' packed copies: one buffer for the module's lifetime.
+  if (m.prepareEntry &&
+      !(s = HostTensor::create(TORSOR_DTYPE_I64,
+                               {(m.manifest.prepareBytes + 7) / 8}, m.prepared))
+           .ok())
+    return s.withPrefix("the params' packed copies: ");
   m.inputs.resize(m.manifest.inputs.size());
   m.params.resize(m.manifest.params.size());
   return Status();
@@ -468,9 +475,25 @@ Status runModule(TorsorModule &m) {
     appendDescriptor(storage, m.outputs[i].data(), m.outputs[i].shape(),
                      m.outputStrides[i]);
   }
+  // The params' packed copies, after the outputs (HoistPackedParams.cpp).
+  std::vector<int64_t> preparedShape = {m.manifest.prepareBytes};
+  if (m.prepareEntry) {
+    starts.push_back(storage.size());
+    appendDescriptor(storage, m.prepared.data(), preparedShape, {1});
+  }
   std::vector<void *> args;
   for (size_t start : starts)
     args.push_back(storage.data() + start);
+  if (m.prepareEntry && m.paramsChanged) {
+    // prepare(params..., packed): the params' descriptors, then the last.
+    std::vector<void *> prepareArgs(args.begin() + m.inputs.size(),
+                                    args.begin() + m.inputs.size() +
+                                        m.params.size());
+    prepareArgs.push_back(args.back());
+    if (!(s = callIntoModel(m, m.prepareEntry, prepareArgs.data())).ok())
+      return s;
+    m.paramsChanged = false;
+  }
   if (!(s = callIntoModel(m, m.entry, args.data())).ok())
     return s;
   m.haveOutputs = true;
@@ -497,6 +520,8 @@ Status bindHost(TorsorModule &m, int kind, const char *name,
   if (!s.ok())
     return s;
   bound[index] = std::move(b);
+  if (kind == TORSOR_PARAM)
+    m.paramsChanged = true;
   if (m.gpu)
     m.gpu->noteBound(kind, index, /*onDevice=*/false);
   return Status();
@@ -568,6 +593,7 @@ Status loadWeights(TorsorModule &m, const char *safetensorsPath,
                   m.params[index]);
     if (!s.ok())
       return s.withPrefix(prefix);
+    m.paramsChanged = true;
     if (m.gpu)
       m.gpu->noteBound(TORSOR_PARAM, index, /*onDevice=*/false);
   }

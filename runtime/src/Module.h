@@ -50,6 +50,13 @@ struct TorsorModule {
   /// its gradients stayed on the device (torsorModuleGetGradientDevice).
   bool gradientsOnHost = true;
   std::vector<torsor::rt::BoundTensor> inputs, params;
+  /// `--compute=bf16`: the entry that packs the params (manifest
+  /// "prepare"), the model-owned buffer it writes and every forward call
+  /// reads, and whether a param was bound or loaded since it last ran (it
+  /// runs before the next forward call then).
+  void (*prepareEntry)(void **) = nullptr;
+  torsor::rt::HostTensor prepared;
+  bool paramsChanged = true;
   std::vector<torsor::rt::HostTensor> outputs;
   std::vector<std::vector<int64_t>> outputStrides;
   /// Output shapes of the last run of an nvptx model.

@@ -19,6 +19,11 @@ Shapes: K = 1, K not a multiple of the tile depth 32, N not a multiple of
 the block, a transposed right operand (x @ transpose(W)); L = 0, 1, tile
 rows ± 1 (15-17, 31-33) and 100. Data: normal; rows and columns scaled over
 10^±3 (dynamic range); [u, u] @ [v; -v + 1e-3 r] (near-cancelling sums).
+
+Contractions with a batch dim take the same paths, packed per batch
+element: QKᵀ and P·V of 4 heads (depth 20 and S, columns S and 16: neither a
+multiple of the tile) and `z @ W` with z [3, L, 20] (W shared by the batch),
+for L = 0, 1, 17, 33 and S = 1, 17, 40, under the same bounds.
 """
 import os
 import tempfile
@@ -75,12 +80,66 @@ def data(rng, kind, L, K, N):
     return x, w
 
 
+BATCHED = """model BMM {
+  dim L;
+  dim S;
+  dim H = 4;
+  dim E = 20;
+  dim F = 16;
+  input q: f32[H, L, E];
+  input k: f32[H, S, E];
+  input p: f32[H, L, S];
+  input v: f32[H, S, F];
+  input z: f32[3, L, E];
+  param W: f32[E, 40];
+  output s = q @ transpose(k);
+  output o = p @ v;
+  output y = z @ W;
+}
+"""
+
+
+def batched(report, rng, work, path, cpu, runs):
+    """The batched products of BATCHED on one path."""
+    tsr = os.path.join(work, "bmm-%s.tsr" % path)
+    with open(tsr, "w") as f:
+        f.write(BATCHED)
+    model = CompiledModel(tsr, "f32", workdir=os.path.join(work, "bmm-" + path),
+                          extra_args=["--compute=bf16", "--mcpu=" + cpu])
+    if not runs:
+        return
+    f32 = lambda a: a.astype(np.float32).astype(np.float64)  # noqa: E731
+    for L in (0, 1, 17, 33):
+        for S in (1, 17, 40):
+            q, k = f32(rng.standard_normal((4, L, 20))), f32(rng.standard_normal((4, S, 20)))
+            p, v = f32(rng.random((4, L, S))), f32(rng.standard_normal((4, S, 16)))
+            z, w = f32(rng.standard_normal((3, L, 20))), f32(rng.standard_normal((20, 40)))
+            got = model.run({"q": q, "k": k, "p": p, "v": v, "z": z}, {"W": w})
+            kt = np.swapaxes(k, -1, -2)
+            for name, x, y, depth in (("s", q, kt, 20), ("o", p, v, S),
+                                      ("y", z, w, 20)):
+                want = x @ y
+                bound = (2 * U + U * U + depth * 2.0 ** -23) * (np.abs(x) @ np.abs(y))
+                ok = got[name].shape == want.shape
+                excess = float(np.max(np.abs(got[name] - want) - bound)) \
+                    if ok and want.size else -1.0
+                report.check("%s batched %s L=%d S=%d: |err| <= bound"
+                             % (path, name, L, S),
+                             max(excess, 0.0) if ok else 1.0, 0.0)
+                if ok and want.size:
+                    err = float(np.max(np.abs(got[name] - want)) /
+                                np.max(np.abs(want)))
+                    report.check("%s batched %s L=%d S=%d: rel err %.2g"
+                                 % (path, name, L, S, err), err, 1e-2)
+
+
 def main():
     report = Report("bf16 matmul")
     rng = np.random.default_rng(26)
     work = tempfile.TemporaryDirectory(prefix="torsor-bf16-")
     for path, cpu, needs in PATHS:
         runs = needs is None or needs <= CPU_FLAGS
+        batched(report, rng, work.name, path, cpu, runs)
         for K, N, transposed in SHAPES:
             text = MODEL.format(k=K, n=N, w="N, K" if transposed else "K, N",
                                 expr="transpose(W)" if transposed else "W")

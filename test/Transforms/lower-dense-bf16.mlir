@@ -58,3 +58,67 @@ func.func @product(%a: memref<?x32x2xbf16>, %b: memref<32x64x2xbf16>, %c: memref
   }
   return
 }
+
+// A batched product (attention heads: C [4, Mp, 32]) whose B has the batch
+// dim too, and one (`x @ W` with x [3, L, K]) whose B is shared by every
+// batch element. One scf.parallel runs every batch element x row block
+// (its index split into the head and the row block); the tile loads take
+// the head as their leading index, and B's loads drop it where B has none.
+
+#ha = affine_map<(h, m, n, a, p) -> (h, m, a, p)>
+#hb = affine_map<(h, m, n, a, p) -> (h, a, n, p)>
+#hw = affine_map<(h, m, n, a, p) -> (a, n, p)>
+#hc = affine_map<(h, m, n, a, p) -> (h, m, n)>
+
+// AMX-LABEL: func.func @heads
+//       AMX:   %[[BLOCKS:[^ ]*]] = arith.divui %{{.*}}, %c32
+//       AMX:   scf.parallel (%[[T:[^)]*]]) = ({{.*}}) to ({{.*}}) step ({{.*}})
+//       AMX:     %[[R:.*]] = arith.remui %[[T]], %[[BLOCKS]]
+//       AMX:     %[[H:.*]] = arith.divui %[[T]], %[[BLOCKS]]
+//       AMX:     amx.tile_load %{{.*}}[%[[H]], %{{.*}}, %{{.*}}] : memref<4x?x32xf32> into !amx.tile<16x16xf32>
+//       AMX:     scf.for {{.*}} iter_args
+//       AMX:       amx.tile_load %{{.*}}[%[[H]], %{{.*}}, %{{.*}}] : memref<4x?x64xbf16> into !amx.tile<16x32xbf16>
+//       AMX:       amx.tile_load %{{.*}}[%[[H]], %{{.*}}, %{{.*}}] : memref<4x32x64xbf16> into !amx.tile<16x32xbf16>
+//       AMX:     amx.tile_store %{{.*}}[%[[H]],
+//   AMX-NOT:   linalg.generic
+
+// DOT-LABEL: func.func @heads
+//       DOT:   scf.parallel
+//       DOT:     x86vector.avx512.dot
+//   DOT-NOT:   linalg.generic
+func.func @heads(%a: memref<4x?x32x2xbf16>, %b: memref<4x32x32x2xbf16>, %c: memref<4x?x32xf32>) {
+  linalg.generic {indexing_maps = [#ha, #hb, #hc],
+                  iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction"]}
+      ins(%a, %b : memref<4x?x32x2xbf16>, memref<4x32x32x2xbf16>) outs(%c : memref<4x?x32xf32>)
+      attrs = {torsor.bf16_product} {
+  ^bb0(%x: bf16, %y: bf16, %acc: f32):
+    %xe = arith.extf %x : bf16 to f32
+    %ye = arith.extf %y : bf16 to f32
+    %p = arith.mulf %xe, %ye : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// AMX-LABEL: func.func @shared_weight
+//       AMX:   scf.parallel (%[[T:[^)]*]]) =
+//       AMX:     %[[H:.*]] = arith.divui %[[T]],
+//       AMX:     scf.for {{.*}} iter_args
+//       AMX:       amx.tile_load %{{.*}}[%[[H]], %{{.*}}, %{{.*}}] : memref<3x?x64xbf16> into !amx.tile<16x32xbf16>
+//       AMX:       amx.tile_load %{{.*}}[%{{[^,]*}}, %{{[^,]*}}] : memref<32x64xbf16> into !amx.tile<16x32xbf16>
+//   AMX-NOT:   linalg.generic
+func.func @shared_weight(%a: memref<3x?x32x2xbf16>, %b: memref<32x32x2xbf16>, %c: memref<3x?x32xf32>) {
+  linalg.generic {indexing_maps = [#ha, #hw, #hc],
+                  iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction"]}
+      ins(%a, %b : memref<3x?x32x2xbf16>, memref<32x32x2xbf16>) outs(%c : memref<3x?x32xf32>)
+      attrs = {torsor.bf16_product} {
+  ^bb0(%x: bf16, %y: bf16, %acc: f32):
+    %xe = arith.extf %x : bf16 to f32
+    %ye = arith.extf %y : bf16 to f32
+    %p = arith.mulf %xe, %ye : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}

@@ -46,3 +46,62 @@ func.func @matmul(%x: tensor<?x40xf32>, %w: tensor<40x48xf32>) -> tensor<?x48xf3
                      outs(%fill : tensor<?x48xf32>) -> tensor<?x48xf32>
   return %y : tensor<?x48xf32>
 }
+
+// Contractions with batch dims pack per batch element: QKᵀ of 4 heads
+// (B read as [h, n, k], transposed in the packing), and `x @ W` with x
+// [3, L, 40] whose W is shared (packed once, without the batch dim).
+
+// PACK-LABEL: func.func @heads
+//       PACK:   tensor.expand_shape {{.*}} into tensor<4x?x16x2xbf16>
+//       PACK:   linalg.generic {{.*}} outs(%{{.*}} : tensor<4x16x?x2xbf16>)
+//       PACK:   %[[P:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<4x?x16x2xbf16>, tensor<4x16x?x2xbf16>) outs(%{{.*}} : tensor<4x?x?xf32>) attrs = {torsor.bf16_product}
+//       PACK:   tensor.extract_slice %[[P]][0, 0, 0] [4, %{{.*}}, %{{.*}}] [1, 1, 1] : tensor<4x?x?xf32> to tensor<4x?x?xf32>
+//   PACK-NOT:   vector.fma
+
+// ROUND-LABEL: func.func @heads
+//   ROUND-NOT:   torsor.bf16_product
+//       ROUND:   arith.andi {{.*}} %c-65536_i32
+//       ROUND:   vector.fma
+func.func @heads(%q: tensor<4x?x16xf32>, %k: tensor<4x?x16xf32>) -> tensor<4x?x?xf32> {
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f32
+  %l = tensor.dim %q, %c1 : tensor<4x?x16xf32>
+  %s = tensor.dim %k, %c1 : tensor<4x?x16xf32>
+  %init = tensor.empty(%l, %s) : tensor<4x?x?xf32>
+  %fill = linalg.fill ins(%zero : f32) outs(%init : tensor<4x?x?xf32>) -> tensor<4x?x?xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(h, m, n, k) -> (h, m, k)>,
+                                        affine_map<(h, m, n, k) -> (h, n, k)>,
+                                        affine_map<(h, m, n, k) -> (h, m, n)>],
+                       iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %k : tensor<4x?x16xf32>, tensor<4x?x16xf32>) outs(%fill : tensor<4x?x?xf32>) {
+  ^bb0(%x: f32, %w: f32, %acc: f32):
+    %p = arith.mulf %x, %w : f32
+    %r = arith.addf %acc, %p : f32
+    linalg.yield %r : f32
+  } -> tensor<4x?x?xf32>
+  return %y : tensor<4x?x?xf32>
+}
+
+// PACK-LABEL: func.func @shared_weight
+//       PACK:   tensor.expand_shape {{.*}} into tensor<3x?x32x2xbf16>
+//       PACK:   linalg.generic {{.*}} outs(%{{.*}} : tensor<32x64x2xbf16>)
+//       PACK:   linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<3x?x32x2xbf16>, tensor<32x64x2xbf16>) outs(%{{.*}} : tensor<3x?x64xf32>) attrs = {torsor.bf16_product}
+//   PACK-NOT:   vector.fma
+func.func @shared_weight(%x: tensor<3x?x40xf32>, %w: tensor<40x48xf32>) -> tensor<3x?x48xf32> {
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f32
+  %l = tensor.dim %x, %c1 : tensor<3x?x40xf32>
+  %init = tensor.empty(%l) : tensor<3x?x48xf32>
+  %fill = linalg.fill ins(%zero : f32) outs(%init : tensor<3x?x48xf32>) -> tensor<3x?x48xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(b, m, n, k) -> (b, m, k)>,
+                                        affine_map<(b, m, n, k) -> (k, n)>,
+                                        affine_map<(b, m, n, k) -> (b, m, n)>],
+                       iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<3x?x40xf32>, tensor<40x48xf32>) outs(%fill : tensor<3x?x48xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %p : f32
+    linalg.yield %r : f32
+  } -> tensor<3x?x48xf32>
+  return %y : tensor<3x?x48xf32>
+}

@@ -5,7 +5,7 @@
 // CHECK-LABEL: func.func private @Model
 // CHECK-LABEL: func.func @torsor_model
 //  CHECK-SAME:   (%[[X:.*]]: memref<?x8xf32>, %[[W:.*]]: memref<8x8xf32>, %[[Y:.*]]: memref<?x8xf32>)
-//  CHECK-SAME:   attributes {llvm.emit_c_interface}
+//  CHECK-SAME:   attributes {llvm.emit_c_interface, torsor.param_args = array<i64: 1, 2>}
 //   CHECK-DAG:   %[[XT:.*]] = bufferization.to_tensor %[[X]] restrict : memref<?x8xf32> to tensor<?x8xf32>
 //   CHECK-DAG:   %[[WT:.*]] = bufferization.to_tensor %[[W]] restrict : memref<8x8xf32> to tensor<8x8xf32>
 //       CHECK:   %[[R:.*]] = call @Model(%[[XT]], %[[WT]])

@@ -66,6 +66,34 @@ TEST(Manifest, AcceptsUserGroupsWithSize) {
   EXPECT_EQ(m.entry, "torsor_forward"); // default
 }
 
+TEST(Manifest, ParsesPrepare) {
+  // --compute=bf16: the params' packed copies (docs/runtime.md).
+  std::string text = R"({"model": "M", "target": "cpu", "abi": 1, "dims": [],
+"inputs": [], "params": [], "outputs": [], "compute": "bf16",
+"prepare": {"entry": "torsor_prepare", "bytes": 24576}})";
+  Manifest m;
+  Status s = parseManifest(text, "m.json", m);
+  ASSERT_TRUE(s.ok()) << s.message;
+  EXPECT_EQ(m.prepareEntry, "torsor_prepare");
+  EXPECT_EQ(m.prepareBytes, 24576);
+  Manifest plain;
+  ASSERT_TRUE(parseManifest(kExample, "m.json", plain).ok());
+  EXPECT_EQ(plain.prepareEntry, ""); // no prepare: nothing to pack
+  auto prepare = [](const std::string &field) {
+    return R"({"model": "M", "target": "cpu", "abi": 1, "dims": [],
+"inputs": [], "params": [], "outputs": [], "prepare": )" +
+           field + "}";
+  };
+  EXPECT_EQ(manifestError(prepare("1")),
+            "m.json:2:55: prepare: expected an object");
+  EXPECT_EQ(manifestError(prepare(R"({"entry": "torsor_prepare"})")),
+            "m.json:2:55: missing field 'prepare.bytes'");
+  EXPECT_EQ(
+      manifestError(prepare(R"({"entry": "torsor_prepare", "bytes": -8})")),
+      "m.json:2:92: prepare.bytes: expected a byte count from 0 to "
+      "2^40");
+}
+
 TEST(Manifest, RejectsSchemaErrors) {
   EXPECT_EQ(manifestError("{\"model\": 1}"),
             "m.json:1:11: model: expected a string, got a number");

@@ -400,8 +400,13 @@ LogicalResult compile(llvm::SourceMgr &sourceMgr, MLIRContext &context,
     return success();
   }
   // The library carries its manifest too, so the runtime can check OUT.json.
-  if (manifest)
+  // --compute=bf16 may have added the params' prepare entry.
+  if (manifest) {
+    if (auto bytes = (*module)->getAttrOfType<IntegerAttr>(
+            torsor::kPreparedBytesAttrName))
+      torsor::addPrepareToManifest(*manifest, bytes.getInt());
     torsor::emitManifestFunction(*module, *manifest);
+  }
 
   llvm::LLVMContext llvmContext;
   TimingScope llvmTimer = rootTimer.nest("LLVM IR (translate, optimize)");
