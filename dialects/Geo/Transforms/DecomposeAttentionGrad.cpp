@@ -142,6 +142,23 @@ private:
   Value keyPosition(ImplicitLocOpBuilder &b, Value row) {
     return cross ? arith::AddIOp::create(b, row, diagonal).getResult() : row;
   }
+  /// The diagonal query_offset − key_offset, built inside a loop body:
+  /// offsets read from rank-0 tensors (a model's i64 inputs) are read
+  /// again there, so that on the GPU the read lands in the kernel.
+  Value diagonalHere(ImplicitLocOpBuilder &b) {
+    auto here = [&](Value v) -> Value {
+      auto cast = v.getDefiningOp<arith::IndexCastOp>();
+      auto extract =
+          cast ? cast.getIn().getDefiningOp<tensor::ExtractOp>() : nullptr;
+      if (!extract || extract.getTensor().getType().getRank() != 0)
+        return v;
+      Value scalar =
+          tensor::ExtractOp::create(b, extract.getTensor(), ValueRange{});
+      return arith::IndexCastOp::create(b, b.getIndexType(), scalar);
+    };
+    return buildKeyPosition(b, here(op.getQueryOffset()),
+                            here(op.getKeyOffset()));
+  }
   /// Pass B over batch elements × key vectors; carries (dkT, dvT).
   SmallVector<Value> buildPassB(ImplicitLocOpBuilder &b, ValueRange state,
                                 Value lse, Value dsum);
@@ -171,6 +188,8 @@ SmallVector<Value> GradSchedule::passATile(ImplicitLocOpBuilder &b,
   ScalarBuilder sm(b, elt), vm(b, elt, lanes);
   Value dq = state[0], lse = state[1], dsum = state[2];
   Value zeroIdx = idx(b, 0);
+  if (cross)
+    diagonal = diagonalHere(b);
   Value step = idx(b, lanes);
 
   // Per row: query features (splats), dO (scalars), D per head.
@@ -338,6 +357,8 @@ SmallVector<Value> GradSchedule::buildPassB(ImplicitLocOpBuilder &b,
         ScalarBuilder lvm(lb, elt, lanes);
         auto [batch, vector] = delinearize(lb, t, vectors);
         Value j0 = arith::MulIOp::create(lb, vector, idx(lb, lanes));
+        if (cross)
+          diagonal = diagonalHere(lb);
         Scalars k;
         for (unsigned f = 0; f < numK; ++f)
           k.push_back(loadKeys(lb, keys, batch, f, j0));
@@ -428,7 +449,6 @@ FailureOr<SmallVector<Value>> GradSchedule::build(ImplicitLocOpBuilder &b) {
   if (op.getQueryOffset()) {
     cross = true;
     queryLen = tensor::DimOp::create(b, queries, rank - 2);
-    diagonal = buildKeyPosition(b, op.getQueryOffset(), op.getKeyOffset());
   }
   auto transposed = [&](Value t) {
     SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, b.getLoc(), t);
