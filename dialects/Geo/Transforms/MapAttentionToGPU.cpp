@@ -164,6 +164,14 @@ private:
   // Host values built in build().
   Value queries, keys, values, out, lse, queryLen, keyLen, offset;
   SmallVector<Value> batchExtents;
+  /// Where the query and key offsets come from: a host value, or the
+  /// buffer of a rank-0 tensor to load inside the kernel.
+  struct OffsetSource {
+    Value host, buffer;
+  };
+  OffsetSource offsetSources[2];
+  /// The offset of `source` as an index inside the kernel (null: none).
+  Value kernelOffset(ImplicitLocOpBuilder &b, const OffsetSource &source);
 };
 
 LogicalResult GPUSchedule::verifyStrategy() {
@@ -182,15 +190,28 @@ LogicalResult GPUSchedule::verifyStrategy() {
   return success();
 }
 
+Value GPUSchedule::kernelOffset(ImplicitLocOpBuilder &b,
+                                const OffsetSource &source) {
+  if (!source.buffer)
+    return source.host;
+  Value scalar = memref::LoadOp::create(b, source.buffer, ValueRange{});
+  return arith::IndexCastOp::create(b, b.getIndexType(), scalar);
+}
+
 BlockContext GPUSchedule::blockContext(ImplicitLocOpBuilder &b, Value blockX,
                                        Value blockY) {
+  // The key position of query row 0, inside the kernel (threadContext,
+  // built after this in the same region, uses it too).
+  offset = buildKeyPosition(b, kernelOffset(b, offsetSources[0]),
+                            kernelOffset(b, offsetSources[1]));
   BlockContext bc;
   bc.batch = buildDelinearized(b, blockY, batchExtents);
   int64_t blockRows = threads * rowsPerThread;
   bc.firstRow = arith::MulIOp::create(b, blockX, idx(b, blockRows));
   bc.keys =
       buildKeyRange(b, keyLen, arith::AddIOp::create(b, offset, bc.firstRow),
-                    blockRows, keyTile, op.getCausal());
+                    blockRows, keyTile, op.getCausal(),
+                    /*cross=*/static_cast<bool>(op.getKeyOffset()));
   return bc;
 }
 
@@ -502,7 +523,20 @@ std::pair<Value, Value> GPUSchedule::build(ImplicitLocOpBuilder &b,
   queries = bufferOf(op.getQueries());
   keys = bufferOf(op.getKeys());
   values = bufferOf(op.getValues());
-  offset = op.getQueryOffset();
+  // The offsets: host index values, or (a model's i64 scalar inputs, which
+  // on the GPU are device memory) reloaded inside the kernel from their
+  // buffers, so that the host reads no device data.
+  Value offsetValues[2] = {op.getQueryOffset(), op.getKeyOffset()};
+  for (int i = 0; i < 2; ++i) {
+    Value value = offsetValues[i];
+    OffsetSource &source = offsetSources[i];
+    source = {value, Value()};
+    auto cast = value ? value.getDefiningOp<arith::IndexCastOp>() : nullptr;
+    auto extract =
+        cast ? cast.getIn().getDefiningOp<tensor::ExtractOp>() : nullptr;
+    if (extract && extract.getTensor().getType().getRank() == 0)
+      source.buffer = bufferOf(extract.getTensor());
+  }
   int64_t nb = rank - 2;
   batchExtents.clear();
   Value gridY = idx(b, 1);

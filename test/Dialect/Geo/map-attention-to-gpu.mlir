@@ -37,7 +37,7 @@
 //       CHECK:       scf.for
 //       CHECK:         gpu.barrier
 //       CHECK:         arith.minui
-//       CHECK:         arith.cmpi ule
+//       CHECK:         arith.cmpi sle
 //       CHECK:         arith.select
 //       CHECK:       scf.if
 //       CHECK:         memref.store {{.*}}, %[[OUT]]
@@ -128,6 +128,26 @@ func.func @with_lse(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32
 
 // -----
 
+// The cross form (key_offset): the block's key range starts at the key
+// position query_offset − key_offset of its first row (computed in the
+// kernel) and clamps signed to [0, Lk]; the mask compares signed; the lse
+// is written as with_lse.
+// CHECK-LABEL: func.func @cross
+//  CHECK-SAME:   %[[QO:[^:]*]]: index, %[[KO:[^:]*]]: index)
+//       CHECK:   gpu.launch
+//       CHECK:     %[[DIAG:.*]] = arith.subi %[[QO]], %[[KO]] : index
+//       CHECK:     arith.addi %[[DIAG]]
+//       CHECK:     arith.minsi
+//       CHECK:     arith.maxsi
+//       CHECK:       arith.cmpi sle
+//       CHECK:     gpu.terminator
+func.func @cross(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32>, %init: tensor<?x8xf32>, %lse0: tensor<?x1xf32>, %qo: index, %ko: index) -> (tensor<?x8xf32>, tensor<?x1xf32>) {
+  %o, %lse = geo.flash_lie_attention %q, %k, %v, %qo key_offset %ko, %init lse %lse0 {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>, causal} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, index, index, tensor<?x8xf32>, tensor<?x1xf32>) -> (tensor<?x8xf32>, tensor<?x1xf32>)
+  return %o, %lse : tensor<?x8xf32>, tensor<?x1xf32>
+}
+
+// -----
+
 // A declared group whose log is iterative (Sim(2), generic): each thread
 // calls the one private function of its pair form per pair.
 // CHECK-LABEL: func.func @declared_per_thread
@@ -141,4 +161,24 @@ func.func @declared_per_thread(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: ten
   %c0 = arith.constant 0 : index
   %o = geo.flash_lie_attention %q, %k, %v, %c0, %init {group = #lie.group<"Sim2", n = 3, generators = array<f64: 0.0, -1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0>, blocks = [["rotscale", 0, 1], ["trans", 2, 3]], generic>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0, 0.5>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, index, tensor<?x8xf32>) -> tensor<?x8xf32>
   return %o : tensor<?x8xf32>
+}
+
+// -----
+
+// Offsets read from rank-0 tensors (a model's i64 inputs: device memory on
+// the GPU) are loaded inside the kernel from their buffers, not on the
+// host.
+// CHECK-LABEL: func.func @cross_device_offsets
+//       CHECK:   bufferization.to_buffer %{{.*}} read_only : tensor<i64>
+//       CHECK:   gpu.launch
+//       CHECK:     memref.load %{{.*}}[] : memref<i64
+//       CHECK:     arith.index_cast
+//       CHECK:     gpu.terminator
+func.func @cross_device_offsets(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32>, %init: tensor<?x8xf32>, %lse0: tensor<?x1xf32>, %qt: tensor<i64>, %kt: tensor<i64>) -> (tensor<?x8xf32>, tensor<?x1xf32>) {
+  %q64 = tensor.extract %qt[] : tensor<i64>
+  %qo = arith.index_cast %q64 : i64 to index
+  %k64 = tensor.extract %kt[] : tensor<i64>
+  %ko = arith.index_cast %k64 : i64 to index
+  %o, %lse = geo.flash_lie_attention %q, %k, %v, %qo key_offset %ko, %init lse %lse0 {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>, causal} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, index, index, tensor<?x8xf32>, tensor<?x1xf32>) -> (tensor<?x8xf32>, tensor<?x1xf32>)
+  return %o, %lse : tensor<?x8xf32>, tensor<?x1xf32>
 }

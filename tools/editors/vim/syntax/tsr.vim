@@ -16,7 +16,7 @@ syn keyword tsrBuiltin relu gelu sigmoid tanh exp softmax layer_norm rms_norm
 syn keyword tsrBuiltin concat heads merge_heads transpose
 syn keyword tsrBuiltin embedding cross_entropy mse
 syn keyword tsrBuiltin compose inverse log act dist2 membership_residual
-syn keyword tsrBuiltin lie_attention grassmann_mix relational_attention
+syn keyword tsrBuiltin lie_attention lie_attention_grad grassmann_mix relational_attention
 syn keyword tsrBuiltin relational_norm
 syn match tsrNumber "\<\d\+\(\.\d*\)\=\([eE][+-]\=\d\+\)\=\>"
 syn match tsrNumber "\.\d\+\([eE][+-]\=\d\+\)\=\>"
