@@ -246,6 +246,21 @@ def _shape_of(row, at, slots):
     return None if nd < 0 else [int(x) for x in row[at + 1:at + 1 + nd]]
 
 
+_OP_NAMES = {_OP_RING: "RingLieAttention", _OP_GRASSMANN: "GrassmannMix"}
+
+
+def _check_ops(rows):
+    """Raises (the same on every rank) when the ranks are not all making
+    the same torsor.distributed call."""
+    ops = [int(r[1]) if int(r[0]) == _MAGIC else -1 for r in rows]
+    if any(op != ops[0] for op in ops):
+        raise InvalidArgumentError(
+            "torsor.distributed: the ranks are making different calls: %s; every rank "
+            "must make the same torsor.distributed calls in the same order" % ", ".join(
+                "rank %d calls %s" % (i, _OP_NAMES.get(op, "something else"))
+                for i, op in enumerate(ops)))
+
+
 def _disagree(what, name, rows, col, fmt=str):
     """The error when ranks differ in column col of the metadata, else None."""
     vals = [int(r[col]) for r in rows]
@@ -329,8 +344,8 @@ class _Ring(torch.autograd.Function):
 
 def _pack(g, v):
     """[B, L, n·n + D]: a block's g and v in one buffer (one message)."""
-    B, L = v.shape[0], v.shape[1]
-    return torch.cat([g.reshape(B, L, -1), v], -1).contiguous()
+    B, L, n = v.shape[0], v.shape[1], g.shape[-1]
+    return torch.cat([g.reshape(B, L, n * n), v], -1).contiguous()
 
 
 def _unpack(buf, n):
@@ -465,12 +480,7 @@ class RingLieAttention(torch.nn.Module):
         """The same checks on every rank, from every rank's metadata: the
         first problem found raises (identically everywhere)."""
         what = "RingLieAttention"
-        for i, row in enumerate(rows):
-            if int(row[0]) != _MAGIC or int(row[1]) != _OP_RING:
-                raise InvalidArgumentError(
-                    "%s: rank %d is not calling RingLieAttention at this point (it sent "
-                    "other metadata); every rank must make the same torsor.distributed "
-                    "calls in the same order" % (what, i))
+        _check_ops(rows)
         for name, col, fmt in (("the dtype of v", 2, lambda x: _DTYPE_NAME[x]),
                                ("the device type", 4, lambda x: "cuda" if x else "cpu"),
                                ("the group", 5, lambda x: "group hash %08x" % x),
@@ -526,8 +536,9 @@ class RingLieAttention(torch.nn.Module):
         _block_kernels()  # a missing kernel fails on every rank alike, before any transfer
         lead, L, D, n = v.shape[:-2], v.shape[-2], v.shape[-1], g.shape[-1]
         name, dtype = _tnn._compute_dtype(v)
-        gc = g.to(dtype).reshape(-1, L, n, n).contiguous()
-        vc = v.to(dtype).reshape(-1, L, D).contiguous()
+        B = int(torch.Size(lead).numel())
+        gc = g.to(dtype).reshape(B, L, n, n).contiguous()
+        vc = v.to(dtype).reshape(B, L, D).contiguous()
         segs = _segments(lengths, self.layout)
         out = _Ring.apply(gc, vc, self, grp, segs, lengths)
         return out.reshape(*lead, L, D).to(v.dtype)
@@ -693,12 +704,7 @@ class GrassmannMix(_tnn.GrassmannMix):
 
     def _validate(self, rows, P):
         what = "GrassmannMix"
-        for i, row in enumerate(rows):
-            if int(row[0]) != _MAGIC or int(row[1]) != _OP_GRASSMANN:
-                raise InvalidArgumentError(
-                    "%s: rank %d is not calling GrassmannMix at this point (it sent other "
-                    "metadata); every rank must make the same torsor.distributed calls in "
-                    "the same order" % (what, i))
+        _check_ops(rows)
         for name, col, fmt in (("the dtype of h", 2, lambda x: _DTYPE_NAME[x]),
                                ("the device type", 3, lambda x: "cuda" if x else "cpu"),
                                ("d", 4, str), ("r", 5, str),
@@ -745,7 +751,7 @@ class GrassmannMix(_tnn.GrassmannMix):
         segs = _segments(lengths, self.layout)
         reach = max(self.offsets) if self.offsets else 0
         plans = _halo_plan(segs, sum(lengths), reach, self.causal)
-        hf = h.reshape(-1, L, self.d)
+        hf = h.reshape(int(torch.Size(lead).numel()), L, self.d)
         ext = _Halo.apply(hf, grp, segs, plans, self.causal)
         need = plans[grp.rank][0]
         outs, pos = [], 0
@@ -758,7 +764,10 @@ class GrassmannMix(_tnn.GrassmannMix):
         if not outs:
             # No tokens here; keep the graph connected so that the halo's
             # backward (which other ranks wait for) runs on this rank too.
-            return (ext.sum() * 0 + hf[:, :0]).reshape(*lead, 0, self.d)
+            # Params get zero gradients here, not None, so that an
+            # all_reduce over the ranks' param gradients sees every param.
+            zero = ext.sum() * 0 + sum(p.sum() * 0 for p in self.parameters())
+            return (zero + hf[:, :0]).reshape(*lead, 0, self.d)
         y = outs[0] if len(outs) == 1 else torch.cat(outs, 1)
         return y.reshape(*lead, L, self.d)
 
