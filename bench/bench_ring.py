@@ -161,6 +161,14 @@ def measure(spec):
     return measure_single(spec) if spec["setup"] == "single" else measure_ring(spec)
 
 
+def _cell(stats):
+    """"median (min–max)" of one setup's summary, or – when it has none."""
+    if not stats:
+        return "–"
+    return "%s (%s–%s)" % (harness.fmt_ms(stats["median_ms"]), harness.fmt_ms(stats["min_ms"]),
+                           harness.fmt_ms(stats["max_ms"]))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[8192, 16384])
@@ -197,18 +205,13 @@ def main():
                 dict(env, **harness.thread_env(1)), args.timeout) if single.get(
                 "status") == "ok" else {"status": "skipped", "reason": "single failed"}
             results.append({"L": L, "single": single, "ring": ring})
+            why = (ring.get("reason") or single.get("reason") or "–").strip()
+            why = why.splitlines()[-1][:100] if why else "–"
             for mode in ("fwd", "fwd_bwd"):
                 s, r = single.get(mode, {}), ring.get(mode, {})
                 ratio = (r["median_ms"] / s["median_ms"]) if s and r else None
-                rows.append([L, mode.replace("_", "+"),
-                             "%s (%s–%s)" % (harness.fmt_ms(s.get("median_ms")),
-                                             harness.fmt_ms(s.get("min_ms")),
-                                             harness.fmt_ms(s.get("max_ms"))),
-                             "%s (%s–%s)" % (harness.fmt_ms(r.get("median_ms")),
-                                             harness.fmt_ms(r.get("min_ms")),
-                                             harness.fmt_ms(r.get("max_ms"))),
-                             "%.2f×" % ratio if ratio else
-                             (ring.get("reason") or single.get("reason") or "–")[:80],
+                rows.append([L, mode.replace("_", "+"), _cell(s), _cell(r),
+                             "%.2f×" % ratio if ratio else why,
                              "%.1e" % ring["max_rel_diff"] if "max_rel_diff" in ring else "–"])
     header = ["L", "mode", "1 process × %d threads, ms (min–max)" % args.ranks,
               "%d ranks × 1 thread, ms (min–max)" % args.ranks, "ring / single",
