@@ -16,7 +16,7 @@ against the single process's output (max relative difference reported).
 
     /work/bench-venv/bin/python bench/bench_ring.py                    # L = 8192, 16384
     /work/bench-venv/bin/python bench/bench_ring.py --sizes 256 --reps 3   # a smoke run
-    /work/bench-venv/bin/python bench/bench_ring.py --readme            # also the bench/README.md table
+    /work/bench-venv/bin/python bench/bench_ring.py --readme       # and the bench/README.md table
 
 Writes bench/results/ring.{json,md}. Needs a quiet machine with at least
 2 cores; never part of make test. The goal (issue #23): forward+backward

@@ -353,6 +353,12 @@ def _unpack(buf, n):
     return buf[..., :n * n].reshape(B, L, n, n), buf[..., n * n:]
 
 
+def _rows(t, start, count):
+    """Rows [start, start + count) of t [B, L, ...] as a contiguous tensor
+    (the kernels bind their inputs without a copy)."""
+    return t[:, start:start + count].contiguous()
+
+
 def _kernel_args(mod):
     return dict(heads=mod.heads, tau=mod.tau_arg, lam=mod.lam_arg)
 
@@ -379,7 +385,7 @@ def _ring_forward(mod, grp, segs, lengths, g, v):
         for qs, ks, masked in _pairs(segs[r], segs[src], mod.causal):
             q0, ql, qo = qs
             k0, kl, ko = ks
-            o, l = fwd(g[:, q0:q0 + ql], gk[:, k0:k0 + kl], vk[:, k0:k0 + kl], mod.group,
+            o, l = fwd(_rows(g, q0, ql), _rows(gk, k0, kl), _rows(vk, k0, kl), mod.group,
                        causal=masked, q_offset=qo, k_offset=ko, **_kernel_args(mod))
             out[:, q0:q0 + ql], lse[:, q0:q0 + ql] = _merge(
                 out[:, q0:q0 + ql], lse[:, q0:q0 + ql], o.to(v.dtype), l.to(v.dtype), H)
@@ -411,8 +417,8 @@ def _ring_backward(mod, grp, segs, lengths, g, v, out, lse, dout):
         for qs, ks, masked in _pairs(segs[r], segs[src], mod.causal):
             q0, ql, qo = qs
             k0, kl, ko = ks
-            dgq, dgk, dvk = bwd(g[:, q0:q0 + ql], gk[:, k0:k0 + kl], vk[:, k0:k0 + kl],
-                                out[:, q0:q0 + ql], lse[:, q0:q0 + ql], dout[:, q0:q0 + ql],
+            dgq, dgk, dvk = bwd(_rows(g, q0, ql), _rows(gk, k0, kl), _rows(vk, k0, kl),
+                                _rows(out, q0, ql), _rows(lse, q0, ql), _rows(dout, q0, ql),
                                 mod.group, mod.heads, mod.tau_arg, mod.lam_arg, masked, qo, ko)
             dq[:, q0:q0 + ql] += dgq.to(g.dtype)
             mine[:, k0:k0 + kl, :n * n] += dgk.to(v.dtype).reshape(B, kl, n * n)

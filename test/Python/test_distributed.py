@@ -21,7 +21,6 @@ RingReferenceKernels) the float64 PyTorch reference of ring_reference.py is
 injected, which checks the ring, the merge and the gradient transport on
 their own. Skipped without torch or without torch.distributed's gloo.
 """
-import os
 import shutil
 import tempfile
 import unittest
