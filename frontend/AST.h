@@ -167,6 +167,12 @@ public:
   /// Set by Sema: every constant argument (`tau`, `axis`, `offsets`, ...)
   /// with defaults filled in, lists flattened row-major.
   std::map<std::string, std::vector<double>> constants;
+  /// Set by Sema for built-ins with several results (the cross form of
+  /// `lie_attention` and `lie_attention_grad`): the types of results 2, 3,
+  /// ...; `let a, b = call(...)` binds them. With `bindAll`, a binding
+  /// must name every result.
+  std::vector<Type> extraTypes;
+  bool bindAll = false;
   /// Returns constants[name][0]; the name must exist.
   double getConstant(const std::string &name) const {
     return constants.at(name).front();
@@ -236,6 +242,10 @@ public:
   bool hasType = false;
   TypeExpr typeExpr;
   ExprPtr value;
+  /// `let a, b, c = ...`: the names after the first, bound to the
+  /// call's further results (CallExpr::extraTypes).
+  std::vector<std::string> extraNames;
+  std::vector<llvm::SMLoc> extraLocs;
   static bool classof(const Stmt *s) {
     return s->getKind() == Let || s->getKind() == Output ||
            s->getKind() == Return;

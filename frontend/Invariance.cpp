@@ -131,6 +131,9 @@ private:
                                                                           : 0;
     if (args.size() < needed)
       use = PoseUse::ABSOLUTE;
+    // lie_attention(g_q, g_k, v): relative poses between two arguments.
+    if (use == PoseUse::RELATIVE && args.size() > 2)
+      use = PoseUse::DISTANCE;
     if (use == PoseUse::COMPOSE)
       return compose(args[0], args[1]);
     if (use == PoseUse::INVERSE) {

@@ -371,6 +371,7 @@ void MLIRGenImpl::emitModel(const ModelDecl &model) {
     // Sema declares outputs as names too: a later statement may read one
     // (`output pred = ...; output loss = mse(pred, t);`).
     env.values[bind->name] = v;
+    bindExtraResults(*bind, env);
     if (bind->getKind() == Stmt::Let)
       continue;
     results.push_back(v);
@@ -429,6 +430,7 @@ Value MLIRGenImpl::emitBlockCall(const CallExpr &call, const Env &env) {
         result = v;
       else
         local.values[bind.name] = v;
+      bindExtraResults(bind, local);
     }
     path = savedPath;
     if (!args.empty())

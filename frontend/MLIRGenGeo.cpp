@@ -107,6 +107,67 @@ Value MLIRGenImpl::emitGroupOp(const CallExpr &call, const Env &env) {
                               lambda);
 }
 
+Value MLIRGenImpl::emitCrossAttention(const CallExpr &call,
+                                      ArrayRef<Value> operands,
+                                      lie::GroupAttr group, UnitAttr causal,
+                                      const Env &env) {
+  Location l = loc(call.getLoc());
+  // Offsets: i64 scalars (rank-0 tensors) as index values, 0 by default.
+  auto offset = [&](StringRef kw) -> Value {
+    const KeywordArg *arg = call.getKeyword(kw);
+    if (!arg)
+      return arith::ConstantIndexOp::create(b, l, 0);
+    Value t = emitExpr(*arg->value, env);
+    if (!t)
+      return nullptr;
+    Value i64 = tensor::ExtractOp::create(b, l, t, ValueRange{});
+    return arith::IndexCastOp::create(b, l, b.getIndexType(), i64);
+  };
+  Value qo = offset("query_offset");
+  Value ko = offset("key_offset");
+  if (!qo || !ko)
+    return nullptr;
+  auto heads = b.getI64IntegerAttr(int64_t(call.getConstant("heads")));
+  auto tau = b.getDenseF64ArrayAttr(call.constants.at("tau"));
+  auto lambda = b.getDenseF64ArrayAttr(call.constants.at("lambda"));
+  if (call.callee == "lie_attention") {
+    auto op = geo::LieCrossAttentionOp::create(
+        b, l, tensorType(call.type), tensorType(call.extraTypes[0]),
+        operands[0], operands[1], operands[2], qo, ko, group, heads, tau,
+        lambda, causal);
+    extraResults[&call] = {op.getLse()};
+    return op.getResult();
+  }
+  // lie_attention_grad: ambient cotangents of the elements from the
+  // block backward, then their left-trivialised gradients (k algebra
+  // coordinates per token, as --grad reports group inputs).
+  auto op = geo::LieCrossAttentionGradOp::create(
+      b, l,
+      TypeRange{operands[0].getType(), operands[1].getType(),
+                operands[2].getType()},
+      operands[0], operands[1], operands[2], operands[3], operands[4],
+      operands[5], qo, ko, group, heads, tau, lambda, causal);
+  auto trivialize = [&](Value g, Value cot, const Type &type) -> Value {
+    return lie::PullbackOp::create(
+        b, l, tensorType(type),
+        lie::PullbackKindAttr::get(&ctx, lie::PullbackKind::LeftTrivialize),
+        ValueRange{g}, cot, group, b.getI64IntegerAttr(0), DenseF64ArrayAttr());
+  };
+  extraResults[&call] = {
+      trivialize(operands[1], op.getKeysGrad(), call.extraTypes[0]),
+      op.getValuesGrad()};
+  return trivialize(operands[0], op.getQueriesGrad(), call.type);
+}
+
+void MLIRGenImpl::bindExtraResults(const BindStmt &bind, Env &env) {
+  if (bind.extraNames.empty())
+    return;
+  auto *call = llvm::cast<CallExpr>(bind.value.get());
+  const SmallVector<Value> &more = extraResults[call];
+  for (size_t i = 0; i < bind.extraNames.size() && i < more.size(); ++i)
+    env.values[bind.extraNames[i]] = more[i];
+}
+
 Value MLIRGenImpl::emitGeoLayer(const CallExpr &call, const Env &env) {
   Location l = loc(call.getLoc());
   StringRef name = call.callee;
@@ -126,11 +187,13 @@ Value MLIRGenImpl::emitGeoLayer(const CallExpr &call, const Env &env) {
           ? b.getUnitAttr()
           : UnitAttr();
   mlir::Type resultType = tensorType(call.type);
-  if (name == "lie_attention") {
+  if (name == "lie_attention" || name == "lie_attention_grad") {
     lie::GroupAttr group = groupAttr(*call.group, call.getLoc());
     if (!group ||
         !checkAttentionConstants(call, getElementTypeOrSelf(resultType)))
       return nullptr;
+    if (call.args.size() > 2)
+      return emitCrossAttention(call, operands, group, causal, env);
     return geo::LieAttentionOp::create(
         b, l, resultType, operands[0], operands[1], group,
         b.getI64IntegerAttr(int64_t(call.getConstant("heads"))),

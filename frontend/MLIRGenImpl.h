@@ -55,6 +55,17 @@ public:
   mlir::Value emitBlockCall(const CallExpr &call, const Env &env);
   mlir::Value emitGroupOp(const CallExpr &call, const Env &env);
   mlir::Value emitGeoLayer(const CallExpr &call, const Env &env);
+  /// lie_attention's two-set form and lie_attention_grad; records the
+  /// results after the first in `extraResults`.
+  mlir::Value emitCrossAttention(const CallExpr &call,
+                                 llvm::ArrayRef<mlir::Value> operands,
+                                 torsor::lie::GroupAttr group,
+                                 mlir::UnitAttr causal, const Env &env);
+  /// Binds the names of `let a, b, ... = call` after the first.
+  void bindExtraResults(const BindStmt &bind, Env &env);
+  /// The results after the first of multi-result calls
+  /// (CallExpr::extraTypes), for `let a, b = ...`.
+  llvm::DenseMap<const CallExpr *, llvm::SmallVector<mlir::Value>> extraResults;
   /// `#lie.group<...>`, or null after reporting (declared groups).
   torsor::lie::GroupAttr groupAttr(const GroupInfo &group, llvm::SMLoc l);
 

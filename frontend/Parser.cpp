@@ -417,6 +417,21 @@ StmtPtr Parser::parseBind(Stmt::StmtKind kind) {
       return nullptr;
     pendingName = name;
     bind = std::make_unique<BindStmt>(kind, loc, name);
+    // `let a, b = f(...)`: one name per result of a multi-result call.
+    while (kind == Stmt::Let && tok.is(Token::comma)) {
+      consume();
+      std::string more;
+      SMLoc moreLoc;
+      if (!expectIdent(more, moreLoc, "name after ',' in 'let'"))
+        return nullptr;
+      bind->extraNames.push_back(more);
+      bind->extraLocs.push_back(moreLoc);
+    }
+    if (!bind->extraNames.empty() && tok.is(Token::colon)) {
+      errorHere("a 'let' of several names takes no type annotation; bind "
+                "each result with its own 'let' to check its type");
+      return nullptr;
+    }
     if (tok.is(Token::colon)) {
       consume();
       bind->hasType = true;

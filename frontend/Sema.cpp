@@ -322,8 +322,38 @@ void Sema::checkStmt(Stmt &stmt) {
     }
     sym.type = type;
     declare(bind.name, bind.getLoc(), sym);
+    checkMultiBind(bind, type);
     return;
   }
+  }
+}
+
+void Sema::checkMultiBind(BindStmt &bind, const Type &first) {
+  auto *call = llvm::dyn_cast<CallExpr>(bind.value.get());
+  size_t extra = call ? call->extraTypes.size() : 0;
+  if (first.isInvalid())
+    extra = bind.extraNames.size(); // declare the names, report nothing
+  else if (bind.extraNames.size() > extra ||
+           (call && call->bindAll && bind.extraNames.size() != extra)) {
+    if (extra == 0)
+      diags.emitError(bind.extraLocs.front(),
+                      "'" + bind.name +
+                          "' is bound to a value with one result; only "
+                          "lie_attention(g_q, g_k, v, ...) (out, lse) and "
+                          "lie_attention_grad (dg_q, dg_k, dv) return several");
+    else
+      diags.emitError(bind.value->getLoc(),
+                      "'" + call->callee + "' returns " + Twine(extra + 1) +
+                          " values here; bind them all: `let " +
+                          (call->callee == "lie_attention_grad" ? "dgq, dgk, dv"
+                                                                : "out, lse") +
+                          " = " + call->callee + "(...)`");
+  }
+  for (size_t i = 0; i < bind.extraNames.size(); ++i) {
+    Symbol more;
+    more.kind = Symbol::Value;
+    more.type = i < extra && !first.isInvalid() ? call->extraTypes[i] : Type();
+    declare(bind.extraNames[i], bind.extraLocs[i], more);
   }
 }
 

@@ -71,6 +71,11 @@ private:
   Type checkBuiltin(CallExpr &call);
   Type checkGroupOp(CallExpr &call);
   Type checkGeoLayer(CallExpr &call);
+  /// lie_attention (self or two-set form) and lie_attention_grad.
+  Type checkLieAttention(CallExpr &call);
+  /// `let a, b, ... = call`: binds the names after the first to the
+  /// call's further results, or reports a count that does not match.
+  void checkMultiBind(BindStmt &bind, const Type &first);
   /// embedding, cross_entropy, mse (SemaTrain.cpp); null Type::Kind when
   /// `call` is none of them.
   bool checkTraining(CallExpr &call, Type &result);

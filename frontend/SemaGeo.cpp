@@ -49,87 +49,187 @@ static bool checkWeight(Sema &sema, DiagnosticEngine &diags, CallExpr &call,
   return true;
 }
 
+/// Reads an offset keyword of the cross form: an i64 scalar (rank 0).
+static bool checkOffset(DiagnosticEngine &diags, const CallExpr &call,
+                        StringRef kw) {
+  const KeywordArg *arg = call.getKeyword(kw);
+  if (!arg)
+    return true; // 0
+  if (arg->value->type.isInvalid())
+    return false; // already reported
+  const Type &t = arg->value->type;
+  if (t.isTensor() && t.dtype == DType::I64 && t.rank() == 0 && !t.weak)
+    return true;
+  diags.emitError(arg->value->getLoc(),
+                  "'" + kw + "' of '" + call.callee +
+                      "' must be an i64 scalar (declare it as an input, "
+                      "`input " +
+                      kw + ": i64;`), got " +
+                      (t.weak ? std::string("a number") : t.str()));
+  return false;
+}
+
+Type Sema::checkLieAttention(CallExpr &call) {
+  StringRef name = call.callee;
+  bool grad = name == "lie_attention_grad";
+  if (!checkKeywords(call, {"heads", "tau", "lambda", "causal", "query_offset",
+                            "key_offset"}) ||
+      !checkArgCount(call, grad ? 6 : 2, grad ? 6 : 3))
+    return Type();
+  // lie_attention(g, v): self-attention; lie_attention(g_q, g_k, v) and
+  // lie_attention_grad(g_q, g_k, v, out, lse, dout): two token sets.
+  bool cross = call.args.size() > 2;
+  const Type *g =
+      expectGroup(diags, *call.args[0], "the first argument of '" + name + "'");
+  if (!g)
+    return Type();
+  const Type *gk = g;
+  if (cross) {
+    gk = expectGroup(diags, *call.args[1],
+                     "the key elements (second argument) of '" + name + "'");
+    if (!gk)
+      return Type();
+    if (gk->group != g->group || gk->dtype != g->dtype ||
+        gk->rank() != g->rank() ||
+        !std::equal(g->shape.begin(), g->shape.end() - 1, gk->shape.begin())) {
+      std::vector<Dim> shown = g->shape;
+      shown.back() = Dim::sym("Lk");
+      diags.emitError(call.args[1]->getLoc(),
+                      "the key elements of '" + name +
+                          "' must be the query elements' group, dtype and "
+                          "leading dims (" +
+                          Type::groupSeq(g->group, g->dtype, shown).str() +
+                          " for queries " + g->str() + "), got " + gk->str());
+      return Type();
+    }
+  } else {
+    for (StringRef kw : {"query_offset", "key_offset"})
+      if (const KeywordArg *arg = call.getKeyword(kw)) {
+        diags.emitError(arg->loc,
+                        "'" + kw +
+                            "' needs the two-set form lie_attention(g_q, "
+                            "g_k, v, ...); with one set use "
+                            "lie_attention(g_q, g_q, v, ...)");
+        return Type();
+      }
+  }
+  unsigned vi = cross ? 2 : 1;
+  if (!expectFloatTensor(*call.args[vi], "the values of '" + name + "'"))
+    return Type();
+  call.group = g->group;
+  const Type &v = call.args[vi]->type;
+  std::vector<Dim> want = gk->shape;
+  if (v.rank() != want.size() + 1 ||
+      !std::equal(want.begin(), want.end(), v.shape.begin()) ||
+      v.shape.back().symbolic || v.dtype != g->dtype) {
+    std::vector<Dim> shown = want;
+    shown.push_back(Dim::sym("D"));
+    diags.emitError(call.args[vi]->getLoc(),
+                    "'" + name + "' needs values of type " +
+                        Type::tensor(g->dtype, shown).str() +
+                        " with a fixed D for " + (cross ? "key " : "") +
+                        "elements " + gk->str() + ", got " + v.str());
+    return Type();
+  }
+  if (!checkOffset(diags, call, "query_offset") ||
+      !checkOffset(diags, call, "key_offset"))
+    return Type();
+  int64_t heads = 1;
+  if (const KeywordArg *kw = call.getKeyword("heads"))
+    if (!getInteger(*kw->value, heads, "'heads'"))
+      return Type();
+  if (heads < 1 || v.shape.back().value % heads != 0) {
+    diags.emitError(call.getKeyword("heads")->value->getLoc(),
+                    "'heads' must divide the value dim " +
+                        Twine(v.shape.back().value) + ", got " + Twine(heads));
+    return Type();
+  }
+  // Every head gets its own τ, λ row and, in the fused kernels, its own
+  // unrolled score code: a bound keeps compile time and memory linear in
+  // what a real model uses (2^32 heads once aborted with a 32 GB vector).
+  if (heads > kMaxAttentionHeads) {
+    diags.emitError(call.getKeyword("heads")->value->getLoc(),
+                    "'heads' is at most " + Twine(kMaxAttentionHeads) +
+                        ", got " + Twine(heads));
+    return Type();
+  }
+  std::vector<double> tau(heads, 1.0);
+  if (const KeywordArg *kw = call.getKeyword("tau")) {
+    std::vector<double> values;
+    if (!getNumberList(*kw, values))
+      return Type();
+    if (values.size() == 1)
+      values.assign(heads, values[0]);
+    if (values.size() != size_t(heads)) {
+      diags.emitError(kw->value->getLoc(),
+                      "'tau' needs one temperature per head (" + Twine(heads) +
+                          "), got " + Twine(values.size()));
+      return Type();
+    }
+    if (llvm::any_of(values, [](double t) { return !(t > 0); })) {
+      diags.emitError(kw->value->getLoc(), "'tau' temperatures must be "
+                                           "positive");
+      return Type();
+    }
+    tau = values;
+  }
+  if (!getLambda(*this, diags, call, *g->group, heads))
+    return Type();
+  bool causal = false;
+  if (const KeywordArg *kw = call.getKeyword("causal"))
+    if (!getBool(*kw, causal))
+      return Type();
+  call.constants["heads"] = {double(heads)};
+  call.constants["tau"] = tau;
+  call.constants["causal"] = {causal ? 1.0 : 0.0};
+  if (!cross)
+    return v;
+  // Per query row: out [.., Lq, D] and lse [.., Lq, heads].
+  std::vector<Dim> rows = g->shape;
+  rows.push_back(v.shape.back());
+  Type out = Type::tensor(g->dtype, rows);
+  rows.back() = Dim::fixed(heads);
+  Type lse = Type::tensor(g->dtype, rows);
+  if (!grad) {
+    call.extraTypes = {lse};
+    return out;
+  }
+  // The block backward: out, lse and dout of the forward's types.
+  for (auto [i, what, type] :
+       {std::tuple<unsigned, const char *, const Type *>{3, "out", &out},
+        {4, "lse", &lse},
+        {5, "dout", &out}}) {
+    const Type &t = call.args[i]->type;
+    if (t.isInvalid())
+      return Type();
+    if (t != *type) {
+      diags.emitError(call.args[i]->getLoc(),
+                      "'" + Twine(what) + "' (argument " + Twine(i + 1) +
+                          ") of 'lie_attention_grad' must have type " +
+                          type->str() + ", got " + t.str());
+      return Type();
+    }
+  }
+  // Gradients of the elements: left-trivialised, k algebra coordinates
+  // per token (what --grad returns for group inputs).
+  auto algebra = [&](const Type &elems) {
+    std::vector<Dim> shape = elems.shape;
+    shape.push_back(Dim::fixed(g->group->algebraDim));
+    return Type::tensor(g->dtype, shape);
+  };
+  call.extraTypes = {algebra(*gk), v};
+  call.bindAll = true;
+  return algebra(*g);
+}
+
 Type Sema::checkGeoLayer(CallExpr &call) {
   StringRef name = call.callee;
   if (!llvm::all_of(call.args,
                     [](const ExprPtr &e) { return !e->type.isInvalid(); }))
     return Type();
 
-  if (name == "lie_attention") {
-    if (!checkKeywords(call, {"heads", "tau", "lambda", "causal"}) ||
-        !checkArgCount(call, 2, 2))
-      return Type();
-    const Type *g = expectGroup(diags, *call.args[0],
-                                "the first argument of 'lie_attention'");
-    if (!g || !expectFloatTensor(*call.args[1], "the values of "
-                                                "'lie_attention'"))
-      return Type();
-    call.group = g->group;
-    const Type &v = call.args[1]->type;
-    std::vector<Dim> want = g->shape;
-    if (v.rank() != want.size() + 1 ||
-        !std::equal(want.begin(), want.end(), v.shape.begin()) ||
-        v.shape.back().symbolic || v.dtype != g->dtype) {
-      std::vector<Dim> shown = want;
-      shown.push_back(Dim::sym("D"));
-      diags.emitError(call.args[1]->getLoc(),
-                      "'lie_attention' needs values of type " +
-                          Type::tensor(g->dtype, shown).str() +
-                          " with a fixed D for elements " + g->str() +
-                          ", got " + v.str());
-      return Type();
-    }
-    int64_t heads = 1;
-    if (const KeywordArg *kw = call.getKeyword("heads"))
-      if (!getInteger(*kw->value, heads, "'heads'"))
-        return Type();
-    if (heads < 1 || v.shape.back().value % heads != 0) {
-      diags.emitError(call.getKeyword("heads")->value->getLoc(),
-                      "'heads' must divide the value dim " +
-                          Twine(v.shape.back().value) + ", got " +
-                          Twine(heads));
-      return Type();
-    }
-    // Every head gets its own τ, λ row and, in the fused kernels, its own
-    // unrolled score code: a bound keeps compile time and memory linear in
-    // what a real model uses (2^32 heads once aborted with a 32 GB vector).
-    if (heads > kMaxAttentionHeads) {
-      diags.emitError(call.getKeyword("heads")->value->getLoc(),
-                      "'heads' is at most " + Twine(kMaxAttentionHeads) +
-                          ", got " + Twine(heads));
-      return Type();
-    }
-    std::vector<double> tau(heads, 1.0);
-    if (const KeywordArg *kw = call.getKeyword("tau")) {
-      std::vector<double> values;
-      if (!getNumberList(*kw, values))
-        return Type();
-      if (values.size() == 1)
-        values.assign(heads, values[0]);
-      if (values.size() != size_t(heads)) {
-        diags.emitError(kw->value->getLoc(),
-                        "'tau' needs one temperature per head (" +
-                            Twine(heads) + "), got " + Twine(values.size()));
-        return Type();
-      }
-      if (llvm::any_of(values, [](double t) { return !(t > 0); })) {
-        diags.emitError(kw->value->getLoc(), "'tau' temperatures must be "
-                                             "positive");
-        return Type();
-      }
-      tau = values;
-    }
-    if (!getLambda(*this, diags, call, *g->group, heads))
-      return Type();
-    bool causal = false;
-    if (const KeywordArg *kw = call.getKeyword("causal"))
-      if (!getBool(*kw, causal))
-        return Type();
-    call.constants["heads"] = {double(heads)};
-    call.constants["tau"] = tau;
-    call.constants["causal"] = {causal ? 1.0 : 0.0};
-    return v;
-  }
+  if (name == "lie_attention" || name == "lie_attention_grad")
+    return checkLieAttention(call);
 
   if (name == "grassmann_mix") {
     if (!checkKeywords(call,

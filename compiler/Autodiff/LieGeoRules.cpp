@@ -9,7 +9,9 @@
 // (geo.flash_lie_attention_grad, O(L) memory) on the fused forward's pair
 // features, for every group and any batch dims (only a declared group
 // whose pair form builds loops, with batch dims, falls back to the unfused
-// lowering). geo.grassmann_mix's rule is GrassmannRules.cpp.
+// lowering). geo.lie_cross_attention's rule is its block backward
+// (geo.lie_cross_attention_grad) on its own out and lse.
+// geo.grassmann_mix's rule is GrassmannRules.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -200,7 +202,8 @@ LogicalResult lieAttentionVJP(OpBuilder &b, Operation *raw, Cots cots,
   Value kT = transpose(b, loc, k);
   auto flash = geo::FlashLieAttentionGradOp::create(
       b, loc, TypeRange{q.getType(), kT.getType(), op.getValues().getType()}, q,
-      kT, op.getValues(), op.getResult(), cots[0], /*lse=*/Value(), group,
+      kT, op.getValues(), op.getResult(), cots[0], /*lse=*/Value(),
+      /*query_offset=*/Value(), /*key_offset=*/Value(), group,
       op.getHeadsAttr(), op.getTauAttr(), op.getLambdaAttr(),
       op.getCausalAttr());
   Value dk = transpose(b, loc, flash.getKeysGrad());
@@ -211,6 +214,43 @@ LogicalResult lieAttentionVJP(OpBuilder &b, Operation *raw, Cots cots,
                          dk, group, 0);
   grads[0] = addValues(b, loc, fromQ, fromK);
   grads[1] = flash.getValuesGrad();
+  return success();
+}
+
+/// Whether `cot` is a materialised zero (zerosLike: a fill of 0.0).
+bool isZeroCotangent(Value cot) {
+  auto fill = cot.getDefiningOp<linalg::FillOp>();
+  if (!fill)
+    return false;
+  auto cst = fill.getInputs()[0].getDefiningOp<arith::ConstantOp>();
+  auto value = cst ? dyn_cast<FloatAttr>(cst.getValue()) : FloatAttr();
+  return value && value.getValue().isZero();
+}
+
+/// geo.lie_cross_attention: the block backward on its own out and lse
+/// (geo.lie_cross_attention_grad), whose ambient cotangents of the query
+/// and key elements the group inputs' hook turns into gradients. The
+/// offsets (indices) get none. A cotangent on the lse result is refused:
+/// the block backward differentiates out only.
+LogicalResult lieCrossAttentionVJP(OpBuilder &b, Operation *raw, Cots cots,
+                                   Grads &grads) {
+  auto op = cast<geo::LieCrossAttentionOp>(raw);
+  if (!isZeroCotangent(cots[1]))
+    return op.emitOpError()
+           << "cannot be differentiated through its lse result; "
+              "differentiate the output only (lie_attention_grad takes the "
+              "merged lse of a ring)";
+  auto grad = geo::LieCrossAttentionGradOp::create(
+      b, op.getLoc(),
+      TypeRange{op.getQueries().getType(), op.getKeys().getType(),
+                op.getValues().getType()},
+      op.getQueries(), op.getKeys(), op.getValues(), op.getResult(),
+      op.getLse(), cots[0], op.getQueryOffset(), op.getKeyOffset(),
+      op.getGroup(), op.getHeadsAttr(), op.getTauAttr(), op.getLambdaAttr(),
+      op.getCausalAttr());
+  grads[0] = grad.getQueriesGrad();
+  grads[1] = grad.getKeysGrad();
+  grads[2] = grad.getValuesGrad();
   return success();
 }
 
@@ -267,5 +307,6 @@ void torsor::autodiff::registerLieGeoVJPRules(VJPRegistry &registry) {
   registry.add("lie.dist2", {dist2VJP});
   registry.add("lie.pair_features", {pairFeaturesVJP});
   registry.add("geo.lie_attention", {lieAttentionVJP});
+  registry.add("geo.lie_cross_attention", {lieCrossAttentionVJP});
   registry.groupInputGradient = groupInputGradient;
 }

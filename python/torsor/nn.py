@@ -303,3 +303,175 @@ class RelationalAttention(_OneOp):
     def extra_repr(self):
         return "d=%d, heads=%d, scale=%g, causal=%s" % (self.d, self.heads, self.scale,
                                                          self.causal)
+
+
+# ---------------------------------------------------------------------------
+# Block attention between two token sets (what a ring of ranks computes).
+# ---------------------------------------------------------------------------
+
+_blocks = {}
+
+
+def _block_model(source, dtype, opt):
+    """The compiled one-op block model of `source` at dtype (once per
+    process, and once per machine through torsor.compile's cache)."""
+    key = (source, dtype, opt)
+    with _ops_lock:
+        model = _blocks.get(key)
+        if model is None:
+            model = _compile(source, dtype=dtype, opt=opt)
+            _blocks[key] = model
+    return model
+
+
+def _block_spec(group, heads, tau, lam, causal):
+    """A LieAttention holding the checked options (group, heads, τ, λ)."""
+    spec = LieAttention(group, heads=heads, tau=tau, lam=lam, causal=causal)
+    if len(spec.tau) not in (1, spec.heads):
+        raise InvalidArgumentError("tau: expected one temperature or one per head "
+                                   "(%d), got %d" % (spec.heads, len(spec.tau)))
+    return spec
+
+
+def _block_source(spec, D, backward):
+    """The one-op model of the block forward (out, lse) or its backward."""
+    attrs = "heads = %d, tau = %s, lambda = %s, causal = %s, " \
+            "query_offset = qo, key_offset = ko" % (
+                spec.heads, _floats(spec.tau), spec._lam_text(),
+                "true" if spec.causal else "false")
+    head = """%s
+model TorsorNNLieAttentionBlock%s {
+  dim B;
+  dim Lq;
+  dim Lk;
+  dim D = %d;
+  dim H = %d;
+  input gq: %s[B, Lq];
+  input gk: %s[B, Lk];
+  input v: f32[B, Lk, D];
+  input qo: i64;
+  input ko: i64;
+""" % (spec.group_decl, "Grad" if backward else "", D, spec.heads, spec.group_name,
+       spec.group_name)
+    if not backward:
+        return head + """  let o, l = lie_attention(gq, gk, v, %s);
+  output out = o;
+  output lse = l;
+}
+""" % attrs
+    return head + """  input out: f32[B, Lq, D];
+  input lse: f32[B, Lq, H];
+  input dout: f32[B, Lq, D];
+  let a, b, c = lie_attention_grad(gq, gk, v, out, lse, dout, %s);
+  output dgq = a;
+  output dgk = b;
+  output dv = c;
+}
+""" % attrs
+
+
+def _block_dtype(name, tensors):
+    """The compute dtype ("f32" | "f64") of the block's float tensors, which
+    must all have it."""
+    for label, t in tensors:
+        if not isinstance(t, torch.Tensor):
+            raise InvalidArgumentError("%s: %s: expected a torch.Tensor, got %s"
+                                       % (name, label, type(t).__name__))
+    dtypes = {t.dtype for _, t in tensors}
+    if len(dtypes) != 1 or next(iter(dtypes)) not in (torch.float32, torch.float64):
+        raise InvalidArgumentError(
+            "%s: expected float32 or float64 tensors of one dtype, got %s" % (
+                name, ", ".join("%s %s" % (label, str(t.dtype).replace("torch.", ""))
+                                for label, t in tensors)))
+    return ("f64", torch.float64) if dtypes == {torch.float64} else ("f32", torch.float32)
+
+
+def _check_block_shapes(name, spec, g_q, g_k, v):
+    """Checks g_q [B, Lq, n, n], g_k [B, Lk, n, n], v [B, Lk, D] (D divisible
+    by heads); returns (B, Lq, Lk, n, D)."""
+    if (g_q.dim() != 4 or g_k.dim() != 4 or v.dim() != 3 or g_q.shape[0] != g_k.shape[0]
+            or g_k.shape[0] != v.shape[0] or g_k.shape[1] != v.shape[1]
+            or g_q.shape[2:] != g_k.shape[2:] or g_q.shape[2] != g_q.shape[3]):
+        raise InvalidArgumentError(
+            "%s: expected g_q [B, Lq, n, n], g_k [B, Lk, n, n] and v [B, Lk, D], got "
+            "g_q %s, g_k %s and v %s" % (name, list(g_q.shape), list(g_k.shape),
+                                         list(v.shape)))
+    n = int(g_q.shape[-1])
+    want = BUILTIN.get(spec.group_name, (None,))[0]
+    if want is not None and n != want:
+        raise InvalidArgumentError("%s: %s elements are %dx%d matrices, got %dx%d"
+                                   % (name, spec.group_name, want, want, n, n))
+    D = int(v.shape[-1])
+    if D == 0 or D % spec.heads:
+        raise InvalidArgumentError("%s: the value width D = %d must be a positive "
+                                   "multiple of heads = %d" % (name, D, spec.heads))
+    return int(g_q.shape[0]), int(g_q.shape[1]), int(g_k.shape[1]), n, D
+
+
+def _offset(name, label, value):
+    try:
+        return torch.tensor(int(value), dtype=torch.int64)
+    except (TypeError, ValueError):
+        raise InvalidArgumentError("%s: %s must be an integer, got %r"
+                                   % (name, label, value)) from None
+
+
+def lie_attention_block(g_q, g_k, v, group, heads=1, tau=1.0, lam=1.0, causal=False,
+                        q_offset=0, k_offset=0):
+    """Lie attention of queries g_q against one block of keys g_k with
+    values v, and the row log-sum-exp: the piece of attention a ring of
+    ranks computes per step (docs/language.md, "Two token sets").
+
+    g_q [B, Lq, n, n], g_k [B, Lk, n, n], v [B, Lk, D] -> (out [B, Lq, D],
+    lse [B, Lq, heads]). Query row i sits at global position q_offset + i
+    and key j at k_offset + j; with `causal`, key j is live for row i iff
+    k_offset + j <= q_offset + i. A row with no live key has out 0 and
+    lse -inf. group, heads, tau, lam and causal are torsor.nn.LieAttention's.
+    Two blocks merge by lse: lse = logaddexp(lse_1, lse_2) and out =
+    e^(lse_1 - lse) out_1 + e^(lse_2 - lse) out_2 per head. f32 or f64;
+    a plain function (no autograd): see lie_attention_block_backward."""
+    name = "lie_attention_block"
+    spec = _block_spec(group, heads, tau, lam, causal)
+    dtype, _ = _block_dtype(name, [("g_q", g_q), ("g_k", g_k), ("v", v)])
+    _check_block_shapes(name, spec, g_q, g_k, v)
+    model = _block_model(_block_source(spec, int(v.shape[-1]), False), dtype, _OneOp.opt)
+    outs = model.run({"gq": g_q.detach().contiguous(), "gk": g_k.detach().contiguous(),
+                      "v": v.detach().contiguous(), "qo": _offset(name, "q_offset", q_offset),
+                      "ko": _offset(name, "k_offset", k_offset)})
+    return outs["out"], outs["lse"]
+
+
+def lie_attention_block_backward(g_q, g_k, v, out, lse, dout, group, heads=1, tau=1.0,
+                                 lam=1.0, causal=False, q_offset=0, k_offset=0):
+    """The block backward of lie_attention_block (FlashAttention-2 style).
+
+    `out` [B, Lq, D] and `lse` [B, Lq, heads] are the GLOBAL ones (merged
+    over every key block), `dout` [B, Lq, D] the cotangent of `out`; with
+    P = exp(s - lse) and D_i = <dO_i, O_i> per head this returns this key
+    block's part of the gradients: (dg_q [B, Lq, n, n], dg_k [B, Lk, n, n],
+    dv [B, Lk, D]). Summed over all key blocks (and, for a token that is
+    both a query and a key, over both roles) they are the gradients
+    torsor.nn.LieAttention's autograd gives, g's in the same ambient
+    convention (torsor.torch.ambient_group_gradient)."""
+    name = "lie_attention_block_backward"
+    spec = _block_spec(group, heads, tau, lam, causal)
+    dtype, _ = _block_dtype(name, [("g_q", g_q), ("g_k", g_k), ("v", v), ("out", out),
+                                   ("lse", lse), ("dout", dout)])
+    B, Lq, Lk, n, D = _check_block_shapes(name, spec, g_q, g_k, v)
+    for label, t, want in (("out", out, [B, Lq, D]), ("lse", lse, [B, Lq, spec.heads]),
+                           ("dout", dout, [B, Lq, D])):
+        if list(t.shape) != want:
+            raise InvalidArgumentError("%s: expected %s of shape %s, got %s"
+                                       % (name, label, want, list(t.shape)))
+    model = _block_model(_block_source(spec, D, True), dtype, _OneOp.opt)
+    g_q, g_k = g_q.detach().contiguous(), g_k.detach().contiguous()
+    outs = model.run({"gq": g_q, "gk": g_k, "v": v.detach().contiguous(),
+                      "out": out.detach().contiguous(), "lse": lse.detach().contiguous(),
+                      "dout": dout.detach().contiguous(),
+                      "qo": _offset(name, "q_offset", q_offset),
+                      "ko": _offset(name, "k_offset", k_offset)})
+    from .torch import ambient_group_gradient
+    source = spec.group_decl or None
+    dg_q = ambient_group_gradient(spec.group_name, g_q, outs["dgq"], source)
+    dg_k = ambient_group_gradient(spec.group_name, g_k, outs["dgk"], source)
+    return dg_q, dg_k, outs["dv"]

@@ -216,7 +216,10 @@ class CompiledModel:
         cmd = [tool("torsor-run"), self.so, "--threads", str(threads)] + self.run_args
         for e in self.inputs:
             path = os.path.join(d, "in.%s.npy" % e["name"])
-            np.save(path, np.ascontiguousarray(inputs[e["name"]], dtype=self.np_dtype))
+            # i64 inputs (token ids, offsets) keep their dtype; np.array,
+            # unlike ascontiguousarray, keeps a rank-0 scalar rank 0.
+            dt = np.int64 if e.get("dtype") == "i64" else self.np_dtype
+            np.save(path, np.array(inputs[e["name"]], dtype=dt, order="C"))
             cmd += ["--input", "%s=%s" % (e["name"], path)]
         weights = os.path.join(d, "weights.safetensors")
         write_safetensors(weights, {e["name"]: params[e["name"]] for e in self.params},

@@ -51,23 +51,39 @@ namespace {
 ///   3. Stable (masked) softmax over j.
 ///   4. out[.., i, h, c] = Σ_j p[.., h, i, j] v[.., j, h, c] on v viewed as
 ///      [.., L, heads, D/heads].
-struct LowerLieAttention : OpRewritePattern<LieAttentionOp> {
-  using OpRewritePattern::OpRewritePattern;
+/// The operands and attributes of one attention to lower: self-attention
+/// (`queries` = `keys`, no diagonal, no lse) or the cross form.
+struct AttentionParts {
+  Value queries, keys, values;
+  lie::GroupAttr group;
+  int64_t heads = 1;
+  ArrayRef<double> tau, lambda;
+  bool causal = false;
+  /// The cross form: key j is live for row i iff j ≤ diagonal + i (with
+  /// `causal`); also returns the lse.
+  bool cross = false;
+  Value diagonal;
+};
 
-  LogicalResult matchAndRewrite(LieAttentionOp op,
-                                PatternRewriter &rewriter) const override {
-    Value g = op.getElements(), v = op.getValues();
+/// The lowering of both attention ops; returns out (and, cross, the lse
+/// [batch..., Lq, heads]).
+SmallVector<Value> lowerAttention(PatternRewriter &rewriter, Location loc,
+                                  const AttentionParts &a) {
+  {
+    Value g = a.queries, gk = a.keys, v = a.values;
     auto gType = cast<RankedTensorType>(g.getType());
+    auto gkType = cast<RankedTensorType>(gk.getType());
     auto vType = cast<RankedTensorType>(v.getType());
-    LinalgEmitter e(rewriter, op.getLoc(), vType.getElementType());
-    lie::GroupAttr group = op.getGroup();
+    LinalgEmitter e(rewriter, loc, vType.getElementType());
+    lie::GroupAttr group = a.group;
     const lie::GroupModel &model = group.getModel();
     unsigned nb = vType.getRank() - 2; // batch dims
-    int64_t heads = op.getHeads();
+    int64_t heads = a.heads;
     int64_t m = model.getAlgebraDim();
     int64_t dim = vType.getShape().back();
     SmallVector<OpFoldResult> gShape = e.sizes(g);
-    OpFoldResult len = gShape[nb];
+    SmallVector<OpFoldResult> gkShape = e.sizes(gk);
+    OpFoldResult len = gShape[nb], keyLen = gkShape[nb];
     SmallVector<OpFoldResult> batch(gShape.begin(), gShape.begin() + nb);
     OpFoldResult zero = rewriter.getIndexAttr(0),
                  one = rewriter.getIndexAttr(1);
@@ -75,7 +91,7 @@ struct LowerLieAttention : OpRewritePattern<LieAttentionOp> {
     // 1. Pairwise algebra coordinates, one query row per iteration.
     Value inv = lie::InverseOp::create(rewriter, e.loc, gType, g, group);
     SmallVector<OpFoldResult> wShape =
-        catSizes(batch, {len, len, e.b.getIndexAttr(m)});
+        catSizes(batch, {len, keyLen, e.b.getIndexAttr(m)});
     // (Operands are built one statement each: C++ leaves the order of
     // argument evaluation, and so the order of the IR, unspecified.)
     Value lb0 = e.index(0);
@@ -99,11 +115,12 @@ struct LowerLieAttention : OpRewritePattern<LieAttentionOp> {
               rowSizes, strides);
           // ... broadcast along the keys, so one lie op covers the row.
           Value rowInv = linalg::BroadcastOp::create(
-                             lb, nloc, row, r.empty(gShape),
+                             lb, nloc, row, r.empty(gkShape),
                              ArrayRef<int64_t>{static_cast<int64_t>(nb)})
                              .getResult()[0];
-          Value rel = lie::ComposeOp::create(lb, nloc, gType, rowInv, g, group);
-          SmallVector<int64_t> logShape(gType.getShape().drop_back(2));
+          Value rel =
+              lie::ComposeOp::create(lb, nloc, gkType, rowInv, gk, group);
+          SmallVector<int64_t> logShape(gkType.getShape().drop_back(2));
           logShape.push_back(m);
           Value w = lie::LogOp::create(
               lb, nloc, RankedTensorType::get(logShape, r.elt), rel, group);
@@ -131,7 +148,7 @@ struct LowerLieAttention : OpRewritePattern<LieAttentionOp> {
     Value w = loop.getResult(0);
 
     // 2. Scores of every head from the same coordinates.
-    ArrayRef<double> tau = op.getTau(), lambda = op.getLambda();
+    ArrayRef<double> tau = a.tau, lambda = a.lambda;
     ArrayRef<lie::AlgebraBlock> blocks = model.getBlocks();
     SmallVector<Attribute> coef(heads * m);
     for (int64_t h = 0; h < heads; ++h)
@@ -145,7 +162,7 @@ struct LowerLieAttention : OpRewritePattern<LieAttentionOp> {
     unsigned hL = nb, iL = nb + 1, jL = nb + 2, kL = nb + 3;
     SmallVector<unsigned> bL = iota(0, nb);
     SmallVector<OpFoldResult> sShape =
-        catSizes(batch, {rewriter.getIndexAttr(heads), len, len});
+        catSizes(batch, {rewriter.getIndexAttr(heads), len, keyLen});
     Value scores = e.generic(
         {w, coefT}, e.full(sShape, 0.0),
         {e.map(nb + 4, cat(bL, {iL, jL, kL})), e.map(nb + 4, {hL, kL}),
@@ -156,8 +173,13 @@ struct LowerLieAttention : OpRewritePattern<LieAttentionOp> {
           return arith::AddFOp::create(lb, nloc, a[2], t);
         });
 
-    // 3. Probabilities.
-    Value probs = e.softmax(scores, 1.0, op.getCausal());
+    // 3. Probabilities (and, cross, the lse [batch..., h, i]).
+    Value probs, lse;
+    if (a.cross)
+      std::tie(probs, lse) =
+          e.softmaxWithLse(scores, a.causal ? a.diagonal : Value());
+    else
+      probs = e.softmax(scores, 1.0, a.causal);
 
     // 4. Weighted values per head on v viewed as [batch..., L, H, D/H].
     int64_t headDim = dim / heads;
@@ -176,8 +198,10 @@ struct LowerLieAttention : OpRewritePattern<LieAttentionOp> {
         v4Sizes);
     // loops: batch..., i, h, c, j
     unsigned oi = nb, oh = nb + 1, oc = nb + 2, oj = nb + 3;
+    SmallVector<OpFoldResult> out4Sizes(v4Sizes);
+    out4Sizes[nb] = len;
     Value out4 = e.generic(
-        {probs, v4}, e.full(v4Sizes, 0.0),
+        {probs, v4}, e.full(out4Sizes, 0.0),
         {e.map(nb + 4, cat(bL, {oh, oi, oj})),
          e.map(nb + 4, cat(bL, {oj, oh, oc})),
          e.map(nb + 4, cat(bL, {oi, oh, oc}))},
@@ -186,7 +210,65 @@ struct LowerLieAttention : OpRewritePattern<LieAttentionOp> {
           return arith::AddFOp::create(lb, nloc, a[2], p);
         });
     Value out = tensor::CollapseShapeOp::create(rewriter, e.loc, out4, reassoc);
-    rewriter.replaceOp(op, e.castTo(out, op.getType()));
+    if (!a.cross)
+      return {out};
+    // lse [batch..., h, i] → [batch..., i, h].
+    SmallVector<OpFoldResult> lseSizes =
+        catSizes(batch, {len, rewriter.getIndexAttr(heads)});
+    Value lseT = e.generic(
+        lse, e.empty(lseSizes),
+        {e.map(nb + 2, cat(bL, {nb + 1, nb})), e.map(nb + 2, iota(0, nb + 2))},
+        nb + 2, {}, [](OpBuilder &, Location, ValueRange x) { return x[0]; });
+    return {out, lseT};
+  }
+}
+
+/// Lowers geo.lie_attention (lowerAttention, self form).
+struct LowerLieAttention : OpRewritePattern<LieAttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(LieAttentionOp op,
+                                PatternRewriter &rewriter) const override {
+    AttentionParts a;
+    a.queries = a.keys = op.getElements();
+    a.values = op.getValues();
+    a.group = op.getGroup();
+    a.heads = op.getHeads();
+    a.tau = op.getTau();
+    a.lambda = op.getLambda();
+    a.causal = op.getCausal();
+    SmallVector<Value> results = lowerAttention(rewriter, op.getLoc(), a);
+    LinalgEmitter e(rewriter, op.getLoc(), getElementTypeOrSelf(op.getType()));
+    rewriter.replaceOp(op, e.castTo(results[0], op.getType()));
+    return success();
+  }
+};
+
+/// Lowers geo.lie_cross_attention (lowerAttention, cross form): the pair
+/// logs log(g_q,i⁻¹ g_k,j) of Lq rows against Lk keys, the causal mask at
+/// the offsets' diagonal, and the lse beside the output.
+struct LowerLieCrossAttention : OpRewritePattern<LieCrossAttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(LieCrossAttentionOp op,
+                                PatternRewriter &rewriter) const override {
+    AttentionParts a;
+    a.queries = op.getQueries();
+    a.keys = op.getKeys();
+    a.values = op.getValues();
+    a.group = op.getGroup();
+    a.heads = op.getHeads();
+    a.tau = op.getTau();
+    a.lambda = op.getLambda();
+    a.causal = op.getCausal();
+    a.cross = true;
+    a.diagonal = arith::SubIOp::create(rewriter, op.getLoc(),
+                                       op.getQueryOffset(), op.getKeyOffset());
+    SmallVector<Value> results = lowerAttention(rewriter, op.getLoc(), a);
+    LinalgEmitter e(rewriter, op.getLoc(),
+                    getElementTypeOrSelf(op.getResult().getType()));
+    rewriter.replaceOp(op, {e.castTo(results[0], op.getResult().getType()),
+                            e.castTo(results[1], op.getLse().getType())});
     return success();
   }
 };
@@ -478,7 +560,8 @@ struct ConvertGeoToLinalg
 
 void torsor::populateGeoToLinalgConversionPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<LowerLieAttention, LowerPlucker, LowerGrassmannMix,
-               LowerRelationalAttention, LowerRelationalNorm>(
-      patterns.getContext());
+  patterns
+      .add<LowerLieAttention, LowerLieCrossAttention, LowerPlucker,
+           LowerGrassmannMix, LowerRelationalAttention, LowerRelationalNorm>(
+          patterns.getContext());
 }

@@ -62,6 +62,72 @@ Value LinalgEmitter::softmax(Value scores, double scale, bool causal) {
                  });
 }
 
+std::pair<Value, Value> LinalgEmitter::softmaxWithLse(Value scores,
+                                                      Value diagonal) {
+  unsigned rank = cast<RankedTensorType>(scores.getType()).getRank();
+  SmallVector<OpFoldResult> shape = sizes(scores);
+  SmallVector<OpFoldResult> rowShape(shape.begin(), shape.end() - 1);
+  AffineMap all = map(rank, iota(0, rank));
+  AffineMap row = map(rank, iota(0, rank - 1));
+  AffineMap rowOnly = map(rank - 1, iota(0, rank - 1)); // loops over rows
+  Value ninf = negInf();
+
+  // Mask: key j is live for row i iff j ≤ diagonal + i.
+  if (diagonal)
+    scores =
+        generic(scores, empty(shape), {all, all}, rank, {},
+                [&](OpBuilder &nb, Location nloc, ValueRange a) -> Value {
+                  Value i = linalg::IndexOp::create(nb, nloc, rank - 2);
+                  Value j = linalg::IndexOp::create(nb, nloc, rank - 1);
+                  Value last = arith::AddIOp::create(nb, nloc, diagonal, i);
+                  Value seen = arith::CmpIOp::create(
+                      nb, nloc, arith::CmpIPredicate::sle, j, last);
+                  return arith::SelectOp::create(nb, nloc, seen, a[0], ninf);
+                });
+  // m_i = max_j s_ij, taken as 0 for a row with no live key.
+  Value rowMax =
+      generic(scores, full(rowShape, ninf), {all, row}, rank, {rank - 1},
+              [](OpBuilder &nb, Location nloc, ValueRange a) -> Value {
+                return arith::MaximumFOp::create(nb, nloc, a[0], a[1]);
+              });
+  Value zero = cst(0.0);
+  rowMax =
+      generic(rowMax, empty(rowShape), {rowOnly, rowOnly}, rank - 1, {},
+              [&](OpBuilder &nb, Location nloc, ValueRange a) -> Value {
+                Value empty = arith::CmpFOp::create(
+                    nb, nloc, arith::CmpFPredicate::OEQ, a[0], ninf);
+                return arith::SelectOp::create(nb, nloc, empty, zero, a[0]);
+              });
+  // e_ij = exp(s_ij − m_i), z_i = Σ_j e_ij.
+  Value exps =
+      generic({scores, rowMax}, empty(shape), {all, row, all}, rank, {},
+              [](OpBuilder &nb, Location nloc, ValueRange a) -> Value {
+                Value d = arith::SubFOp::create(nb, nloc, a[0], a[1]);
+                return math::ExpOp::create(nb, nloc, d);
+              });
+  Value rowSum =
+      generic(exps, full(rowShape, 0.0), {all, row}, rank, {rank - 1},
+              [](OpBuilder &nb, Location nloc, ValueRange a) -> Value {
+                return arith::AddFOp::create(nb, nloc, a[1], a[0]);
+              });
+  // p_ij = e_ij / z_i (0 when z_i = 0); lse_i = m_i + log z_i.
+  Value probs =
+      generic({exps, rowSum}, empty(shape), {all, row, all}, rank, {},
+              [&](OpBuilder &nb, Location nloc, ValueRange a) -> Value {
+                Value live = arith::CmpFOp::create(
+                    nb, nloc, arith::CmpFPredicate::OGT, a[1], zero);
+                Value p = arith::DivFOp::create(nb, nloc, a[0], a[1]);
+                return arith::SelectOp::create(nb, nloc, live, p, zero);
+              });
+  Value lse = generic({rowMax, rowSum}, empty(rowShape),
+                      {rowOnly, rowOnly, rowOnly}, rank - 1, {},
+                      [](OpBuilder &nb, Location nloc, ValueRange a) -> Value {
+                        Value log = math::LogOp::create(nb, nloc, a[1]);
+                        return arith::AddFOp::create(nb, nloc, a[0], log);
+                      });
+  return {probs, lse};
+}
+
 Value LinalgEmitter::plucker(Value u, Value v) {
   auto uType = cast<RankedTensorType>(u.getType());
   unsigned rank = uType.getRank();

@@ -165,6 +165,11 @@ public:
   /// the row max is subtracted before exp. Row i always keeps j = i, so no
   /// row is fully masked.
   Value softmax(Value scores, double scale, bool causal);
+  /// The softmax of the cross form over the last dim of `scores`
+  /// ([..., i, j]) and its log-sum-exp ([..., i]): with `diagonal`
+  /// (causal), j is live for row i iff j ≤ diagonal + i (signed). A row
+  /// with no live j gets p = 0 and lse = −∞, not NaN.
+  std::pair<Value, Value> softmaxWithLse(Value scores, Value diagonal);
 
   /// Plücker coordinates `p_k = u_a v_b − u_b v_a` over the lexicographic
   /// pairs (a, b) = pairs[k], a < b, of the last dim.

@@ -40,13 +40,25 @@ LogicalResult FlashLieAttentionGradOp::verify() {
       return emitOpError() << "expects the operands to agree on batch dims, "
                               "got "
                            << q << ", " << k << " and " << v;
-  if (!same(q.getDimSize(rank - 2), k.getDimSize(rank - 1)) ||
-      !same(q.getDimSize(rank - 2), v.getDimSize(rank - 2)))
-    return emitOpError() << "expects as many queries as keys and values, got "
-                         << q << ", " << k << " and " << v;
-  if (o != v || dO != v)
-    return emitOpError() << "expects out and out_grad of the values' type " << v
-                         << ", got " << o << " and " << dO;
+  // With offsets, queries and keys are two token sets (Lq and Lk);
+  // without, one sequence.
+  bool cross = static_cast<bool>(getQueryOffset());
+  if (cross != static_cast<bool>(getKeyOffset()))
+    return emitOpError() << "expects both offsets or neither";
+  if (!same(k.getDimSize(rank - 1), v.getDimSize(rank - 2)) ||
+      (!cross && !same(q.getDimSize(rank - 2), k.getDimSize(rank - 1))))
+    return emitOpError() << "expects as many queries as keys and values"
+                         << (cross ? " (keys and values, with offsets)" : "")
+                         << ", got " << q << ", " << k << " and " << v;
+  bool rowsOk = o == dO && o.getElementType() == v.getElementType() &&
+                same(o.getDimSize(rank - 2), q.getDimSize(rank - 2)) &&
+                o.getDimSize(rank - 1) == v.getDimSize(rank - 1);
+  for (int64_t i = 0; rowsOk && i + 2 < rank; ++i)
+    rowsOk = same(o.getDimSize(i), v.getDimSize(i));
+  if (!rowsOk)
+    return emitOpError() << "expects out and out_grad of one type, [batch...] "
+                            "x rows x D of the queries and values, got "
+                         << o << " and " << dO;
   if (getQueriesGrad().getType() != q || getKeysGrad().getType() != k ||
       getValuesGrad().getType() != v)
     return emitOpError() << "expects results of the types of queries, keys "
@@ -67,7 +79,7 @@ LogicalResult FlashLieAttentionGradOp::verify() {
     bool ok = l.getRank() == rank && l.getElementType() == v.getElementType() &&
               l.getDimSize(rank - 1) == heads;
     for (int64_t i = 0; ok && i + 1 < rank; ++i)
-      ok = same(l.getDimSize(i), v.getDimSize(i));
+      ok = same(l.getDimSize(i), o.getDimSize(i));
     if (!ok)
       return emitOpError() << "expects lse of [batch...] x L x heads (" << heads
                            << "), got " << l;

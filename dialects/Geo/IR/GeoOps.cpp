@@ -163,6 +163,130 @@ LogicalResult LieAttentionOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// LieCrossAttentionOp
+//===----------------------------------------------------------------------===//
+
+/// Checks the operands every cross-attention op shares: query and key
+/// group elements `gq`, `gk` ([batch...] x L x n x n of one rank, batch
+/// dims agreeing), values `v` ([batch...] x Lk x D, D static and divisible
+/// by heads) and the head weights.
+static LogicalResult
+verifyCrossOperands(Operation *op, const lie::GroupModel &model,
+                    RankedTensorType gq, RankedTensorType gk,
+                    RankedTensorType v, int64_t heads, ArrayRef<double> tau,
+                    ArrayRef<double> lambda) {
+  int64_t n = model.getMatrixSize();
+  for (auto [what, g] :
+       {std::pair<const char *, RankedTensorType>{"query", gq}, {"key", gk}}) {
+    if (g.getRank() < 3)
+      return op->emitOpError()
+             << "expects " << what
+             << " group elements of rank >= 3 ([batch...] x L x n x n), got "
+             << g;
+    if (g.getDimSize(g.getRank() - 2) != n ||
+        g.getDimSize(g.getRank() - 1) != n)
+      return op->emitOpError()
+             << "expects " << what << " group elements with trailing dims " << n
+             << "x" << n << " for group " << model.getDisplayName() << ", got "
+             << g;
+  }
+  int64_t rank = gq.getRank() - 1; // of values and outputs
+  if (gk.getRank() != gq.getRank() || v.getRank() != rank)
+    return op->emitOpError() << "expects query and key group elements of one "
+                                "rank and values of one rank less, got "
+                             << gq << ", " << gk << " and " << v;
+  for (int64_t i = 0; i + 2 < rank; ++i)
+    if (!isCompatibleDim(gq.getDimSize(i), gk.getDimSize(i)) ||
+        !isCompatibleDim(gq.getDimSize(i), v.getDimSize(i)))
+      return op->emitOpError() << "expects the operands to agree on batch "
+                                  "dims, got "
+                               << gq << ", " << gk << " and " << v;
+  if (!isCompatibleDim(gk.getDimSize(rank - 2), v.getDimSize(rank - 2)))
+    return op->emitOpError()
+           << "expects one value per key, got " << gk << " and " << v;
+  if (gq.getElementType() != v.getElementType() ||
+      gk.getElementType() != v.getElementType())
+    return op->emitOpError() << "expects one element type, got " << gq << ", "
+                             << gk << " and " << v;
+  if (heads < 1)
+    return op->emitOpError()
+           << "expects a positive number of heads, got " << heads;
+  int64_t dim = v.getDimSize(rank - 1);
+  if (ShapedType::isDynamic(dim) || dim % heads != 0)
+    return op->emitOpError() << "expects a static value feature dim divisible "
+                                "by heads ("
+                             << heads << "), got " << v;
+  return verifyHeadWeights(op, model, heads, tau, lambda);
+}
+
+/// The type of a per-query-row result of a cross attention: the query
+/// elements' leading dims followed by `last`.
+static RankedTensorType rowResultType(RankedTensorType gq, int64_t last) {
+  SmallVector<int64_t> shape(gq.getShape().drop_back(2));
+  shape.push_back(last);
+  return RankedTensorType::get(shape, gq.getElementType());
+}
+
+/// Whether `t` is `want` up to dynamic dims.
+static bool isCompatibleType(RankedTensorType t, RankedTensorType want) {
+  if (t.getRank() != want.getRank() ||
+      t.getElementType() != want.getElementType())
+    return false;
+  for (int64_t i = 0; i < t.getRank(); ++i)
+    if (!isCompatibleDim(t.getDimSize(i), want.getDimSize(i)))
+      return false;
+  return true;
+}
+
+LogicalResult LieCrossAttentionOp::verify() {
+  auto gq = cast<RankedTensorType>(getQueries().getType());
+  auto gk = cast<RankedTensorType>(getKeys().getType());
+  auto v = cast<RankedTensorType>(getValues().getType());
+  if (failed(verifyCrossOperands(*this, getGroup().getModel(), gq, gk, v,
+                                 getHeads(), getTau(), getLambda())))
+    return failure();
+  auto out = cast<RankedTensorType>(getResult().getType());
+  auto lse = cast<RankedTensorType>(getLse().getType());
+  if (!isCompatibleType(out, rowResultType(gq, v.getShape().back())))
+    return emitOpError() << "expects a result of [batch...] x Lq x D ("
+                         << rowResultType(gq, v.getShape().back()) << "), got "
+                         << out;
+  if (!isCompatibleType(lse, rowResultType(gq, getHeads())))
+    return emitOpError() << "expects an lse of [batch...] x Lq x heads ("
+                         << rowResultType(gq, getHeads()) << "), got " << lse;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// LieCrossAttentionGradOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult LieCrossAttentionGradOp::verify() {
+  auto gq = cast<RankedTensorType>(getQueries().getType());
+  auto gk = cast<RankedTensorType>(getKeys().getType());
+  auto v = cast<RankedTensorType>(getValues().getType());
+  if (failed(verifyCrossOperands(*this, getGroup().getModel(), gq, gk, v,
+                                 getHeads(), getTau(), getLambda())))
+    return failure();
+  RankedTensorType rows = rowResultType(gq, v.getShape().back());
+  for (auto [what, value] : {std::pair<const char *, Value>{"out", getOut()},
+                             {"out_grad", getOutGrad()}})
+    if (!isCompatibleType(cast<RankedTensorType>(value.getType()), rows))
+      return emitOpError() << "expects " << what << " of [batch...] x Lq x D ("
+                           << rows << "), got " << value.getType();
+  if (!isCompatibleType(cast<RankedTensorType>(getLse().getType()),
+                        rowResultType(gq, getHeads())))
+    return emitOpError() << "expects an lse of [batch...] x Lq x heads ("
+                         << rowResultType(gq, getHeads()) << "), got "
+                         << getLse().getType();
+  if (getQueriesGrad().getType() != gq || getKeysGrad().getType() != gk ||
+      getValuesGrad().getType() != v)
+    return emitOpError() << "expects results of the types of queries, keys "
+                            "and values";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // PluckerOp
 //===----------------------------------------------------------------------===//
 

@@ -60,10 +60,114 @@ def Geo_LieAttentionOp : Geo_Op<"lie_attention", [Pure]> {
 }
 
 //===----------------------------------------------------------------------===//
+// LieCrossAttentionOp
+//===----------------------------------------------------------------------===//
+
+def Geo_LieCrossAttentionOp : Geo_Op<"lie_cross_attention", [Pure]> {
+  let summary = "Lie attention of one token set against another, with lse";
+  let description = [{
+    `geo.lie_attention` with queries and keys from two token sets: query
+    group elements `g_q` (`[batch...] x Lq x n x n`) against key group
+    elements `g_k` (`[batch...] x Lk x n x n`) and their values `v`
+    (`[batch...] x Lk x D`). Query row i sits at position
+    `query_offset + i` of a global sequence and key j at `key_offset + j`
+    (runtime `index` values), so one block of a longer sequence masks as
+    the whole would. For head h (docs/math.md §1):
+
+        s_ij   = −‖log(g_q,i⁻¹ g_k,j)‖²_λh / τ_h
+        out_i  = Σ_j softmax_j(s_ij) · v_j        (on head h's slice)
+        lse_ih = log Σ_j exp(s_ij)
+
+    With `causal`, key j is live for row i iff
+    key_offset + j ≤ query_offset + i. A row with no live key has out = 0
+    and lse = −∞. The second result (`[batch...] x Lq x heads`) is the
+    row log-sum-exp per head: the statistics two blocks of keys merge by
+    (out = Σ_b e^{lse_b − lse} out_b, lse = log Σ_b e^{lse_b}) and the
+    block backward (`geo.lie_cross_attention_grad`) takes. Self-attention
+    is `g_q = g_k` with both offsets 0.
+
+    ```mlir
+    %out, %lse = geo.lie_cross_attention %gq, %gk, %v, %qo, %ko {
+          group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>,
+          lambda = array<f64: 1.0>, causal}
+        : (tensor<?x3x3xf32>, tensor<?x3x3xf32>, tensor<?x8xf32>, index,
+           index) -> (tensor<?x8xf32>, tensor<?x1xf32>)
+    ```
+  }];
+  let arguments = (ins Geo_FloatTensor:$queries, Geo_FloatTensor:$keys,
+                       Geo_FloatTensor:$values, Index:$query_offset,
+                       Index:$key_offset,
+                       Lie_GroupAttr:$group, I64Attr:$heads,
+                       DenseF64ArrayAttr:$tau, DenseF64ArrayAttr:$lambda,
+                       UnitAttr:$causal);
+  let results = (outs Geo_FloatTensor:$result, Geo_FloatTensor:$lse);
+  let assemblyFormat = [{
+    $queries `,` $keys `,` $values `,` $query_offset `,` $key_offset attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// LieCrossAttentionGradOp
+//===----------------------------------------------------------------------===//
+
+def Geo_LieCrossAttentionGradOp : Geo_Op<"lie_cross_attention_grad", [Pure]> {
+  let summary = "block backward of Lie cross attention from the global lse";
+  let description = [{
+    The reverse-mode derivative of one block of `geo.lie_cross_attention`
+    (FlashAttention-2's backward), on group elements: `queries` g_q
+    (`[batch...] x Lq x n x n`), `keys` g_k (`[batch...] x Lk x n x n`),
+    `values` (`[batch...] x Lk x D`), and `out` (`[batch...] x Lq x D`),
+    `lse` (`[batch...] x Lq x heads`) and `out_grad` (like `out`): `out`
+    and `lse` are those of the attention over *all* keys (the merged
+    result of every block), so that with per head h
+
+        P_ij  = exp(s_ij − lse_i),   D_i = ⟨dO_i, O_i⟩_h
+        dS_ij = P_ij (⟨dO_i, v_j⟩_h − D_i)
+
+    the block's gradients are exact parts of the whole's: summed over the
+    key blocks, they are the gradients of the full attention. Keys are
+    masked as in the forward (`causal` with the two offsets). Results:
+    the ambient cotangents of `queries` and `keys` (their types, n × n per
+    token, as `lie.pullback` returns) and the gradient of `values`.
+    `geo-decompose-attention-grad` expands it into `lie.pair_features`,
+    `geo.flash_lie_attention_grad` (with the offsets and the given lse)
+    and the features' pullbacks.
+
+    ```mlir
+    %dgq, %dgk, %dv = geo.lie_cross_attention_grad %gq, %gk, %v, %o, %lse,
+          %do, %qo, %ko {group = #lie.group<so3>, heads = 1 : i64,
+          tau = array<f64: 1.0>, lambda = array<f64: 1.0>, causal}
+        : (tensor<?x3x3xf32>, tensor<?x3x3xf32>, tensor<?x8xf32>,
+           tensor<?x8xf32>, tensor<?x1xf32>, tensor<?x8xf32>, index, index)
+          -> (tensor<?x3x3xf32>, tensor<?x3x3xf32>, tensor<?x8xf32>)
+    ```
+  }];
+  let arguments = (ins Geo_FloatTensor:$queries, Geo_FloatTensor:$keys,
+                       Geo_FloatTensor:$values, Geo_FloatTensor:$out,
+                       Geo_FloatTensor:$lse, Geo_FloatTensor:$out_grad,
+                       Index:$query_offset, Index:$key_offset,
+                       Lie_GroupAttr:$group, I64Attr:$heads,
+                       DenseF64ArrayAttr:$tau, DenseF64ArrayAttr:$lambda,
+                       UnitAttr:$causal);
+  let results = (outs Geo_FloatTensor:$queries_grad,
+                      Geo_FloatTensor:$keys_grad,
+                      Geo_FloatTensor:$values_grad);
+  let assemblyFormat = [{
+    $queries `,` $keys `,` $values `,` $out `,` $lse `,` $out_grad `,`
+    $query_offset `,` $key_offset attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // FlashLieAttentionOp
 //===----------------------------------------------------------------------===//
 
-def Geo_FlashLieAttentionOp : Geo_Op<"flash_lie_attention", [Pure]> {
+def Geo_FlashLieAttentionOp : Geo_Op<"flash_lie_attention",
+                                     [Pure, AttrSizedOperandSegments]> {
   let summary = "Lie attention from pair features with an online softmax";
   let description = [{
     The fused form of `geo.lie_attention` that `geo-fuse-attention`
@@ -79,7 +183,12 @@ def Geo_FlashLieAttentionOp : Geo_Op<"flash_lie_attention", [Pure]> {
         out_r  = Σ_j softmax_j(s_rj) · v_j        (on head h's slice)
 
     with N_b the model's pairwise block norms, and j ≤ query_offset + r
-    when `causal`. It computes what `geo.lie_attention` computes, row for
+    when `causal`. With `key_offset` (the cross form that
+    `geo.lie_cross_attention` fuses into) keys sit at positions
+    `key_offset + j` and queries and keys are two token sets: row r sees
+    key j when key_offset + j ≤ query_offset + r (the difference may be
+    negative), a row may see no key at all (out = 0, lse = −∞), and no
+    self pair bounds the row max. It computes what `geo.lie_attention` computes, row for
     row, with O(R·D) state: a running max, a running sum and an
     accumulator per row and head, never an R × L tensor. `init` is the
     destination. `key_tile` (keys per step of the online softmax) is set
@@ -102,6 +211,7 @@ def Geo_FlashLieAttentionOp : Geo_Op<"flash_lie_attention", [Pure]> {
   }];
   let arguments = (ins Geo_FloatTensor:$queries, Geo_FloatTensor:$keys,
                        Geo_FloatTensor:$values, Index:$query_offset,
+                       Optional<Index>:$key_offset,
                        Geo_FloatTensor:$init,
                        Optional<Geo_FloatTensor>:$lse_init,
                        Lie_GroupAttr:$group, I64Attr:$heads,
@@ -110,7 +220,8 @@ def Geo_FlashLieAttentionOp : Geo_Op<"flash_lie_attention", [Pure]> {
   let results = (outs Geo_FloatTensor:$result,
                       Optional<Geo_FloatTensor>:$lse);
   let assemblyFormat = [{
-    $queries `,` $keys `,` $values `,` $query_offset `,` $init
+    $queries `,` $keys `,` $values `,` $query_offset
+    (`key_offset` $key_offset^)? `,` $init
     (`lse` $lse_init^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
@@ -120,7 +231,8 @@ def Geo_FlashLieAttentionOp : Geo_Op<"flash_lie_attention", [Pure]> {
 // FlashLieAttentionGradOp
 //===----------------------------------------------------------------------===//
 
-def Geo_FlashLieAttentionGradOp : Geo_Op<"flash_lie_attention_grad", [Pure]> {
+def Geo_FlashLieAttentionGradOp : Geo_Op<"flash_lie_attention_grad",
+                                         [Pure, AttrSizedOperandSegments]> {
   let summary = "backward of Lie attention from pair features, O(L) memory";
   let description = [{
     The reverse-mode derivative of `geo.flash_lie_attention` over a whole
@@ -147,6 +259,14 @@ def Geo_FlashLieAttentionGradOp : Geo_Op<"flash_lie_attention_grad", [Pure]> {
     pair form (Groups/Derivatives.h). Batch elements are independent
     sequences.
 
+    With `offsets(%qo, %ko)` (the block backward of
+    `geo.lie_cross_attention_grad`) queries (`Lq` rows) and keys (`Lk`)
+    are two token sets at global positions qo + i and ko + j, masked as
+    the forward's cross form, and `out`, `out_grad` and `lse` are
+    `[batch...] x Lq x ...`: `out` and `lse` are then the attention's over
+    all key blocks, and the results are this block's parts of the
+    gradients.
+
     ```mlir
     %dq, %dk, %dv = geo.flash_lie_attention_grad %q, %k, %v, %o, %do {
            group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>,
@@ -160,6 +280,8 @@ def Geo_FlashLieAttentionGradOp : Geo_Op<"flash_lie_attention_grad", [Pure]> {
                        Geo_FloatTensor:$values, Geo_FloatTensor:$out,
                        Geo_FloatTensor:$out_grad,
                        Optional<Geo_FloatTensor>:$lse,
+                       Optional<Index>:$query_offset,
+                       Optional<Index>:$key_offset,
                        Lie_GroupAttr:$group, I64Attr:$heads,
                        DenseF64ArrayAttr:$tau, DenseF64ArrayAttr:$lambda,
                        UnitAttr:$causal);
@@ -168,6 +290,7 @@ def Geo_FlashLieAttentionGradOp : Geo_Op<"flash_lie_attention_grad", [Pure]> {
                       Geo_FloatTensor:$values_grad);
   let assemblyFormat = [{
     $queries `,` $keys `,` $values `,` $out `,` $out_grad (`lse` $lse^)?
+    (`offsets` `(` $query_offset^ `,` $key_offset `)`)?
     attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;

@@ -8,8 +8,11 @@
 
 #include "dialects/Geo/Transforms/AttentionKernel.h"
 #include "dialects/Lie/IR/Groups/Derivatives.h"
+#include "dialects/Lie/IR/LieOps.h"
 
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/Utils/Utils.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <limits>
@@ -65,20 +68,56 @@ SmallVector<Value> ScoreCoefficients::buildNormBars(ScalarBuilder &m,
 }
 
 //===----------------------------------------------------------------------===//
+// Pair features
+//===----------------------------------------------------------------------===//
+
+Value torsor::geo::buildSwapLastDims(OpBuilder &b, Location loc, Value t) {
+  auto type = cast<RankedTensorType>(t.getType());
+  int64_t rank = type.getRank();
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, t);
+  std::swap(sizes[rank - 2], sizes[rank - 1]);
+  SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  std::swap(perm[rank - 2], perm[rank - 1]);
+  Value empty = tensor::EmptyOp::create(b, loc, sizes, type.getElementType());
+  return linalg::TransposeOp::create(b, loc, t, empty, perm).getResult()[0];
+}
+
+Value torsor::geo::buildPairFeatures(OpBuilder &b, Location loc, Value g,
+                                     Attribute group, bool key) {
+  auto groupAttr = cast<lie::GroupAttr>(group);
+  const lie::GroupModel &model = groupAttr.getModel();
+  auto gType = cast<RankedTensorType>(g.getType());
+  SmallVector<int64_t> shape(gType.getShape().drop_back(2));
+  shape.push_back(key ? model.getKeyFeatureCount()
+                      : model.getQueryFeatureCount());
+  Value features = lie::PairFeaturesOp::create(
+      b, loc, RankedTensorType::get(shape, gType.getElementType()), g,
+      groupAttr, key);
+  return key ? buildSwapLastDims(b, loc, features) : features;
+}
+
+//===----------------------------------------------------------------------===//
 // Keys and masks
 //===----------------------------------------------------------------------===//
 
 KeyRange torsor::geo::buildKeyRange(ImplicitLocOpBuilder &b, Value len,
                                     Value firstPosition, int64_t rows,
-                                    int64_t tile, bool causal) {
+                                    int64_t tile, bool causal, bool cross) {
   // Keys every row sees: all of them, or (causal) those up to the first
-  // row; keys any row sees: up to the last row.
+  // row; keys any row sees: up to the last row. In the cross form the
+  // position may be negative (queries before the keys): the bounds clamp
+  // to [0, len] signed, so a block that sees no key visits none.
   Value seenByAll = len, end = len;
   if (causal) {
-    seenByAll = arith::MinUIOp::create(
-        b, len, arith::AddIOp::create(b, firstPosition, index(b, 1)));
-    end = arith::MinUIOp::create(
-        b, len, arith::AddIOp::create(b, firstPosition, index(b, rows)));
+    auto clamp = [&](int64_t past) -> Value {
+      Value bound = arith::AddIOp::create(b, firstPosition, index(b, past));
+      if (!cross)
+        return arith::MinUIOp::create(b, len, bound);
+      return arith::MaxSIOp::create(b, index(b, 0),
+                                    arith::MinSIOp::create(b, len, bound));
+    };
+    seenByAll = clamp(1);
+    end = clamp(rows);
   }
   KeyRange range;
   range.end = end;
@@ -90,13 +129,20 @@ KeyRange torsor::geo::buildKeyRange(ImplicitLocOpBuilder &b, Value len,
   return range;
 }
 
+Value torsor::geo::buildKeyPosition(ImplicitLocOpBuilder &b, Value queryOffset,
+                                    Value keyOffset) {
+  if (!keyOffset)
+    return queryOffset;
+  return arith::SubIOp::create(b, queryOffset, keyOffset);
+}
+
 Value torsor::geo::buildKeyMask(ImplicitLocOpBuilder &b, unsigned lanes,
                                 Value j0, Value end, Value last) {
   if (lanes == 0) {
     Value ok = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, j0, end);
     if (last)
       ok = arith::AndIOp::create(
-          b, ok, arith::CmpIOp::create(b, arith::CmpIPredicate::ule, j0, last));
+          b, ok, arith::CmpIOp::create(b, arith::CmpIPredicate::sle, j0, last));
     return ok;
   }
   VectorType iv = VectorType::get({lanes}, b.getIndexType());
@@ -112,7 +158,7 @@ Value torsor::geo::buildKeyMask(ImplicitLocOpBuilder &b, unsigned lanes,
   if (last)
     ok = arith::AndIOp::create(
         b, ok,
-        arith::CmpIOp::create(b, arith::CmpIPredicate::ule, lane,
+        arith::CmpIOp::create(b, arith::CmpIPredicate::sle, lane,
                               vector::BroadcastOp::create(b, iv, last)));
   return ok;
 }
@@ -417,8 +463,12 @@ SmallVector<Value> torsor::geo::buildNormalized(ImplicitLocOpBuilder &b,
                                                 ArrayRef<Value> totals) {
   ScalarBuilder sm(b, elt);
   SmallVector<Value> inv;
+  // A row that saw no key (the cross form's masked rows) has l = 0 and
+  // acc = 0: its output is 0, not 0/0.
   for (Value total : totals)
-    inv.push_back(sm.div(sm.c(1.0), total));
+    inv.push_back(sm.select(
+        arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, total, sm.c(0.0)),
+        sm.div(sm.c(1.0), total), sm.c(0.0)));
   SmallVector<Value> out;
   for (auto [c, chunk] : llvm::enumerate(chunks)) {
     ScalarBuilder cm(b, elt, chunk.width);
@@ -452,8 +502,14 @@ SoftmaxState SoftmaxState::initial(ScalarBuilder &sm, ScalarBuilder &vm,
                                    ArrayRef<ValueChunk> chunks, bool withMax) {
   SoftmaxState s;
   for (int64_t i = 0; i < rows * heads; ++i) {
+    // The lowest finite value rather than −∞: a step whose keys are all
+    // masked (a row that sees no key yet, in the cross form) then keeps
+    // m = lowest and α = e^0 = 1 instead of e^{−∞ − −∞} = NaN.
     if (withMax)
-      s.max.push_back(sm.c(-std::numeric_limits<double>::infinity()));
+      s.max.push_back(sm.c(
+          APFloat::getLargest(cast<FloatType>(sm.getType()).getFloatSemantics(),
+                              /*Negative=*/true)
+              .convertToDouble()));
     s.sum.push_back(vm.c(0.0));
   }
   for (int64_t r = 0; r < rows; ++r)

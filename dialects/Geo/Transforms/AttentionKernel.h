@@ -39,6 +39,21 @@
 namespace torsor::geo {
 
 //===----------------------------------------------------------------------===//
+// Pair features
+//===----------------------------------------------------------------------===//
+
+/// lie.pair_features of group elements `g` ([batch...] x L x n x n):
+/// queries [batch...] x L x Fq, or (`key`) keys feature-major,
+/// [batch...] x Fk x L, so that lanes load consecutive keys. What every
+/// fused form of Lie attention (and the block backward) feeds its kernel.
+mlir::Value buildPairFeatures(mlir::OpBuilder &b, mlir::Location loc,
+                              mlir::Value g, mlir::Attribute group, bool key);
+
+/// `t` ([batch...] x M x N) with its last two dims swapped.
+mlir::Value buildSwapLastDims(mlir::OpBuilder &b, mlir::Location loc,
+                              mlir::Value t);
+
+//===----------------------------------------------------------------------===//
 // Scores
 //===----------------------------------------------------------------------===//
 
@@ -89,15 +104,24 @@ struct KeyRange {
   mlir::Value end;
 };
 
-/// The keys of `rows` consecutive query rows whose first sits at sequence
-/// position `firstPosition`, over `len` keys: all of them, or (causal)
-/// key j for row i when j ≤ i. `tile` > 0 splits off the unmasked tiles.
+/// The keys of `rows` consecutive query rows whose first sits at key
+/// position `firstPosition` (buildKeyPosition), over `len` keys: all of
+/// them, or (causal) key j for row i when j ≤ i. `tile` > 0 splits off
+/// the unmasked tiles. `cross` (queries and keys of two token sets): the
+/// position may be negative, and the range may be empty.
 KeyRange buildKeyRange(mlir::ImplicitLocOpBuilder &b, mlir::Value len,
                        mlir::Value firstPosition, int64_t rows, int64_t tile,
-                       bool causal);
+                       bool causal, bool cross = false);
+
+/// The key position of query row 0: a query at global position
+/// `queryOffset` + i sees key j (at `keyOffset` + j) when j ≤ this + i.
+/// `queryOffset` itself when there is no key offset (self-attention).
+mlir::Value buildKeyPosition(mlir::ImplicitLocOpBuilder &b,
+                             mlir::Value queryOffset, mlir::Value keyOffset);
 
 /// The mask of keys j0 + l (l < `lanes`) that exist (< `end`) and, when
-/// `last` is given, a row at position `last` sees (≤ `last`): a
+/// `last` is given, a row at position `last` sees (≤ `last`, signed: in
+/// the cross form a row before every key has a negative `last`): a
 /// vector<lanes x i1>, or with `lanes` = 0 the i1 of key j0 alone. The
 /// lane offsets are a constant, not vector.step, which has no lowering
 /// inside GPU kernels: the one mask serves both targets.

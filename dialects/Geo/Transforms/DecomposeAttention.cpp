@@ -213,7 +213,7 @@ SoftmaxState ForwardSchedule::step(ImplicitLocOpBuilder &b, Value first,
 std::pair<Value, Value> ForwardSchedule::build(ImplicitLocOpBuilder &b) {
   ScalarBuilder sm(b, elt), vm(b, elt, lanes);
   len = tensor::DimOp::create(b, op.getKeys(), 1);
-  offset = op.getQueryOffset();
+  offset = buildKeyPosition(b, op.getQueryOffset(), op.getKeyOffset());
   int64_t numQueryFeatures =
       cast<RankedTensorType>(op.getQueries().getType()).getDimSize(1);
   for (int64_t r = 0; r < rows; ++r) {
@@ -230,7 +230,9 @@ std::pair<Value, Value> ForwardSchedule::build(ImplicitLocOpBuilder &b) {
 
   // Whole tiles every row sees run unmasked, the rest (causal diagonal,
   // sequence end) masked; keys no row sees are never visited.
-  KeyRange range = buildKeyRange(b, len, offset, rows, keyTile, op.getCausal());
+  KeyRange range =
+      buildKeyRange(b, len, offset, rows, keyTile, op.getCausal(),
+                    /*cross=*/static_cast<bool>(op.getKeyOffset()));
   auto keyLoop = [&](Value lb, Value ub, const SoftmaxState &state,
                      bool masked) {
     auto loop = scf::ForOp::create(

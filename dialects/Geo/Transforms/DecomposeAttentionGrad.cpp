@@ -29,6 +29,12 @@
 // Scores, masks, softmax statistics and the pair form and its adjoint are
 // AttentionKernel.h's, shared with both forward kernels.
 //
+// First, geo.lie_cross_attention_grad (the block backward on group
+// elements) is expanded into pair features, a flash backward with
+// offsets, and the features' pullbacks. With offsets
+// (the block backward of two token sets) pass A runs over the Lq query
+// rows and pass B over the Lk keys, masked at the offsets' diagonal.
+//
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Transforms/LoopAttributes.h"
@@ -36,6 +42,7 @@
 #include "dialects/Geo/Transforms/AttentionKernel.h"
 #include "dialects/Geo/Transforms/KernelMath.h"
 #include "dialects/Geo/Transforms/Passes.h"
+#include "dialects/Lie/IR/LieOps.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -130,6 +137,11 @@ private:
   /// One pass-A tile at row `row0` of batch element `batch`.
   SmallVector<Value> passATile(ImplicitLocOpBuilder &b, ValueRange state,
                                ValueRange batch, Value row0, int64_t tileRows);
+  /// The key position of query row `row`: the row itself, or with
+  /// offsets row + query_offset − key_offset (may be negative).
+  Value keyPosition(ImplicitLocOpBuilder &b, Value row) {
+    return cross ? arith::AddIOp::create(b, row, diagonal).getResult() : row;
+  }
   /// Pass B over batch elements × key vectors; carries (dkT, dvT).
   SmallVector<Value> buildPassB(ImplicitLocOpBuilder &b, ValueRange state,
                                 Value lse, Value dsum);
@@ -146,6 +158,10 @@ private:
   Value queries, keys, values, out, outGrad, givenLse;
   SmallVector<Value> batchDims;
   Value batches, len, valuesT;
+  /// With offsets: queries and keys are two token sets, `queryLen` rows
+  /// against `len` keys, query row i at key position i + `diagonal`.
+  bool cross = false;
+  Value queryLen, diagonal;
   bool failedVJP = false;
 };
 
@@ -178,11 +194,13 @@ SmallVector<Value> GradSchedule::passATile(ImplicitLocOpBuilder &b,
     }
   }
   // Keys the tile's rows may see: [0, end), row r up to `last[r]`.
-  Value end =
-      buildKeyRange(b, len, row0, tileRows, /*tile=*/0, op.getCausal()).end;
+  Value end = buildKeyRange(b, len, keyPosition(b, row0), tileRows,
+                            /*tile=*/0, op.getCausal(), cross)
+                  .end;
   SmallVector<Value> last(tileRows);
   if (op.getCausal())
-    last = rowIdx;
+    for (int64_t r = 0; r < tileRows; ++r)
+      last[r] = keyPosition(b, rowIdx[r]);
 
   SmallVector<Value> lseRow(tileRows * heads);
   if (givenLse) {
@@ -192,8 +210,9 @@ SmallVector<Value> GradSchedule::passATile(ImplicitLocOpBuilder &b,
         lseRow[r * heads + h] = at(b, givenLse, batch, rowIdx[r], idx(b, h));
   } else {
     // Stats: lse per row and head from a recompute of the scores, with
-    // the online softmax's running max unless the row max is known (0).
-    bool knownMax = coefs.allNonPositive();
+    // the online softmax's running max unless the row max is known (0:
+    // the self pair, which two token sets do not have).
+    bool knownMax = coefs.allNonPositive() && !cross;
     size_t maxes = knownMax ? 0 : tileRows * heads;
     SoftmaxState init = SoftmaxState::initial(sm, vm, tileRows, heads, {},
                                               /*withMax=*/!knownMax);
@@ -325,21 +344,30 @@ SmallVector<Value> GradSchedule::buildPassB(ImplicitLocOpBuilder &b,
         SmallVector<Value> vcol;
         for (int64_t d = 0; d < dim; ++d)
           vcol.push_back(loadKeys(lb, valuesT, batch, d, j0));
-        // Queries that may see these keys: all, or (causal) i ≥ j0.
-        Value start = op.getCausal() ? j0 : idx(lb, 0);
+        // Queries that may see these keys: all, or (causal) i ≥ j0 (with
+        // offsets i ≥ j0 − diagonal, clamped to the query rows).
+        Value start = idx(lb, 0);
+        if (op.getCausal() && !cross)
+          start = j0;
+        else if (op.getCausal())
+          start = arith::MaxSIOp::create(
+              lb, idx(lb, 0),
+              arith::MinSIOp::create(lb, queryLen,
+                                     arith::SubIOp::create(lb, j0, diagonal)));
         SmallVector<Value> init;
         for (int64_t i = 0; i < numK + dim; ++i)
           init.push_back(lvm.c(0.0));
         auto rowLoop = scf::ForOp::create(
-            lb, start, len, idx(lb, 1), init,
+            lb, start, queryLen, idx(lb, 1), init,
             [&](OpBuilder &nested2, Location loc2, Value i, ValueRange acc) {
               ImplicitLocOpBuilder ib(loc2, nested2);
               ScalarBuilder ivm(ib, elt, lanes);
               Scalars q;
               for (unsigned f = 0; f < numQ; ++f)
                 q.push_back(ivm.splat(at(ib, queries, batch, i, idx(ib, f))));
-              Value mask = buildKeyMask(ib, lanes, j0, len,
-                                        op.getCausal() ? i : Value());
+              Value mask =
+                  buildKeyMask(ib, lanes, j0, len,
+                               op.getCausal() ? keyPosition(ib, i) : Value());
               PairEvaluation pair = pairs.evaluate(ivm, q, k);
               SmallVector<Value> s = coefs.buildScores(ivm, pair.norms);
               SmallVector<Value> next(acc), ds;
@@ -396,6 +424,12 @@ FailureOr<SmallVector<Value>> GradSchedule::build(ImplicitLocOpBuilder &b) {
     batches = arith::MulIOp::create(b, batches, batchDims.back());
   }
   len = tensor::DimOp::create(b, keys, rank - 1);
+  queryLen = len;
+  if (op.getQueryOffset()) {
+    cross = true;
+    queryLen = tensor::DimOp::create(b, queries, rank - 2);
+    diagonal = buildKeyPosition(b, op.getQueryOffset(), op.getKeyOffset());
+  }
   auto transposed = [&](Value t) {
     SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, b.getLoc(), t);
     std::swap(sizes[rank - 2], sizes[rank - 1]);
@@ -415,12 +449,12 @@ FailureOr<SmallVector<Value>> GradSchedule::build(ImplicitLocOpBuilder &b) {
   };
   SmallVector<Value> state = {empty(numQ), empty(heads), empty(heads)};
   Value rowsV = idx(b, rows);
-  Value full = arith::DivUIOp::create(b, len, rowsV);
+  Value full = arith::DivUIOp::create(b, queryLen, rowsV);
   state = buildPassA(b, state, idx(b, 0), full, rows);
   if (rows > 1) {
     Value first = arith::MulIOp::create(b, full, rowsV);
-    state =
-        buildPassA(b, state, first, arith::SubIOp::create(b, len, first), 1);
+    state = buildPassA(b, state, first,
+                       arith::SubIOp::create(b, queryLen, first), 1);
   }
   Value dq = state[0], lse = state[1], dsum = state[2];
 
@@ -441,10 +475,51 @@ FailureOr<SmallVector<Value>> GradSchedule::build(ImplicitLocOpBuilder &b) {
   return SmallVector<Value>{dq, kv[0], transposed(kv[1])};
 }
 
+/// geo.lie_cross_attention_grad on group elements → pair features, the
+/// flash backward with offsets and the given lse, and the features'
+/// pullbacks to the elements (ambient cotangents).
+LogicalResult expandCrossGrad(LieCrossAttentionGradOp op) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  lie::GroupAttr group = op.getGroup();
+  const lie::GroupModel &model = group.getModel();
+  auto gType = cast<RankedTensorType>(op.getQueries().getType());
+  if (gType.getRank() != 3 && !model.hasStraightLinePairForm())
+    return op.emitOpError()
+           << "has no fused backward for group " << model.getDisplayName()
+           << " with batch dims (its pair form builds loops); pass one "
+              "sequence ([L, n, n]) at a time";
+  Value q = buildPairFeatures(b, loc, op.getQueries(), group, false);
+  Value kT = buildPairFeatures(b, loc, op.getKeys(), group, true);
+  auto flash = FlashLieAttentionGradOp::create(
+      b, loc, TypeRange{q.getType(), kT.getType(), op.getValues().getType()}, q,
+      kT, op.getValues(), op.getOut(), op.getOutGrad(), op.getLse(),
+      op.getQueryOffset(), op.getKeyOffset(), group, op.getHeadsAttr(),
+      op.getTauAttr(), op.getLambdaAttr(), op.getCausalAttr());
+  Value dk = buildSwapLastDims(b, loc, flash.getKeysGrad());
+  auto pullback = [&](lie::PullbackKind kind, Value g, Value cot) -> Value {
+    return lie::PullbackOp::create(
+        b, loc, g.getType(), lie::PullbackKindAttr::get(b.getContext(), kind),
+        ValueRange{g}, cot, group, b.getI64IntegerAttr(0), DenseF64ArrayAttr());
+  };
+  Value dgq = pullback(lie::PullbackKind::QueryFeatures, op.getQueries(),
+                       flash.getQueriesGrad());
+  Value dgk = pullback(lie::PullbackKind::KeyFeatures, op.getKeys(), dk);
+  op->replaceAllUsesWith(ValueRange{dgq, dgk, flash.getValuesGrad()});
+  op.erase();
+  return success();
+}
+
 struct GeoDecomposeAttentionGrad
     : torsor::geo::impl::GeoDecomposeAttentionGradBase<
           GeoDecomposeAttentionGrad> {
   void runOnOperation() override {
+    SmallVector<LieCrossAttentionGradOp> crossOps;
+    getOperation()->walk(
+        [&](LieCrossAttentionGradOp op) { crossOps.push_back(op); });
+    for (LieCrossAttentionGradOp op : crossOps)
+      if (failed(expandCrossGrad(op)))
+        return signalPassFailure();
     SmallVector<FlashLieAttentionGradOp> ops;
     getOperation()->walk(
         [&](FlashLieAttentionGradOp op) { ops.push_back(op); });

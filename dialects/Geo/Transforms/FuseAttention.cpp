@@ -14,9 +14,13 @@
 // backward does not recompute the softmax statistics
 // (FlashAttention-2's backward).
 //
+// geo.lie_cross_attention (two token sets, offsets, lse) fuses the same
+// way into the flash op's cross form (`key_offset`, always with lse).
+//
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Geo/IR/GeoOps.h"
+#include "dialects/Geo/Transforms/AttentionKernel.h"
 #include "dialects/Geo/Transforms/Passes.h"
 #include "dialects/Lie/IR/LieOps.h"
 
@@ -119,9 +123,10 @@ struct FuseLieAttention : OpRewritePattern<LieAttentionOp> {
       lseInit = tensor::EmptyOp::create(rewriter, loc, sizes, elt);
     }
     auto flash = FlashLieAttentionOp::create(
-        rewriter, loc, op.getType(), lseType, queries, keysT, v, zero, init,
-        lseInit, group, op.getHeadsAttr(), op.getTauAttr(), op.getLambdaAttr(),
-        op.getCausalAttr(), /*key_tile=*/IntegerAttr());
+        rewriter, loc, op.getType(), lseType, queries, keysT, v, zero,
+        /*key_offset=*/Value(), init, lseInit, group, op.getHeadsAttr(),
+        op.getTauAttr(), op.getLambdaAttr(), op.getCausalAttr(),
+        /*key_tile=*/IntegerAttr());
     if (grad)
       rewriter.modifyOpInPlace(
           grad, [&] { grad.getLseMutable().assign(flash.getLse()); });
@@ -132,12 +137,57 @@ struct FuseLieAttention : OpRewritePattern<LieAttentionOp> {
   bool handLse;
 };
 
+/// geo.lie_cross_attention(g_q, g_k, v, qo, ko) →
+/// flash_lie_attention(q(g_q), k(g_k)ᵀ, v, qo, key_offset ko, lse): the
+/// cross form, which always returns its log-sum-exp.
+struct FuseLieCrossAttention : OpRewritePattern<LieCrossAttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(LieCrossAttentionOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value queries =
+        buildPairFeatures(rewriter, loc, op.getQueries(), op.getGroup(), false);
+    Value keys =
+        buildPairFeatures(rewriter, loc, op.getKeys(), op.getGroup(), true);
+    // Destinations: [batch...] x Lq x D and [batch...] x Lq x heads, the
+    // query elements' leading sizes.
+    auto rowsOf = [&](Type type, OpFoldResult last) -> Value {
+      SmallVector<OpFoldResult> sizes =
+          tensor::getMixedSizes(rewriter, loc, op.getQueries());
+      sizes.pop_back();
+      sizes.back() = last;
+      return tensor::EmptyOp::create(
+          rewriter, loc, sizes, cast<RankedTensorType>(type).getElementType());
+    };
+    int64_t dim =
+        cast<RankedTensorType>(op.getValues().getType()).getShape().back();
+    Value init = rowsOf(op.getResult().getType(), rewriter.getIndexAttr(dim));
+    Value lseInit =
+        rowsOf(op.getLse().getType(), rewriter.getIndexAttr(op.getHeads()));
+    auto flash = FlashLieAttentionOp::create(
+        rewriter, loc, init.getType(), lseInit.getType(), queries, keys,
+        op.getValues(), op.getQueryOffset(), op.getKeyOffset(), init, lseInit,
+        op.getGroup(), op.getHeadsAttr(), op.getTauAttr(), op.getLambdaAttr(),
+        op.getCausalAttr(), /*key_tile=*/IntegerAttr());
+    auto cast = [&](Value v, Type type) -> Value {
+      return v.getType() == type
+                 ? v
+                 : tensor::CastOp::create(rewriter, loc, type, v).getResult();
+    };
+    rewriter.replaceOp(op, {cast(flash.getResult(), op.getResult().getType()),
+                            cast(flash.getLse(), op.getLse().getType())});
+    return success();
+  }
+};
+
 struct GeoFuseAttention
     : torsor::geo::impl::GeoFuseAttentionBase<GeoFuseAttention> {
   using Base::Base;
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<FuseLieAttention>(&getContext(), lse);
+    patterns.add<FuseLieCrossAttention>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

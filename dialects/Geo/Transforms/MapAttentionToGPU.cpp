@@ -190,7 +190,8 @@ BlockContext GPUSchedule::blockContext(ImplicitLocOpBuilder &b, Value blockX,
   bc.firstRow = arith::MulIOp::create(b, blockX, idx(b, blockRows));
   bc.keys =
       buildKeyRange(b, keyLen, arith::AddIOp::create(b, offset, bc.firstRow),
-                    blockRows, keyTile, op.getCausal());
+                    blockRows, keyTile, op.getCausal(),
+                    /*cross=*/static_cast<bool>(op.getKeyOffset()));
   return bc;
 }
 
@@ -502,7 +503,7 @@ std::pair<Value, Value> GPUSchedule::build(ImplicitLocOpBuilder &b,
   queries = bufferOf(op.getQueries());
   keys = bufferOf(op.getKeys());
   values = bufferOf(op.getValues());
-  offset = op.getQueryOffset();
+  offset = buildKeyPosition(b, op.getQueryOffset(), op.getKeyOffset());
   int64_t nb = rank - 2;
   batchExtents.clear();
   Value gridY = idx(b, 1);

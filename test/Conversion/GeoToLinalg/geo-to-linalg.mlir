@@ -220,3 +220,31 @@ func.func @relational_norm(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
 }
 
 // CHECK-NOT: geo.
+
+// The cross form: log(g_q,i⁻¹ g_k,j) of Lq rows against Lk keys, the
+// causal mask at the offsets' diagonal (signed), a softmax whose empty
+// rows give p = 0 and lse = −∞ (max taken as 0, p = e/z only for z > 0),
+// and the lse transposed to [Lq, heads].
+// CHECK-LABEL: func.func @lie_cross_attention
+//  CHECK-SAME:   (%[[GQ:[^:]*]]: tensor<?x3x3xf64>, %[[GK:[^:]*]]: tensor<?x3x3xf64>, %[[V:[^:]*]]: tensor<?x4xf64>, %[[QO:[^:]*]]: index, %[[KO:[^:]*]]: index)
+//       CHECK:   %[[DIAG:.*]] = arith.subi %[[QO]], %[[KO]] : index
+//       CHECK:   %[[INV:.*]] = lie.inverse %[[GQ]]
+//       CHECK:   scf.for
+//       CHECK:     lie.compose %{{.*}}, %[[GK]]
+//       CHECK:   linalg.generic
+//       CHECK:     %[[LAST:.*]] = arith.addi %[[DIAG]], %{{.*}} : index
+//       CHECK:     arith.cmpi sle, %{{.*}}, %[[LAST]]
+//       CHECK:   arith.cmpf oeq
+//       CHECK:   math.exp
+//       CHECK:   arith.cmpf ogt
+//       CHECK:   math.log
+//       CHECK:   return %{{.*}}, %{{.*}} : tensor<?x4xf64>, tensor<?x1xf64>
+func.func @lie_cross_attention(%gq: tensor<?x3x3xf64>, %gk: tensor<?x3x3xf64>, %v: tensor<?x4xf64>,
+                               %qo: index, %ko: index) -> (tensor<?x4xf64>, tensor<?x1xf64>) {
+  %out, %lse = geo.lie_cross_attention %gq, %gk, %v, %qo, %ko {
+      group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>,
+      lambda = array<f64: 1.0>, causal}
+      : (tensor<?x3x3xf64>, tensor<?x3x3xf64>, tensor<?x4xf64>, index, index)
+        -> (tensor<?x4xf64>, tensor<?x1xf64>)
+  return %out, %lse : tensor<?x4xf64>, tensor<?x1xf64>
+}

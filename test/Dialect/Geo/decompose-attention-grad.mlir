@@ -110,3 +110,39 @@ func.func @se3_full(%q: tensor<?x12xf64>, %k: tensor<12x?xf64>, %v: tensor<?x4xf
   %dq, %dk, %dv = geo.flash_lie_attention_grad %q, %k, %v, %o, %do {group = #lie.group<se3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0, 0.25>} : (tensor<?x12xf64>, tensor<12x?xf64>, tensor<?x4xf64>, tensor<?x4xf64>, tensor<?x4xf64>) -> (tensor<?x12xf64>, tensor<12x?xf64>, tensor<?x4xf64>)
   return %dq, %dk, %dv : tensor<?x12xf64>, tensor<12x?xf64>, tensor<?x4xf64>
 }
+
+// -----
+
+// The block backward on group elements expands into pair features, the
+// flash backward with offsets and the given lse (two token sets: pass A
+// over the Lq query rows, no known row max; pass B over the Lk keys from
+// the first query row that sees them, clamped signed), and the features'
+// pullbacks to ambient cotangents.
+// CHECK-LABEL: func.func @cross_block
+//  CHECK-SAME:   %[[QO:[^:]*]]: index, %[[KO:[^:]*]]: index)
+//   CHECK-DAG:   lie.pair_features %{{.*}} {group = #lie.group<so3>}
+//   CHECK-DAG:   lie.pair_features %{{.*}} {group = #lie.group<so3>, key}
+//       CHECK:   arith.subi %[[QO]], %[[KO]] : index
+//       CHECK:   } {torsor.parallel}
+//       CHECK:   scf.for
+//       CHECK:     arith.maxsi
+//       CHECK:     scf.for
+//       CHECK:       arith.cmpi sle
+//       CHECK:   } {torsor.parallel}
+//   CHECK-DAG:   lie.pullback query_features
+//   CHECK-DAG:   lie.pullback key_features
+//   CHECK-NOT:   geo.lie_cross_attention_grad
+//   CHECK-NOT:   geo.flash_lie_attention_grad
+//       CHECK:   return
+func.func @cross_block(%gq: tensor<?x3x3xf32>, %gk: tensor<?x3x3xf32>, %v: tensor<?x8xf32>,
+                       %o: tensor<?x8xf32>, %lse: tensor<?x2xf32>, %do: tensor<?x8xf32>,
+                       %qo: index, %ko: index)
+    -> (tensor<?x3x3xf32>, tensor<?x3x3xf32>, tensor<?x8xf32>) {
+  %dgq, %dgk, %dv = geo.lie_cross_attention_grad %gq, %gk, %v, %o, %lse, %do, %qo, %ko {
+      group = #lie.group<so3>, heads = 2 : i64, tau = array<f64: 1.0, 2.0>,
+      lambda = array<f64: 1.0, 0.5>, causal}
+      : (tensor<?x3x3xf32>, tensor<?x3x3xf32>, tensor<?x8xf32>, tensor<?x8xf32>,
+         tensor<?x2xf32>, tensor<?x8xf32>, index, index)
+        -> (tensor<?x3x3xf32>, tensor<?x3x3xf32>, tensor<?x8xf32>)
+  return %dgq, %dgk, %dv : tensor<?x3x3xf32>, tensor<?x3x3xf32>, tensor<?x8xf32>
+}

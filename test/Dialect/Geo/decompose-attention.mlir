@@ -20,7 +20,7 @@
 //       CHECK:   scf.for
 //       CHECK:     vector.transfer_read {{.*}} : tensor<9x?xf32>, vector<8xf32>
 //       CHECK:     arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7]> : vector<8xindex>
-//       CHECK:     arith.cmpi ule
+//       CHECK:     arith.cmpi sle
 //       CHECK:   vector.reduction <add>
 //       CHECK:   vector.transfer_write {{.*}} : vector<4xf32>, tensor<2x8xf32>
 //   CHECK-NOT:   geo.flash_lie_attention
@@ -87,4 +87,26 @@ func.func @with_lse(%q: tensor<2x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32
 func.func @declared_per_lane(%q: tensor<1x9xf64>, %k: tensor<9x?xf64>, %v: tensor<?x4xf64>, %init: tensor<1x4xf64>, %off: index) -> tensor<1x4xf64> {
   %o = geo.flash_lie_attention %q, %k, %v, %off, %init {group = #lie.group<"Sim2", n = 3, generators = array<f64: 0.0, -1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0>, blocks = [["rotscale", 0, 1], ["trans", 2, 3]], generic>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0, 0.5>, causal, key_tile = 4 : i64} : (tensor<1x9xf64>, tensor<9x?xf64>, tensor<?x4xf64>, index, tensor<1x4xf64>) -> tensor<1x4xf64>
   return %o : tensor<1x4xf64>
+}
+
+// -----
+
+// The cross form (key_offset): the causal diagonal is query_offset −
+// key_offset and may be negative, so the key range clamps signed to
+// [0, L] (a row block before every key visits none) and the lane mask
+// compares signed.
+// CHECK-LABEL: func.func @cross_offsets
+//  CHECK-SAME:   %[[QO:[^:]*]]: index, %[[KO:[^:]*]]: index
+//       CHECK:   %[[DIAG:.*]] = arith.subi %[[QO]], %[[KO]] : index
+//       CHECK:   arith.minsi
+//       CHECK:   arith.maxsi
+//       CHECK:   scf.for
+//       CHECK:   scf.for
+//       CHECK:     arith.cmpi sle
+//       CHECK:   arith.cmpf ogt
+//       CHECK:   arith.select
+//   CHECK-NOT:   geo.flash_lie_attention
+func.func @cross_offsets(%q: tensor<2x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32>, %init: tensor<2x8xf32>, %lse0: tensor<2x1xf32>, %qo: index, %ko: index) -> (tensor<2x8xf32>, tensor<2x1xf32>) {
+  %o, %lse = geo.flash_lie_attention %q, %k, %v, %qo key_offset %ko, %init lse %lse0 {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>, causal, key_tile = 8 : i64} : (tensor<2x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, index, index, tensor<2x8xf32>, tensor<2x1xf32>) -> (tensor<2x8xf32>, tensor<2x1xf32>)
+  return %o, %lse : tensor<2x8xf32>, tensor<2x1xf32>
 }

@@ -88,3 +88,27 @@ func.func @other_gradient(%g: tensor<?x3x3xf32>, %v: tensor<?x8xf32>, %do: tenso
   %dq, %dk, %dv = geo.flash_lie_attention_grad %q, %kt, %v, %o, %do {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 2.0>, lambda = array<f64: 1.0>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>) -> (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>)
   return %dq, %dk, %dv : tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>
 }
+
+// -----
+
+// The cross form: query features of g_q, feature-major key features of
+// g_k, and the flash op's cross form with both offsets and the lse.
+// CHECK-LABEL: func.func @cross
+//  CHECK-SAME:   (%[[GQ:[^:]*]]: tensor<?x3x3xf32>, %[[GK:[^:]*]]: tensor<?x3x3xf32>, %[[V:[^:]*]]: tensor<?x8xf32>, %[[QO:[^:]*]]: index, %[[KO:[^:]*]]: index)
+//   CHECK-DAG:   %[[Q:.*]] = lie.pair_features %[[GQ]] {group = #lie.group<so3>}
+//   CHECK-DAG:   %[[K:.*]] = lie.pair_features %[[GK]] {group = #lie.group<so3>, key}
+//       CHECK:   %[[KT:.*]] = linalg.transpose ins(%[[K]]
+//       CHECK:   %[[O:.*]], %[[LSE:.*]] = geo.flash_lie_attention %[[Q]], %[[KT]], %[[V]], %[[QO]] key_offset %[[KO]], %{{.*}} lse %{{.*}} {causal
+//   CHECK-NOT:   geo.lie_cross_attention
+//       CHECK:   return %[[O]], %[[LSE]]
+// NOLSE-LABEL: func.func @cross
+//       NOLSE:   geo.flash_lie_attention {{.*}} key_offset {{.*}} lse
+func.func @cross(%gq: tensor<?x3x3xf32>, %gk: tensor<?x3x3xf32>, %v: tensor<?x8xf32>,
+                 %qo: index, %ko: index) -> (tensor<?x8xf32>, tensor<?x2xf32>) {
+  %out, %lse = geo.lie_cross_attention %gq, %gk, %v, %qo, %ko {
+      group = #lie.group<so3>, heads = 2 : i64, tau = array<f64: 1.0, 2.0>,
+      lambda = array<f64: 1.0, 0.5>, causal}
+      : (tensor<?x3x3xf32>, tensor<?x3x3xf32>, tensor<?x8xf32>, index, index)
+        -> (tensor<?x8xf32>, tensor<?x2xf32>)
+  return %out, %lse : tensor<?x8xf32>, tensor<?x2xf32>
+}

@@ -54,3 +54,19 @@ func.func @forward_lse(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8x
   %o, %lse = geo.flash_lie_attention %q, %k, %v, %c0, %v lse %lse0 {group = #lie.group<so3>, heads = 2 : i64, tau = array<f64: 1.0, 1.0>, lambda = array<f64: 1.0, 1.0>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, index, tensor<?x8xf32>, tensor<?x3xf32>) -> (tensor<?x8xf32>, tensor<?x3xf32>)
   return
 }
+
+// -----
+
+func.func @one_offset(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32>, %i: index) {
+  // expected-error @+1 {{expects both offsets or neither}}
+  %a:3 = "geo.flash_lie_attention_grad"(%q, %k, %v, %v, %v, %i) {operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 1, 0>, group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, index) -> (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>)
+  return
+}
+
+// -----
+
+func.func @cross_lengths(%q: tensor<4x9xf32>, %k: tensor<9x5xf32>, %v: tensor<5x8xf32>, %o: tensor<3x8xf32>, %i: index) {
+  // expected-error @+1 {{expects out and out_grad of one type, [batch...] x rows x D of the queries and values, got 'tensor<3x8xf32>' and 'tensor<3x8xf32>'}}
+  %a:3 = geo.flash_lie_attention_grad %q, %k, %v, %o, %o offsets(%i, %i) {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>} : (tensor<4x9xf32>, tensor<9x5xf32>, tensor<5x8xf32>, tensor<3x8xf32>, tensor<3x8xf32>, index, index) -> (tensor<4x9xf32>, tensor<9x5xf32>, tensor<5x8xf32>)
+  return
+}

@@ -324,3 +324,47 @@ func.func @relational_norm_eps(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
   %y = geo.relational_norm %x {eps = -1.0 : f64} : tensor<?x8xf32>
   return %y : tensor<?x8xf32>
 }
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// geo.lie_cross_attention
+//===----------------------------------------------------------------------===//
+
+func.func @cross_groups(%gq: tensor<?x3x3xf32>, %gk: tensor<?x4x4xf32>, %v: tensor<?x8xf32>, %o: index) {
+  // expected-error @+1 {{expects key group elements with trailing dims 3x3 for group SO3, got 'tensor<?x4x4xf32>'}}
+  %out, %lse = geo.lie_cross_attention %gq, %gk, %v, %o, %o {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>} : (tensor<?x3x3xf32>, tensor<?x4x4xf32>, tensor<?x8xf32>, index, index) -> (tensor<?x8xf32>, tensor<?x1xf32>)
+  return
+}
+
+// -----
+
+func.func @cross_values(%gq: tensor<?x3x3xf32>, %gk: tensor<5x3x3xf32>, %v: tensor<4x8xf32>, %o: index) {
+  // expected-error @+1 {{expects one value per key, got 'tensor<5x3x3xf32>' and 'tensor<4x8xf32>'}}
+  %out, %lse = geo.lie_cross_attention %gq, %gk, %v, %o, %o {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>} : (tensor<?x3x3xf32>, tensor<5x3x3xf32>, tensor<4x8xf32>, index, index) -> (tensor<?x8xf32>, tensor<?x1xf32>)
+  return
+}
+
+// -----
+
+func.func @cross_result(%gq: tensor<3x3x3xf32>, %gk: tensor<?x3x3xf32>, %v: tensor<?x8xf32>, %o: index) {
+  // expected-error @+1 {{expects a result of [batch...] x Lq x D ('tensor<3x8xf32>'), got 'tensor<4x8xf32>'}}
+  %out, %lse = geo.lie_cross_attention %gq, %gk, %v, %o, %o {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>} : (tensor<3x3x3xf32>, tensor<?x3x3xf32>, tensor<?x8xf32>, index, index) -> (tensor<4x8xf32>, tensor<?x1xf32>)
+  return
+}
+
+// -----
+
+func.func @cross_lse(%gq: tensor<?x3x3xf32>, %gk: tensor<?x3x3xf32>, %v: tensor<?x8xf32>, %o: index) {
+  // expected-error @+1 {{expects an lse of [batch...] x Lq x heads ('tensor<?x2xf32>'), got 'tensor<?x1xf32>'}}
+  %out, %lse = geo.lie_cross_attention %gq, %gk, %v, %o, %o {group = #lie.group<so3>, heads = 2 : i64, tau = array<f64: 1.0, 1.0>, lambda = array<f64: 1.0, 1.0>} : (tensor<?x3x3xf32>, tensor<?x3x3xf32>, tensor<?x8xf32>, index, index) -> (tensor<?x8xf32>, tensor<?x1xf32>)
+  return
+}
+
+// -----
+
+func.func @cross_grad_out(%g: tensor<?x3x3xf32>, %v: tensor<?x8xf32>, %o: tensor<?x4xf32>, %lse: tensor<?x1xf32>, %i: index) {
+  // expected-error @+1 {{expects out of [batch...] x Lq x D ('tensor<?x8xf32>'), got 'tensor<?x4xf32>'}}
+  %a:3 = geo.lie_cross_attention_grad %g, %g, %v, %o, %lse, %o, %i, %i {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>} : (tensor<?x3x3xf32>, tensor<?x3x3xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x1xf32>, tensor<?x4xf32>, index, index) -> (tensor<?x3x3xf32>, tensor<?x3x3xf32>, tensor<?x8xf32>)
+  return
+}

@@ -37,7 +37,7 @@
 //       CHECK:       scf.for
 //       CHECK:         gpu.barrier
 //       CHECK:         arith.minui
-//       CHECK:         arith.cmpi ule
+//       CHECK:         arith.cmpi sle
 //       CHECK:         arith.select
 //       CHECK:       scf.if
 //       CHECK:         memref.store {{.*}}, %[[OUT]]
@@ -123,6 +123,25 @@ func.func @already_tiled(%q: tensor<4x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x
 func.func @with_lse(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32>, %init: tensor<?x8xf32>, %lse0: tensor<?x1xf32>) -> (tensor<?x8xf32>, tensor<?x1xf32>) {
   %c0 = arith.constant 0 : index
   %o, %lse = geo.flash_lie_attention %q, %k, %v, %c0, %init lse %lse0 {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, index, tensor<?x8xf32>, tensor<?x1xf32>) -> (tensor<?x8xf32>, tensor<?x1xf32>)
+  return %o, %lse : tensor<?x8xf32>, tensor<?x1xf32>
+}
+
+// -----
+
+// The cross form (key_offset): the block's key range starts at the key
+// position query_offset − key_offset of its first row and clamps signed
+// to [0, Lk]; the mask compares signed; the lse is written as with_lse.
+// CHECK-LABEL: func.func @cross
+//  CHECK-SAME:   %[[QO:[^:]*]]: index, %[[KO:[^:]*]]: index)
+//       CHECK:   %[[DIAG:.*]] = arith.subi %[[QO]], %[[KO]] : index
+//       CHECK:   gpu.launch
+//       CHECK:     arith.addi %[[DIAG]]
+//       CHECK:     arith.minsi
+//       CHECK:     arith.maxsi
+//       CHECK:       arith.cmpi sle
+//       CHECK:     gpu.terminator
+func.func @cross(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32>, %init: tensor<?x8xf32>, %lse0: tensor<?x1xf32>, %qo: index, %ko: index) -> (tensor<?x8xf32>, tensor<?x1xf32>) {
+  %o, %lse = geo.flash_lie_attention %q, %k, %v, %qo key_offset %ko, %init lse %lse0 {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>, causal} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, index, index, tensor<?x8xf32>, tensor<?x1xf32>) -> (tensor<?x8xf32>, tensor<?x1xf32>)
   return %o, %lse : tensor<?x8xf32>, tensor<?x1xf32>
 }
 

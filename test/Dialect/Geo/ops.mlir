@@ -97,3 +97,57 @@ func.func @flash_with_lse(%q: tensor<2x?x9xf32>, %k: tensor<2x9x?xf32>, %v: tens
       : (tensor<2x?x9xf32>, tensor<2x9x?xf32>, tensor<2x?x8xf32>, tensor<2x?x8xf32>, tensor<2x?x8xf32>, tensor<2x?x1xf32>) -> (tensor<2x?x9xf32>, tensor<2x9x?xf32>, tensor<2x?x8xf32>)
   return %dq, %dk, %dv : tensor<2x?x9xf32>, tensor<2x9x?xf32>, tensor<2x?x8xf32>
 }
+
+// CHECK-LABEL: func.func @lie_cross_attention
+//  CHECK-SAME:   (%[[GQ:.*]]: tensor<?x3x3xf32>, %[[GK:.*]]: tensor<?x3x3xf32>, %[[V:.*]]: tensor<?x8xf32>, %[[QO:.*]]: index, %[[KO:.*]]: index)
+//       CHECK:   %[[OUT:.*]], %[[LSE:.*]] = geo.lie_cross_attention %[[GQ]], %[[GK]], %[[V]], %[[QO]], %[[KO]]
+//  CHECK-SAME:     causal
+//  CHECK-SAME:     : (tensor<?x3x3xf32>, tensor<?x3x3xf32>, tensor<?x8xf32>, index, index) -> (tensor<?x8xf32>, tensor<?x2xf32>)
+//       CHECK:   return %[[OUT]], %[[LSE]]
+func.func @lie_cross_attention(%gq: tensor<?x3x3xf32>, %gk: tensor<?x3x3xf32>,
+                               %v: tensor<?x8xf32>, %qo: index, %ko: index)
+    -> (tensor<?x8xf32>, tensor<?x2xf32>) {
+  %out, %lse = geo.lie_cross_attention %gq, %gk, %v, %qo, %ko {
+      group = #lie.group<so3>, heads = 2 : i64, tau = array<f64: 1.0, 2.0>,
+      lambda = array<f64: 1.0, 0.5>, causal}
+      : (tensor<?x3x3xf32>, tensor<?x3x3xf32>, tensor<?x8xf32>, index, index)
+        -> (tensor<?x8xf32>, tensor<?x2xf32>)
+  return %out, %lse : tensor<?x8xf32>, tensor<?x2xf32>
+}
+
+// CHECK-LABEL: func.func @lie_cross_attention_grad
+//       CHECK:   geo.lie_cross_attention_grad
+//  CHECK-SAME:     : (tensor<2x?x4x4xf64>, tensor<2x?x4x4xf64>, tensor<2x?x4xf64>, tensor<2x?x4xf64>, tensor<2x?x1xf64>, tensor<2x?x4xf64>, index, index) -> (tensor<2x?x4x4xf64>, tensor<2x?x4x4xf64>, tensor<2x?x4xf64>)
+func.func @lie_cross_attention_grad(%gq: tensor<2x?x4x4xf64>, %gk: tensor<2x?x4x4xf64>,
+    %v: tensor<2x?x4xf64>, %o: tensor<2x?x4xf64>, %lse: tensor<2x?x1xf64>,
+    %do: tensor<2x?x4xf64>, %qo: index, %ko: index)
+    -> (tensor<2x?x4x4xf64>, tensor<2x?x4x4xf64>, tensor<2x?x4xf64>) {
+  %dgq, %dgk, %dv = geo.lie_cross_attention_grad %gq, %gk, %v, %o, %lse, %do,
+      %qo, %ko {group = #lie.group<se3>, heads = 1 : i64, tau = array<f64: 1.0>,
+      lambda = array<f64: 1.0, 1.0>}
+      : (tensor<2x?x4x4xf64>, tensor<2x?x4x4xf64>, tensor<2x?x4xf64>,
+         tensor<2x?x4xf64>, tensor<2x?x1xf64>, tensor<2x?x4xf64>, index, index)
+        -> (tensor<2x?x4x4xf64>, tensor<2x?x4x4xf64>, tensor<2x?x4xf64>)
+  return %dgq, %dgk, %dv : tensor<2x?x4x4xf64>, tensor<2x?x4x4xf64>, tensor<2x?x4xf64>
+}
+
+// CHECK-LABEL: func.func @flash_cross
+//       CHECK:   geo.flash_lie_attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} key_offset %{{.*}}, %{{.*}} lse %{{.*}}
+//       CHECK:   geo.flash_lie_attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} lse %{{.*}} offsets(%{{.*}}, %{{.*}})
+func.func @flash_cross(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32>,
+                       %qo: index, %ko: index, %init: tensor<?x8xf32>,
+                       %lseInit: tensor<?x1xf32>, %do: tensor<?x8xf32>)
+    -> (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>) {
+  %o, %lse = geo.flash_lie_attention %q, %k, %v, %qo key_offset %ko, %init lse %lseInit {
+      group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>,
+      lambda = array<f64: 1.0>, causal}
+      : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, index, index,
+         tensor<?x8xf32>, tensor<?x1xf32>) -> (tensor<?x8xf32>, tensor<?x1xf32>)
+  %dq, %dk, %dv = geo.flash_lie_attention_grad %q, %k, %v, %o, %do lse %lse
+      offsets(%qo, %ko) {group = #lie.group<so3>, heads = 1 : i64,
+      tau = array<f64: 1.0>, lambda = array<f64: 1.0>, causal}
+      : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, tensor<?x8xf32>,
+         tensor<?x8xf32>, tensor<?x1xf32>, index, index)
+        -> (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>)
+  return %dq, %dk, %dv : tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>
+}
