@@ -94,6 +94,10 @@ mkdir -p "$OUT/python"
 cp -r "$ROOT/python/torsor" "$OUT/python/torsor"
 rm -rf "$OUT/python/torsor/__pycache__" "$OUT/python/torsor/_build_config.py"
 cp "$ROOT/scripts/gpu_torch_check.py" "$OUT/torch_check.py"
+# torsor.distributed over NCCL (gpu-check.sh step 2c), with the tests'
+# reference block kernels.
+cp "$ROOT/scripts/gpu_ring_check.py" "$OUT/ring_check.py"
+cp "$ROOT/test/Python/ring_reference.py" "$OUT/ring_reference.py"
 cp "$ROOT/scripts/gpu-check.sh" "$OUT/gpu-check.sh"
 chmod +x "$OUT/gpu-check.sh"
 # The attention benchmark with its sibling modules (harness, peers), and

@@ -20,6 +20,11 @@
 #      (--tol) and gradients of params, x and pose (--grad-tol), the CUDA
 #      layer staying on the device both ways (torsorModuleRunBackwardDevice;
 #      HOSTCOPY if it went through host memory), one row "torsor.torch cuda";
+#   2c. when staged (ring_check.py, from scripts/gpu_ring_check.py):
+#      torsor.distributed.RingLieAttention on CUDA tensors over NCCL, world
+#      size 1 and (with 2 GPUs) 2 processes, against the single-process
+#      result, rows and gradients; one row "torsor.distributed nccl"
+#      (SKIPPED, not counted, without torch/CUDA/NCCL);
 #   4. bench/gpu_attention.py (Lie attention against PyTorch SDPA and
 #      FlexAttention), when it was staged, as `python3 gpu_attention.py
 #      BENCH_ARGS` with TORSOR_RUN, TORSOR_RUNTIME_LIB and TORSOR_GPU_STAGE
@@ -220,12 +225,16 @@ for ex in plan["examples"]:
 TORCH_CHECK = os.path.join(STAGE, "torch_check.py")
 if os.path.exists(TORCH_CHECK):
     say("  torsor.torch cuda: python3 torch_check.py STAGE %g %g" % (TOL, GRAD_TOL))
+RING_CHECK = os.path.join(STAGE, "ring_check.py")
+if os.path.exists(RING_CHECK):
+    say("  torsor.distributed nccl: python3 ring_check.py STAGE %g" % TOL)
 if BENCH:
     say("  bench: " + ("python3 %s %s" % (bench, " ".join(bench_args)) if bench
                        else "bench/gpu_attention.py not staged (skipped)"))
 say("  worst case: %d s (each step's timeout)"
     % (n_gpu * STEP * (1 + (TIMES > 0) * 2) + n_grad * STEP
-       + (4 * STEP if bench and BENCH else 0)))
+       + (4 * STEP if bench and BENCH else 0)
+       + (4 * STEP if os.path.exists(RING_CHECK) else 0)))
 if DRY:
     # The benchmark's own dry run: its models (target nvptx, the arch),
     # the staged runtime, and its score formulas where PyTorch is here.
@@ -302,6 +311,20 @@ if os.path.exists(TORCH_CHECK):
     verdict = "ok" if f[1] == "ok" and rc == 0 else f[1]
     rows.append(("torsor.torch cuda", verdict, f[3] if len(f) > 3 else "",
                  "", " ".join(f[4:])[:240]))
+
+# --- 2c. torsor.distributed over NCCL (when staged) -----------------------------------
+if os.path.exists(RING_CHECK):
+    rc, out, err, secs = sh(["python3", RING_CHECK, STAGE, str(TOL)], 4 * STEP)
+    last = next((l for l in reversed(out.splitlines()) if l.startswith("ring-check:")),
+                "ring-check: FAILED ws1 - ws2 - (rc %d: %s)"
+                % (rc, (err.strip().splitlines() or ["no output"])[-1][:200]))
+    f = last.split()
+    if f[1] == "SKIPPED":
+        say("torsor.distributed nccl: skipped %s" % " ".join(f[6:]))
+    else:
+        verdict = "ok" if f[1] == "ok" and rc == 0 else f[1]
+        rows.append(("torsor.distributed nccl", verdict, "ws1 %s ws2 %s" % (f[3], f[5]),
+                     "", " ".join(f[6:])[:240]))
 
 # --- 3. timings ----------------------------------------------------------------------
 def median_ms(cmd):

@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""torsor.distributed on CUDA tensors over NCCL (a step of gpu-check.sh).
+
+Staged by scripts/gpu-check-prepare.sh as STAGE/ring_check.py, beside the
+torsor package (STAGE/python/torsor) and the tests' reference block
+kernels (STAGE/ring_reference.py, from test/Python). It runs
+RingLieAttention on CUDA tensors in an NCCL process group:
+
+  ws1  world size 1 (always, on GPU 0);
+  ws2  2 processes, one GPU each (when the machine has 2 GPUs).
+
+The ranks' rows, the gradient of v and the tangent projection of g's
+gradient are compared with the single-process result over the whole
+sequence (the reference attention in float64 on the CPU). Two kernel
+sources are checked:
+
+  ref       the float64 reference block kernels (torch ops on the GPU);
+            this checks NCCL's part: the metadata all_gather, the ring's
+            batch_isend_irecv, the merge and the gradient return
+  compiled  torsor.nn.lie_attention_block(_backward), where the package
+            can run them on CUDA tensors here; otherwise they are reported
+            as skipped, with the reason
+
+Prints one last line:
+
+    ring-check: ok|MISMATCH|FAILED|SKIPPED ws1 <err> ws2 <err|-> (notes)
+
+SKIPPED (exit 0) means there is no torch, no CUDA device or no NCCL here.
+Tolerance: TOL for f32 cases (default 1e-5), 1e-12 for f64 cases.
+
+usage: ring_check.py STAGE [TOL]
+
+TORSOR_RING_CHECK_BACKEND=gloo runs the same check on CPU tensors over
+gloo (a self-test of this script on a machine without a GPU).
+"""
+import os
+import sys
+import tempfile
+
+STAGE = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else os.getcwd()
+TOL = float(sys.argv[2]) if len(sys.argv) > 2 else 1e-5
+for p in (os.path.join(STAGE, "python"), STAGE,
+          os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"),
+          os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test", "Python")):
+    if os.path.isdir(p):
+        sys.path.insert(0, p)
+BACKEND = os.environ.get("TORSOR_RING_CHECK_BACKEND", "nccl")
+if os.path.exists(os.path.join(STAGE, "lib", "libtorsor_runtime.so")):
+    os.environ.setdefault("TORSOR_RUNTIME_LIB",
+                          os.path.join(STAGE, "lib", "libtorsor_runtime.so"))
+
+
+def random_elements(torch, rr, group, L, rng):
+    """[1, L, n, n] elements exp(ω^) with moderate rotations (and unit
+    translations for SE(3)), built in torch: torsor.groups needs torsorc,
+    which the GPU machine does not have."""
+    w = torch.tensor(rng.standard_normal((1, L, 3)) * 0.35)
+    R = torch.linalg.matrix_exp(rr._hat(w))
+    if group == "SO3":
+        return R
+    T = torch.eye(4, dtype=torch.float64).repeat(1, L, 1, 1)
+    T[..., :3, :3] = R
+    T[..., :3, 3] = torch.tensor(rng.standard_normal((1, L, 3)) * 0.8)
+    return T
+
+
+def cases(torch, rr):
+    """(name, config, full inputs): f64 and f32, causal zigzag and not."""
+    import numpy as np
+    out = []
+    for name, group, heads, tau, lam, causal, layout, dtype, L in (
+            ("se3_h4_causal_zigzag_f64", "SE3", 4, [0.5, 1.0, 2.0, 4.0], [1.0, 0.3], True,
+             "zigzag", torch.float64, 37),
+            ("so3_h1_f32", "SO3", 1, 0.8, 1.0, False, "contiguous", torch.float32, 29)):
+        rng = np.random.default_rng(len(out))
+        g = random_elements(torch, rr, group, L, rng).to(dtype)
+        v = torch.tensor(rng.standard_normal((1, L, 8))).to(dtype)
+        cot = torch.tensor(rng.standard_normal((1, L, 8))).to(dtype)
+        out.append(dict(name=name, kind="ring", group=group, heads=heads, tau=tau, lam=lam,
+                        causal=causal, layout=layout, sizes=None, g=g, v=v, cot=cot,
+                        timeout=60))
+    return out
+
+
+def single_process(torch, rr, c):
+    """Attention over the whole sequence in one process: the reference
+    block kernel with the queries' own keys, in float64 on the CPU."""
+    g, v, cot = c["g"].double(), c["v"].double(), c["cot"].double()
+    out, lse = rr.lie_attention_block(g, g, v, c["group"], c["heads"], c["tau"], c["lam"],
+                                      c["causal"], 0, 0)
+    dgq, dgk, dv = rr.lie_attention_block_backward(g, g, v, out, lse, cot, c["group"],
+                                                   c["heads"], c["tau"], c["lam"],
+                                                   c["causal"], 0, 0)
+    return out, dgq + dgk, dv
+
+
+def tangent(torch, torsor, group, g, G):
+    # The hat basis of so(3) / se(3), without a compile (no torsorc here).
+    n = 3 if group == "SO3" else 4
+    basis = []
+    for a in range(3):
+        w = torch.zeros(3, dtype=torch.float64)
+        w[a] = 1.0
+        m = torch.zeros(n, n, dtype=torch.float64)
+        m[:3, :3] = torch.tensor([[0, -w[2], w[1]], [w[2], 0, -w[0]], [-w[1], w[0], 0]])
+        basis.append(m)
+    if group == "SE3":
+        for a in range(3):
+            m = torch.zeros(4, 4, dtype=torch.float64)
+            m[a, 3] = 1.0
+            basis.append(m)
+    E = torch.stack(basis)
+    return torch.einsum("...ij,...kij->...k", G.double(), g.double()[..., None, :, :] @ E)
+
+
+def check(world, use_reference, torch, torsor, rr, tdist):
+    """Worst relative error over the cases, or an error string."""
+    with tempfile.TemporaryDirectory(prefix="ring-check-") as folder:
+        cs = cases(torch, rr)
+        res = rr.spawn(world, folder, cs, use_reference, deadline_s=240, backend=BACKEND)
+    worst = 0.0
+    for c in cs:
+        for r in range(world):
+            st = res[r][c["name"]]
+            if st[0] != "ok":
+                return None, "%s rank %d: %s" % (c["name"], r, str(st[1:])[-300:])
+        parts = [res[r][c["name"]][1] for r in range(world)]
+        y = tdist.unshard([p["y"] for p in parts], c["layout"])
+        dv = tdist.unshard([p["dv"] for p in parts], c["layout"])
+        dg = tdist.unshard([p["dg"] for p in parts], c["layout"], dim=-3)
+        y1, dg1, dv1 = single_process(torch, rr, c)
+        tol = 1e-12 if c["v"].dtype == torch.float64 else TOL
+        for got, want in ((y, y1), (dv, dv1), (tangent(torch, torsor, c["group"], c["g"], dg),
+                                               tangent(torch, torsor, c["group"], c["g"], dg1))):
+            e = float((got.double() - want).abs().max() / want.abs().max())
+            worst = max(worst, e / tol)  # in units of the case's tolerance
+    return worst, None
+
+
+def main():
+    try:
+        import torch
+        import torch.distributed as dist
+        import torsor
+        import torsor.distributed as tdist
+        import torsor.nn as tnn
+        import ring_reference as rr
+    except ImportError as e:
+        print("ring-check: SKIPPED ws1 - ws2 - (%s)" % e)
+        return 0
+    if BACKEND == "gloo":
+        gpus = 2  # the self-test: two CPU processes
+    elif not torch.cuda.is_available():
+        print("ring-check: SKIPPED ws1 - ws2 - (torch sees no CUDA device)")
+        return 0
+    elif not (dist.is_available() and dist.is_nccl_available()):
+        print("ring-check: SKIPPED ws1 - ws2 - (this torch has no NCCL)")
+        return 0
+    else:
+        gpus = torch.cuda.device_count()
+    notes, errs, verdict = [], {}, "ok"
+    kinds = [("ref", True)]
+    have = hasattr(tnn, "lie_attention_block") and hasattr(tnn, "lie_attention_block_backward")
+    if have:
+        kinds.append(("compiled", False))
+    else:
+        notes.append("compiled: skipped (torsor.nn has no lie_attention_block)")
+    for world in (1, 2):
+        if world > gpus:
+            notes.append("ws2: skipped (%d GPU)" % gpus)
+            continue
+        for kind, use_ref in kinds:
+            worst, err = check(world, use_ref, torch, torsor, rr, tdist)
+            if err is not None:
+                if kind == "compiled" and ("torsorc" in err or "CUDA" in err or "cuda" in err):
+                    notes.append("compiled ws%d: skipped (%s)" % (world, err[-160:]))
+                    continue
+                verdict = "FAILED"
+                notes.append("%s ws%d: %s" % (kind, world, err[-200:]))
+                continue
+            errs["ws%d" % world] = max(errs.get("ws%d" % world, 0.0), worst)
+            notes.append("%s ws%d %.2g×tol" % (kind, world, worst))
+            if worst > 1.0 and verdict == "ok":
+                verdict = "MISMATCH"
+    print("ring-check: %s ws1 %s ws2 %s (%s)" % (
+        verdict, "%.2g" % errs["ws1"] if "ws1" in errs else "-",
+        "%.2g" % errs["ws2"] if "ws2" in errs else "-", "; ".join(notes)))
+    return 0 if verdict == "ok" else 1
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except Exception as e:  # one line for the table, the traceback above it
+        import traceback
+        traceback.print_exc()
+        print("ring-check: FAILED ws1 - ws2 - (%s: %s)" % (type(e).__name__, str(e)[:200]))
+        sys.exit(1)
