@@ -6,6 +6,7 @@
 //   state: per row r and head h, the running max m (scalar), the running
 //          sum l (a vector: one partial sum per lane, reduced once at the
 //          end) and the accumulators of h's value columns (vectors);
+//          no max when every score is ≤ 0 (see below);
 //   for each key tile of `key_tile` keys (`lanes` keys per vector):
 //     key features: vector loads of the feature-major keys;
 //     pair block norms: the group model's formula on vectors, one pair per
@@ -17,6 +18,14 @@
 //   out = acc / Σ_lanes l;
 //   lse = m + log Σ_lanes l per row and head, when the op has an lse
 //   result (a gradient takes it instead of recomputing it).
+//
+// When every coefficient c_hb ≤ 0 (ScoreCoefficients::allNonPositive, as
+// in the backward), every score is ≤ 0 and a row's self pair scores 0, so
+// the row max is 0: p = exp(s) needs no running max, no horizontal max
+// and no rescale, and each key vector's probabilities are final as soon as
+// its scores are (they go to the P·V buffer at once, which keeps the
+// tile's scores out of the registers), and heads with equal coefficients
+// share one exp.
 //
 // Key tiles that every row sees in full run unmasked; the causal diagonal
 // and the end of the sequence run in a second loop with lane masks, so the
@@ -75,6 +84,7 @@ public:
       lanes = keyTile;
     keyVectors = keyTile / lanes;
     chunks = splitValueColumns(heads, vType.getDimSize(1), lanes);
+    knownMax = coefs.allNonPositive();
   }
 
   /// Builds the kernel before `op` and returns the output tensor and,
@@ -88,7 +98,8 @@ private:
     return VectorType::get({width}, elt);
   }
   SoftmaxState unpack(ValueRange values) const {
-    return SoftmaxState::unpack(values, rows * heads, rows * heads);
+    return SoftmaxState::unpack(values, knownMax ? 0 : rows * heads,
+                                rows * heads);
   }
   /// Row r's accumulators in `acc`.
   MutableArrayRef<Value> rowOf(SmallVectorImpl<Value> &acc, int64_t r) const {
@@ -104,6 +115,8 @@ private:
   PairFormEvaluator pairs;
   int64_t rows, heads, keyTile, lanes, keyVectors;
   SmallVector<ValueChunk> chunks;
+  /// Every score ≤ 0 and the row max 0: the state holds no max.
+  bool knownMax;
   // Per-kernel values built in build().
   Value len, offset, probBuffer;
   SmallVector<Scalars> querySplats; // [r][feature]
@@ -117,8 +130,19 @@ SoftmaxState ForwardSchedule::step(ImplicitLocOpBuilder &b, Value first,
   unsigned numKeyFeatures =
       cast<RankedTensorType>(keys.getType()).getDimSize(0);
 
-  // Scores [r][h][kv] and (masked) lane masks [r][kv].
-  SmallVector<Value> scores(rows * heads * keyVectors);
+  // The probabilities go through a stack buffer, [r][h][kv][lane], so
+  // that each P·V FMA reads its p_j as a broadcast memory operand instead
+  // of a lane shuffle.
+  SoftmaxState out = in;
+  auto storeProb = [&](int64_t rh, int64_t kv, Value p) {
+    vector::StoreOp::create(b, p, probBuffer,
+                            ValueRange{arith::ConstantIndexOp::create(
+                                b, (rh * keyVectors + kv) * lanes)});
+  };
+
+  // Scores [r][h][kv] and (masked) lane masks [r][kv]; with the known max
+  // each key vector's probabilities are stored as soon as they are scored.
+  SmallVector<Value> scores(knownMax ? 0 : rows * heads * keyVectors);
   SmallVector<Value> valid(masked ? rows * keyVectors : 0);
   for (int64_t kv = 0; kv < keyVectors; ++kv) {
     Value start = arith::AddIOp::create(
@@ -141,36 +165,41 @@ SoftmaxState ForwardSchedule::step(ImplicitLocOpBuilder &b, Value first,
                 : Value());
       SmallVector<Value> s = coefs.buildScores(
           vm, pairs.evaluate(vm, querySplats[r], keyFeatures).norms);
-      for (int64_t h = 0; h < heads; ++h)
-        scores[(r * heads + h) * keyVectors + kv] = s[h];
+      for (int64_t h = 0; h < heads; ++h) {
+        size_t rh = r * heads + h;
+        if (!knownMax) {
+          scores[rh * keyVectors + kv] = s[h];
+          continue;
+        }
+        SmallVector<Value> mask;
+        if (masked)
+          mask.push_back(valid[r * keyVectors + kv]);
+        SoftmaxStep next =
+            buildSoftmaxStep(sm, vm, Value(), out.sum[rh], {s[h]}, mask);
+        out.sum[rh] = next.sum;
+        storeProb(rh, kv, next.probs.front());
+      }
     }
   }
 
   // Online softmax, one horizontal max per tile, row and head.
-  SoftmaxState out = in;
-  SmallVector<Value> probs(scores.size());
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t h = 0; h < heads; ++h) {
-      size_t rh = r * heads + h, base = rh * keyVectors;
-      ArrayRef<Value> masks;
-      if (masked)
-        masks = ArrayRef<Value>(valid).slice(r * keyVectors, keyVectors);
-      SoftmaxStep next = buildSoftmaxStep(
-          sm, vm, in.max[rh], in.sum[rh],
-          ArrayRef<Value>(scores).slice(base, keyVectors), masks);
-      out.max[rh] = next.max;
-      out.sum[rh] = next.sum;
-      llvm::copy(next.probs, probs.begin() + base);
-      buildRescale(b, elt, chunks, rowOf(out.acc, r), h, next.alpha);
-    }
+  if (!knownMax)
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t h = 0; h < heads; ++h) {
+        size_t rh = r * heads + h, base = rh * keyVectors;
+        ArrayRef<Value> masks;
+        if (masked)
+          masks = ArrayRef<Value>(valid).slice(r * keyVectors, keyVectors);
+        SoftmaxStep next = buildSoftmaxStep(
+            sm, vm, in.max[rh], in.sum[rh],
+            ArrayRef<Value>(scores).slice(base, keyVectors), masks);
+        out.max[rh] = next.max;
+        out.sum[rh] = next.sum;
+        for (auto [kv, p] : llvm::enumerate(next.probs))
+          storeProb(rh, kv, p);
+        buildRescale(b, elt, chunks, rowOf(out.acc, r), h, next.alpha);
+      }
 
-  // P·V: each value row once, into every row's accumulators. The
-  // probabilities go through a stack buffer so that each FMA reads its
-  // p_j as a broadcast memory operand instead of a lane shuffle.
-  for (auto [i, p] : llvm::enumerate(probs))
-    vector::StoreOp::create(
-        b, p, probBuffer,
-        ValueRange{arith::ConstantIndexOp::create(b, i * lanes)});
   // A GEMM micro-kernel over the tile's keys (rows × D accumulators, one
   // value row and one broadcast probability per row per key), kept as a
   // loop so that the accumulators stay in registers.
@@ -243,7 +272,7 @@ std::pair<Value, Value> ForwardSchedule::build(ImplicitLocOpBuilder &b) {
     return unpack(loop.getResults());
   };
   SoftmaxState state = SoftmaxState::initial(sm, vm, rows, heads, chunks,
-                                             /*withMax=*/true);
+                                             /*withMax=*/!knownMax);
   state = keyLoop(arith::ConstantIndexOp::create(b, 0), range.unmaskedEnd,
                   state, /*masked=*/false);
   state = keyLoop(range.unmaskedEnd, range.end, state, /*masked=*/true);
@@ -257,7 +286,10 @@ std::pair<Value, Value> ForwardSchedule::build(ImplicitLocOpBuilder &b) {
       totals.push_back(buildLaneSum(b, state.sum[rh]));
       if (lse)
         lse = tensor::InsertOp::create(
-            b, buildLogSumExp(sm, state.max[rh], totals.back()), lse,
+            b,
+            buildLogSumExp(sm, knownMax ? Value() : state.max[rh],
+                           totals.back()),
+            lse,
             ValueRange{arith::ConstantIndexOp::create(b, r),
                        arith::ConstantIndexOp::create(b, h)});
     }
