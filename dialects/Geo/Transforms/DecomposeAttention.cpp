@@ -22,10 +22,12 @@
 // When every coefficient c_hb ≤ 0 (ScoreCoefficients::allNonPositive, as
 // in the backward), every score is ≤ 0 and a row's self pair scores 0, so
 // the row max is 0: p = exp(s) needs no running max, no horizontal max
-// and no rescale, and each key vector's probabilities are final as soon as
-// its scores are (they go to the P·V buffer at once, which keeps the
-// tile's scores out of the registers), and heads with equal coefficients
-// share one exp.
+// and no rescale, and heads with equal coefficients share one exp. Each
+// key vector's probabilities are then final as soon as its scores are: a
+// loop over the tile's key vectors stores them into the P·V buffer at
+// once, which keeps the tile's scores out of the registers and the pair
+// form's code to one copy per row (the loop body fits the decoded-uop
+// cache).
 //
 // Key tiles that every row sees in full run unmasked; the causal diagonal
 // and the end of the sequence run in a second loop with lane masks, so the
@@ -132,55 +134,89 @@ SoftmaxState ForwardSchedule::step(ImplicitLocOpBuilder &b, Value first,
 
   // The probabilities go through a stack buffer, [r][h][kv][lane], so
   // that each P·V FMA reads its p_j as a broadcast memory operand instead
-  // of a lane shuffle.
+  // of a lane shuffle: key vector `at` (its first key's offset in the
+  // tile) of row and head `rh` at rh · keyTile + at.
   SoftmaxState out = in;
-  auto storeProb = [&](int64_t rh, int64_t kv, Value p) {
-    vector::StoreOp::create(b, p, probBuffer,
-                            ValueRange{arith::ConstantIndexOp::create(
-                                b, (rh * keyVectors + kv) * lanes)});
+  auto storeProb = [&](ImplicitLocOpBuilder &kb, int64_t rh, Value at,
+                       Value p) {
+    vector::StoreOp::create(
+        kb, p, probBuffer,
+        ValueRange{arith::AddIOp::create(
+            kb, at, arith::ConstantIndexOp::create(kb, rh * keyTile))});
   };
+  // The key vector at `at`: its features loaded once, then per row r its
+  // lane mask (masked tiles) and its scores s[h], passed to `use`.
+  auto scoreKeys =
+      [&](ImplicitLocOpBuilder &kb, Value at,
+          function_ref<void(int64_t, ArrayRef<Value>, Value)> use) {
+        ScalarBuilder kvm(kb, elt, lanes);
+        Value start = arith::AddIOp::create(kb, first, at);
+        Scalars keyFeatures;
+        for (unsigned f = 0; f < numKeyFeatures; ++f) {
+          Value fIdx = arith::ConstantIndexOp::create(kb, f);
+          keyFeatures.push_back(vector::TransferReadOp::create(
+              kb, vectorType(lanes), keys, ValueRange{fIdx, start}, zero,
+              ArrayRef<bool>{!masked}));
+        }
+        for (int64_t r = 0; r < rows; ++r) {
+          Value mask;
+          if (masked)
+            mask = buildKeyMask(
+                kb, lanes, start, len,
+                op.getCausal()
+                    ? arith::AddIOp::create(
+                          kb, offset, arith::ConstantIndexOp::create(kb, r))
+                          .getResult()
+                    : Value());
+          use(r,
+              coefs.buildScores(
+                  kvm, pairs.evaluate(kvm, querySplats[r], keyFeatures).norms),
+              mask);
+        }
+      };
 
-  // Scores [r][h][kv] and (masked) lane masks [r][kv]; with the known max
-  // each key vector's probabilities are stored as soon as they are scored.
+  // With the known max, each key vector's probabilities are final as soon
+  // as it is scored: a loop over the tile's key vectors (one copy of the
+  // pair form per row, not per row and key vector) carries the sums and
+  // stores the probabilities.
+  if (knownMax) {
+    auto vectors = scf::ForOp::create(
+        b, arith::ConstantIndexOp::create(b, 0),
+        arith::ConstantIndexOp::create(b, keyTile),
+        arith::ConstantIndexOp::create(b, lanes), out.sum,
+        [&](OpBuilder &nested, Location loc, Value at, ValueRange sums) {
+          ImplicitLocOpBuilder kb(loc, nested);
+          ScalarBuilder ksm(kb, elt), kvm(kb, elt, lanes);
+          SmallVector<Value> next(sums);
+          scoreKeys(kb, at, [&](int64_t r, ArrayRef<Value> s, Value mask) {
+            for (int64_t h = 0; h < heads; ++h) {
+              size_t rh = r * heads + h;
+              SmallVector<Value> masks;
+              if (mask)
+                masks.push_back(mask);
+              SoftmaxStep step =
+                  buildSoftmaxStep(ksm, kvm, Value(), next[rh], {s[h]}, masks);
+              next[rh] = step.sum;
+              storeProb(kb, rh, at, step.probs.front());
+            }
+          });
+          scf::YieldOp::create(kb, next);
+        });
+    out.sum.assign(vectors.getResults().begin(), vectors.getResults().end());
+  }
+
+  // Otherwise scores [r][h][kv] and (masked) lane masks [r][kv] of the
+  // whole tile, for one horizontal max per tile, row and head.
   SmallVector<Value> scores(knownMax ? 0 : rows * heads * keyVectors);
   SmallVector<Value> valid(masked ? rows * keyVectors : 0);
-  for (int64_t kv = 0; kv < keyVectors; ++kv) {
-    Value start = arith::AddIOp::create(
-        b, first, arith::ConstantIndexOp::create(b, kv * lanes));
-    Scalars keyFeatures;
-    for (unsigned f = 0; f < numKeyFeatures; ++f) {
-      Value fIdx = arith::ConstantIndexOp::create(b, f);
-      keyFeatures.push_back(vector::TransferReadOp::create(
-          b, vectorType(lanes), keys, ValueRange{fIdx, start}, zero,
-          ArrayRef<bool>{!masked}));
-    }
-    for (int64_t r = 0; r < rows; ++r) {
-      if (masked)
-        valid[r * keyVectors + kv] = buildKeyMask(
-            b, lanes, start, len,
-            op.getCausal()
-                ? arith::AddIOp::create(b, offset,
-                                        arith::ConstantIndexOp::create(b, r))
-                      .getResult()
-                : Value());
-      SmallVector<Value> s = coefs.buildScores(
-          vm, pairs.evaluate(vm, querySplats[r], keyFeatures).norms);
-      for (int64_t h = 0; h < heads; ++h) {
-        size_t rh = r * heads + h;
-        if (!knownMax) {
-          scores[rh * keyVectors + kv] = s[h];
-          continue;
-        }
-        SmallVector<Value> mask;
-        if (masked)
-          mask.push_back(valid[r * keyVectors + kv]);
-        SoftmaxStep next =
-            buildSoftmaxStep(sm, vm, Value(), out.sum[rh], {s[h]}, mask);
-        out.sum[rh] = next.sum;
-        storeProb(rh, kv, next.probs.front());
-      }
-    }
-  }
+  for (int64_t kv = 0; kv < (knownMax ? 0 : keyVectors); ++kv)
+    scoreKeys(b, arith::ConstantIndexOp::create(b, kv * lanes),
+              [&](int64_t r, ArrayRef<Value> s, Value mask) {
+                if (mask)
+                  valid[r * keyVectors + kv] = mask;
+                for (int64_t h = 0; h < heads; ++h)
+                  scores[(r * heads + h) * keyVectors + kv] = s[h];
+              });
 
   // Online softmax, one horizontal max per tile, row and head.
   if (!knownMax)
@@ -196,7 +232,7 @@ SoftmaxState ForwardSchedule::step(ImplicitLocOpBuilder &b, Value first,
         out.max[rh] = next.max;
         out.sum[rh] = next.sum;
         for (auto [kv, p] : llvm::enumerate(next.probs))
-          storeProb(rh, kv, p);
+          storeProb(b, rh, arith::ConstantIndexOp::create(b, kv * lanes), p);
         buildRescale(b, elt, chunks, rowOf(out.acc, r), h, next.alpha);
       }
 

@@ -5,13 +5,14 @@
 // (every score is ≤ 0 and the self pair's is 0: the row max is 0, no
 // horizontal max); keys are vector loads; the pair form is vector FMAs;
 // the f32 atan2 and exp are polynomials (no math.atan2 or math.exp
-// remains); each key vector's probabilities are stored as soon as they
-// are scored; P·V is an inner loop over the tile's keys; a second, masked
-// loop handles the diagonal; the result is the accumulators over the lane
-// sums.
+// remains); a loop over the tile's key vectors carries the sums and stores
+// each key vector's probabilities as soon as they are scored; P·V is an
+// inner loop over the tile's keys; a second, masked loop handles the
+// diagonal; the result is the accumulators over the lane sums.
 // CHECK-LABEL: func.func @so3_causal
 //       CHECK:   %[[P:.*]] = memref.alloca() : memref<32xf32>
 //       CHECK:   scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>)
+//       CHECK:     scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
 //       CHECK:     vector.transfer_read %{{.*}} {in_bounds = [true]} : tensor<9x?xf32>, vector<8xf32>
 //       CHECK:     math.fma {{.*}} : vector<8xf32>
 //       CHECK:     math.sqrt {{.*}} : vector<8xf32>
