@@ -5,7 +5,7 @@
 // (every score is ≤ 0 and the self pair's is 0: the row max is 0, no
 // horizontal max); keys are vector loads; the pair form is vector FMAs;
 // the f32 atan2 and exp are polynomials (no math.atan2 or math.exp
-// remains); a loop over the tile's key vectors carries the sums and stores
+// remains; exp adds 2^k to the exponent bits with an integer shift); a loop over the tile's key vectors carries the sums and stores
 // each key vector's probabilities as soon as they are scored; P·V is an
 // inner loop over the tile's keys; a second, masked loop handles the
 // diagonal; the result is the accumulators over the lane sums.
@@ -16,6 +16,7 @@
 //       CHECK:     vector.transfer_read %{{.*}} {in_bounds = [true]} : tensor<9x?xf32>, vector<8xf32>
 //       CHECK:     math.fma {{.*}} : vector<8xf32>
 //       CHECK:     math.sqrt {{.*}} : vector<8xf32>
+//       CHECK:     arith.shli {{.*}} : vector<8xi32>
 //       CHECK:     vector.store %{{.*}}, %[[P]]
 //   CHECK-NOT:     vector.reduction <maximumf>
 //       CHECK:     scf.for
