@@ -6,6 +6,7 @@
 //   state: per row r and head h, the running max m (scalar), the running
 //          sum l (a vector: one partial sum per lane, reduced once at the
 //          end) and the accumulators of h's value columns (vectors);
+//          no max when every score is ≤ 0 (see below);
 //   for each key tile of `key_tile` keys (`lanes` keys per vector):
 //     key features: vector loads of the feature-major keys;
 //     pair block norms: the group model's formula on vectors, one pair per
@@ -17,6 +18,16 @@
 //   out = acc / Σ_lanes l;
 //   lse = m + log Σ_lanes l per row and head, when the op has an lse
 //   result (a gradient takes it instead of recomputing it).
+//
+// When every coefficient c_hb ≤ 0 (ScoreCoefficients::allNonPositive, as
+// in the backward), every score is ≤ 0 and a row's self pair scores 0, so
+// the row max is 0: p = exp(s) needs no running max, no horizontal max
+// and no rescale, and heads with equal coefficients share one exp. Each
+// key vector's probabilities are then final as soon as its scores are: a
+// loop over the tile's key vectors stores them into the P·V buffer at
+// once, which keeps the tile's scores out of the registers and the pair
+// form's code to one copy per row (the loop body fits the decoded-uop
+// cache).
 //
 // Key tiles that every row sees in full run unmasked; the causal diagonal
 // and the end of the sequence run in a second loop with lane masks, so the
@@ -75,6 +86,7 @@ public:
       lanes = keyTile;
     keyVectors = keyTile / lanes;
     chunks = splitValueColumns(heads, vType.getDimSize(1), lanes);
+    knownMax = coefs.allNonPositive();
   }
 
   /// Builds the kernel before `op` and returns the output tensor and,
@@ -88,7 +100,8 @@ private:
     return VectorType::get({width}, elt);
   }
   SoftmaxState unpack(ValueRange values) const {
-    return SoftmaxState::unpack(values, rows * heads, rows * heads);
+    return SoftmaxState::unpack(values, knownMax ? 0 : rows * heads,
+                                rows * heads);
   }
   /// Row r's accumulators in `acc`.
   MutableArrayRef<Value> rowOf(SmallVectorImpl<Value> &acc, int64_t r) const {
@@ -104,6 +117,8 @@ private:
   PairFormEvaluator pairs;
   int64_t rows, heads, keyTile, lanes, keyVectors;
   SmallVector<ValueChunk> chunks;
+  /// Every score ≤ 0 and the row max 0: the state holds no max.
+  bool knownMax;
   // Per-kernel values built in build().
   Value len, offset, probBuffer;
   SmallVector<Scalars> querySplats; // [r][feature]
@@ -117,60 +132,110 @@ SoftmaxState ForwardSchedule::step(ImplicitLocOpBuilder &b, Value first,
   unsigned numKeyFeatures =
       cast<RankedTensorType>(keys.getType()).getDimSize(0);
 
-  // Scores [r][h][kv] and (masked) lane masks [r][kv].
-  SmallVector<Value> scores(rows * heads * keyVectors);
-  SmallVector<Value> valid(masked ? rows * keyVectors : 0);
-  for (int64_t kv = 0; kv < keyVectors; ++kv) {
-    Value start = arith::AddIOp::create(
-        b, first, arith::ConstantIndexOp::create(b, kv * lanes));
-    Scalars keyFeatures;
-    for (unsigned f = 0; f < numKeyFeatures; ++f) {
-      Value fIdx = arith::ConstantIndexOp::create(b, f);
-      keyFeatures.push_back(vector::TransferReadOp::create(
-          b, vectorType(lanes), keys, ValueRange{fIdx, start}, zero,
-          ArrayRef<bool>{!masked}));
-    }
-    for (int64_t r = 0; r < rows; ++r) {
-      if (masked)
-        valid[r * keyVectors + kv] = buildKeyMask(
-            b, lanes, start, len,
-            op.getCausal()
-                ? arith::AddIOp::create(b, offset,
-                                        arith::ConstantIndexOp::create(b, r))
-                      .getResult()
-                : Value());
-      SmallVector<Value> s = coefs.buildScores(
-          vm, pairs.evaluate(vm, querySplats[r], keyFeatures).norms);
-      for (int64_t h = 0; h < heads; ++h)
-        scores[(r * heads + h) * keyVectors + kv] = s[h];
-    }
+  // The probabilities go through a stack buffer, [r][h][kv][lane], so
+  // that each P·V FMA reads its p_j as a broadcast memory operand instead
+  // of a lane shuffle: key vector `at` (its first key's offset in the
+  // tile) of row and head `rh` at rh · keyTile + at.
+  SoftmaxState out = in;
+  auto storeProb = [&](ImplicitLocOpBuilder &kb, int64_t rh, Value at,
+                       Value p) {
+    vector::StoreOp::create(
+        kb, p, probBuffer,
+        ValueRange{arith::AddIOp::create(
+            kb, at, arith::ConstantIndexOp::create(kb, rh * keyTile))});
+  };
+  // The key vector at `at`: its features loaded once, then per row r its
+  // lane mask (masked tiles) and its scores s[h], passed to `use`.
+  auto scoreKeys =
+      [&](ImplicitLocOpBuilder &kb, Value at,
+          function_ref<void(int64_t, ArrayRef<Value>, Value)> use) {
+        ScalarBuilder kvm(kb, elt, lanes);
+        Value start = arith::AddIOp::create(kb, first, at);
+        Scalars keyFeatures;
+        for (unsigned f = 0; f < numKeyFeatures; ++f) {
+          Value fIdx = arith::ConstantIndexOp::create(kb, f);
+          keyFeatures.push_back(vector::TransferReadOp::create(
+              kb, vectorType(lanes), keys, ValueRange{fIdx, start}, zero,
+              ArrayRef<bool>{!masked}));
+        }
+        for (int64_t r = 0; r < rows; ++r) {
+          Value mask;
+          if (masked)
+            mask = buildKeyMask(
+                kb, lanes, start, len,
+                op.getCausal()
+                    ? arith::AddIOp::create(
+                          kb, offset, arith::ConstantIndexOp::create(kb, r))
+                          .getResult()
+                    : Value());
+          use(r,
+              coefs.buildScores(
+                  kvm, pairs.evaluate(kvm, querySplats[r], keyFeatures).norms),
+              mask);
+        }
+      };
+
+  // With the known max, each key vector's probabilities are final as soon
+  // as it is scored: a loop over the tile's key vectors (one copy of the
+  // pair form per row, not per row and key vector) carries the sums and
+  // stores the probabilities.
+  if (knownMax) {
+    auto vectors = scf::ForOp::create(
+        b, arith::ConstantIndexOp::create(b, 0),
+        arith::ConstantIndexOp::create(b, keyTile),
+        arith::ConstantIndexOp::create(b, lanes), out.sum,
+        [&](OpBuilder &nested, Location loc, Value at, ValueRange sums) {
+          ImplicitLocOpBuilder kb(loc, nested);
+          ScalarBuilder ksm(kb, elt), kvm(kb, elt, lanes);
+          SmallVector<Value> next(sums);
+          scoreKeys(kb, at, [&](int64_t r, ArrayRef<Value> s, Value mask) {
+            for (int64_t h = 0; h < heads; ++h) {
+              size_t rh = r * heads + h;
+              SmallVector<Value> masks;
+              if (mask)
+                masks.push_back(mask);
+              SoftmaxStep step =
+                  buildSoftmaxStep(ksm, kvm, Value(), next[rh], {s[h]}, masks);
+              next[rh] = step.sum;
+              storeProb(kb, rh, at, step.probs.front());
+            }
+          });
+          scf::YieldOp::create(kb, next);
+        });
+    out.sum.assign(vectors.getResults().begin(), vectors.getResults().end());
   }
 
-  // Online softmax, one horizontal max per tile, row and head.
-  SoftmaxState out = in;
-  SmallVector<Value> probs(scores.size());
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t h = 0; h < heads; ++h) {
-      size_t rh = r * heads + h, base = rh * keyVectors;
-      ArrayRef<Value> masks;
-      if (masked)
-        masks = ArrayRef<Value>(valid).slice(r * keyVectors, keyVectors);
-      SoftmaxStep next = buildSoftmaxStep(
-          sm, vm, in.max[rh], in.sum[rh],
-          ArrayRef<Value>(scores).slice(base, keyVectors), masks);
-      out.max[rh] = next.max;
-      out.sum[rh] = next.sum;
-      llvm::copy(next.probs, probs.begin() + base);
-      buildRescale(b, elt, chunks, rowOf(out.acc, r), h, next.alpha);
-    }
+  // Otherwise scores [r][h][kv] and (masked) lane masks [r][kv] of the
+  // whole tile, for one horizontal max per tile, row and head.
+  SmallVector<Value> scores(knownMax ? 0 : rows * heads * keyVectors);
+  SmallVector<Value> valid(masked ? rows * keyVectors : 0);
+  for (int64_t kv = 0; kv < (knownMax ? 0 : keyVectors); ++kv)
+    scoreKeys(b, arith::ConstantIndexOp::create(b, kv * lanes),
+              [&](int64_t r, ArrayRef<Value> s, Value mask) {
+                if (mask)
+                  valid[r * keyVectors + kv] = mask;
+                for (int64_t h = 0; h < heads; ++h)
+                  scores[(r * heads + h) * keyVectors + kv] = s[h];
+              });
 
-  // P·V: each value row once, into every row's accumulators. The
-  // probabilities go through a stack buffer so that each FMA reads its
-  // p_j as a broadcast memory operand instead of a lane shuffle.
-  for (auto [i, p] : llvm::enumerate(probs))
-    vector::StoreOp::create(
-        b, p, probBuffer,
-        ValueRange{arith::ConstantIndexOp::create(b, i * lanes)});
+  // Online softmax, one horizontal max per tile, row and head.
+  if (!knownMax)
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t h = 0; h < heads; ++h) {
+        size_t rh = r * heads + h, base = rh * keyVectors;
+        ArrayRef<Value> masks;
+        if (masked)
+          masks = ArrayRef<Value>(valid).slice(r * keyVectors, keyVectors);
+        SoftmaxStep next = buildSoftmaxStep(
+            sm, vm, in.max[rh], in.sum[rh],
+            ArrayRef<Value>(scores).slice(base, keyVectors), masks);
+        out.max[rh] = next.max;
+        out.sum[rh] = next.sum;
+        for (auto [kv, p] : llvm::enumerate(next.probs))
+          storeProb(b, rh, arith::ConstantIndexOp::create(b, kv * lanes), p);
+        buildRescale(b, elt, chunks, rowOf(out.acc, r), h, next.alpha);
+      }
+
   // A GEMM micro-kernel over the tile's keys (rows × D accumulators, one
   // value row and one broadcast probability per row per key), kept as a
   // loop so that the accumulators stay in registers.
@@ -245,7 +310,7 @@ std::pair<Value, Value> ForwardSchedule::build(ImplicitLocOpBuilder &b) {
     return unpack(loop.getResults());
   };
   SoftmaxState state = SoftmaxState::initial(sm, vm, rows, heads, chunks,
-                                             /*withMax=*/true);
+                                             /*withMax=*/!knownMax);
   state = keyLoop(arith::ConstantIndexOp::create(b, 0), range.unmaskedEnd,
                   state, /*masked=*/false);
   state = keyLoop(range.unmaskedEnd, range.end, state, /*masked=*/true);
@@ -259,7 +324,10 @@ std::pair<Value, Value> ForwardSchedule::build(ImplicitLocOpBuilder &b) {
       totals.push_back(buildLaneSum(b, state.sum[rh]));
       if (lse)
         lse = tensor::InsertOp::create(
-            b, buildLogSumExp(sm, state.max[rh], totals.back()), lse,
+            b,
+            buildLogSumExp(sm, knownMax ? Value() : state.max[rh],
+                           totals.back()),
+            lse,
             ValueRange{arith::ConstantIndexOp::create(b, r),
                        arith::ConstantIndexOp::create(b, h)});
     }

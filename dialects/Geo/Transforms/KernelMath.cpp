@@ -8,6 +8,12 @@
 // branches, every step element-wise: the same IR serves scalars and every
 // vector width.
 //
+// exp by e^x = 2^k e^r, k = round(x / ln 2), r = x − k ln 2 (Cody–Waite)
+// and a degree-6 polynomial for e^r fitted for relative error (1.9e-9 in
+// exact arithmetic, 8.5e-8 ≈ 1.4 ulp evaluated in f32 over the whole
+// range), 2^k added to the exponent bits; 0 below ln(FLT_MIN), +∞ above
+// ln(FLT_MAX), NaN in → NaN out.
+//
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Geo/Transforms/KernelMath.h"
@@ -18,6 +24,7 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include <cmath>
+#include <limits>
 
 using namespace mlir;
 using torsor::lie::ScalarBuilder;
@@ -63,10 +70,70 @@ struct PolynomialAtan2 : OpRewritePattern<math::Atan2Op> {
   }
 };
 
+/// e^r/… ≈ Σ_k kExpCoeffs[k] rᵏ on r ∈ [−ln 2/2, ln 2/2] (degree 6,
+/// fitted for relative error: 1.9e-9 in exact arithmetic).
+constexpr double kExpCoeffs[] = {1.0000000005542096,   1.000000036323745,
+                                 0.4999999207920389,   0.1666642016718447,
+                                 0.04166822569120988,  0.008374816038301347,
+                                 0.0013836840078167935};
+
+struct PolynomialExp : OpRewritePattern<math::ExpOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(math::ExpOp op,
+                                PatternRewriter &rewriter) const override {
+    Type type = op.getType();
+    auto vector = dyn_cast<VectorType>(type);
+    auto elt = dyn_cast<FloatType>(getElementTypeOrSelf(type));
+    if (!elt || !elt.isF32() || (vector && vector.getRank() != 1))
+      return rewriter.notifyMatchFailure(op,
+                                         "only f32 scalars and 1-D vectors");
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    ScalarBuilder m(b, elt, vector ? vector.getDimSize(0) : 0);
+    Type intType = b.getI32Type();
+    if (vector)
+      intType = VectorType::get(vector.getShape(), intType);
+    auto bits = [&](Value x) {
+      return arith::BitcastOp::create(b, intType, x).getResult();
+    };
+    auto intConst = [&](int32_t v) -> Value {
+      TypedAttr value = b.getI32IntegerAttr(v);
+      if (vector)
+        value = DenseElementsAttr::get(cast<VectorType>(intType), value);
+      return arith::ConstantOp::create(b, intType, value);
+    };
+    Value x = op.getOperand();
+    // k = round(x / ln 2) by the shifter 1.5·2²³: t = x log₂e + shifter
+    // rounds to an integer, and the low bits of t's pattern hold k.
+    Value shifter = m.c(12582912.0);
+    Value t = m.fma(x, m.c(M_LOG2E), shifter);
+    Value k = m.sub(t, shifter);
+    // r = x − k ln 2 in two steps (Cody–Waite: k·ln2Hi is exact).
+    Value r = m.fma(k, m.c(-0.693145751953125), x);
+    r = m.fma(k, m.c(-1.428606820309417e-06), r);
+    Value p = m.poly(r, kExpCoeffs);
+    // 2^k: k << 23 added to p's exponent (the shifter's pattern shifts
+    // out; p ∈ [0.7, 1.42] keeps the sum a normal number for x in range).
+    Value scaled = arith::AddIOp::create(
+        b, bits(p), arith::ShLIOp::create(b, bits(t), intConst(23)));
+    Value y = arith::BitcastOp::create(b, type, scaled);
+    // Out of range: 0 below ln(FLT_MIN), +∞ above ln(FLT_MAX). Both tests
+    // are false on NaN, which the polynomial carries through.
+    y = m.select(m.lt(x, m.c(-87.33654475)), m.c(0.0), y);
+    y = m.select(m.gt(x, m.c(88.72283905)),
+                 m.c(std::numeric_limits<double>::infinity()), y);
+    rewriter.replaceOp(op, y);
+    return success();
+  }
+};
+
 } // namespace
 
 void torsor::geo::populateKernelMathPatterns(RewritePatternSet &patterns) {
   patterns.add<PolynomialAtan2>(patterns.getContext());
+  // f32 exp: PolynomialExp (16 vector ops, no rounding instruction and no
+  // integer conversion); MLIR's polynomial for anything else.
+  patterns.add<PolynomialExp>(patterns.getContext(), /*benefit=*/2);
   auto exp = [](StringRef name) { return name == "math.exp" || name == "exp"; };
   populateMathPolynomialApproximationPatterns(patterns, exp);
 }

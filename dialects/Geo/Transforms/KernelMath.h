@@ -17,7 +17,10 @@ namespace torsor::geo {
 /// f32 math.atan2 (scalar or vector) → one division and a degree-15 odd
 /// polynomial: max error 1.5e-7 rad (≈ 2 ulp at π/4) against the exact
 /// atan2, NaN in → NaN out, atan2(±0, +0) = ±0 and atan2(±0, −0) = ±π.
-/// Plus MLIR's own polynomial exp (no division).
+/// f32 math.exp → a degree-6 polynomial with the exponent added in the
+/// bits (16 ops: max error 8.5e-8 relative, ≈ 1.4 ulp; 0 below
+/// ln(FLT_MIN), +∞ above ln(FLT_MAX), NaN in → NaN out); MLIR's own
+/// polynomial exp for other shapes.
 void populateKernelMathPatterns(mlir::RewritePatternSet &patterns);
 
 /// Appends the math ops nested in `root` to `ops`.

@@ -90,19 +90,26 @@ def GeoDecomposeAttention : Pass<"geo-decompose-attention"> {
   let description = [{
     Turns each tiled `geo.flash_lie_attention` (static rows, `key_tile`
     set) into a loop over key tiles carrying, per row and head, the
-    running max, the running sum (one lane each) and the output
-    accumulators, all in vector registers:
+    running sum (one lane each) and the output accumulators, all in
+    vector registers:
       1. key features of `lanes` consecutive keys are vector loads;
       2. the group model's pairwise block norms are built on vectors (one
          pair per lane), once per pair for every head;
-      3. online softmax: one horizontal max per tile and head, exp of the
-         scores, rescaling of sum and accumulators;
+      3. softmax: every c_hb = −λ_hb/τ_h ≤ 0, so every score is ≤ 0 and
+         the self pair's is 0: the row max is 0, p = exp(s) needs no
+         running max, no horizontal max and no rescaling, and heads with
+         equal coefficients share one exp. A loop over the tile's key
+         vectors scores each vector and stores its probabilities at once
+         (one copy of the pair form per row). Coefficients of either sign
+         would get the online softmax's running max (one horizontal max
+         per tile and head, rescaling of sum and accumulators);
       4. P·V as vector FMAs of each value row into the accumulators.
-    With an `lse` result, m + log Σ l per row and head is written too.
+    With an `lse` result, log Σ l (m + log Σ l with a running max) per
+    row and head is written too.
     Keys that no row of the tile may see (causal) are never visited; key
     tiles that need masking (the causal diagonal and the sequence end) run
-    in a second, masked loop. For f32, the kernel's atan2 and exp use
-    MLIR's polynomial approximations (accuracy in docs/geo.md); f64 keeps
+    in a second, masked loop. For f32, the kernel's atan2 and exp are
+    polynomials (KernelMath.h; accuracy in docs/geo.md); f64 keeps
     libm. Models whose pairwise form is not straight-line (declared groups
     with iterative logs) compute it per lane with scalar code, in one
     private function per group and element type. The math is

@@ -14,7 +14,7 @@
 //       CHECK:   scf.for
 //       CHECK:     scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
 //   CHECK-NOT:       vector.reduction <maximumf>
-//       CHECK:       math.floor {{.*}} : vector<8xf32>
+//       CHECK:       arith.shli {{.*}} : vector<8xi32>
 //   CHECK-NOT:       vector.reduction <maximumf>
 //       CHECK:     vector.reduction <add>
 //       CHECK:     math.log
