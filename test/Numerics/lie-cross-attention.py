@@ -266,6 +266,45 @@ def check_forward(report, models, group, heads, causal, rng):
             report.check("lse " + what, lerr if ok else np.inf, 10 * tol)
 
 
+def check_far_keys(report, models, group, heads, causal, rng):
+    """Keys far from every query: every score is below exp's underflow
+    (−1000 in f64, −200 in f32), so a softmax without the running max
+    would divide 0 by 0. The self pair bounds the row max only when queries
+    and keys are one token set; this form must keep the running max.
+    Scores of size S carry an absolute rounding of about S·ε, hence the
+    looser tolerances (1e-9 in f64, 1e-4 in f32)."""
+    if group != "SE3":
+        return  # SO(3)'s ‖log‖² ≤ π²: no underflow at these τ
+    Lq, Lk, qo, ko = 9, 13, 20, 3
+    gq, gk0 = elements(rng, group, Lq), elements(rng, group, Lk)
+    v = rng.standard_normal((Lk, D))
+    for dt, target, tol in (("f64", -1000.0, 1e-9), ("f32", -200.0, 1e-4)):
+        c = 1.0
+        while True:
+            gk = gk0.copy()
+            gk[:, :3, 3] += c
+            if dt == "f32":
+                gk = gk.astype(np.float32).astype(np.float64)
+            s = scores(group, heads, gq, gk)
+            if s.max() <= target:
+                break
+            c *= 1.5
+        seen_q = gq.astype(np.float32).astype(np.float64) if dt == "f32" else gq
+        seen_v = v.astype(np.float32).astype(np.float64) if dt == "f32" else v
+        want_out, want_lse = reference(group, heads, causal, seen_q, gk, seen_v, qo, ko)
+        scale = max(1.0, float(np.max(np.abs(want_out), initial=0.0)))
+        for opt in (2, 0):
+            out, lse = models.forward((dt, opt), seen_q, gk, seen_v, qo, ko)
+            what = "far keys (max score %.0f) %s h%d %s %s -O%d" % (
+                s.max(), group, heads, "causal" if causal else "full", dt, opt)
+            err = float(np.max(np.abs(out - want_out), initial=0.0)) / scale
+            report.check("out " + what, err if np.all(np.isfinite(out)) else np.inf, tol)
+            ok, lerr = same_lse(lse, want_lse)
+            lscale = max(1.0, float(np.max(np.abs(np.where(np.isfinite(want_lse),
+                                                            want_lse, 0.0)))))
+            report.check("lse " + what, lerr / lscale if ok else np.inf, tol)
+
+
 def split(L, parts):
     """Cut points of [0, L) into `parts` uneven blocks."""
     cuts = sorted(set([0, L] + [int(L * (p + 0.37) / parts) for p in range(1, parts)]))
@@ -350,6 +389,7 @@ def main():
                 for causal in (False, True):
                     models = Models(group, heads, causal, workdir)
                     check_forward(report, models, group, heads, causal, rng)
+                    check_far_keys(report, models, group, heads, causal, rng)
                     check_merge_and_backward(report, models, group, heads, causal, rng)
     report.finish()
 

@@ -20,7 +20,8 @@
 //   result (a gradient takes it instead of recomputing it).
 //
 // When every coefficient c_hb ≤ 0 (ScoreCoefficients::allNonPositive, as
-// in the backward), every score is ≤ 0 and a row's self pair scores 0, so
+// in the backward), every score is ≤ 0, and in the self form (no key
+// offset: one token set) a row's self pair scores 0, so
 // the row max is 0: p = exp(s) needs no running max, no horizontal max
 // and no rescale, and heads with equal coefficients share one exp. Each
 // key vector's probabilities are then final as soon as its scores are: a
@@ -86,7 +87,10 @@ public:
       lanes = keyTile;
     keyVectors = keyTile / lanes;
     chunks = splitValueColumns(heads, vType.getDimSize(1), lanes);
-    knownMax = coefs.allNonPositive();
+    // The self pair (j = i, score 0) bounds the row max only when queries
+    // and keys are one token set; the cross form (a key offset) keeps the
+    // running max.
+    knownMax = coefs.allNonPositive() && !op.getKeyOffset();
   }
 
   /// Builds the kernel before `op` and returns the output tensor and,
