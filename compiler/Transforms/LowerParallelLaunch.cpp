@@ -10,6 +10,7 @@
 // The dispatcher calls the runtime's `torsor_parallel_for`, declared
 // extern_weak: when the model is loaded without the runtime (e.g. by a test
 // through ctypes) the symbol is null and the task runs inline, serially.
+// Tasks are `noinline`, so that serial call does not copy the body.
 //
 //===----------------------------------------------------------------------===//
 
@@ -92,6 +93,12 @@ LLVM::LLVMFuncOp createTask(ModuleOp module, OpBuilder &builder,
       LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
                                   {i64, i64, ptr}),
       LLVM::Linkage::Internal);
+  // Never inlined: the dispatcher's serial fallback calls the task
+  // directly, and once LLVM inlines the dispatcher into the model, an
+  // inlinable task would put a second copy of every parallel body into
+  // the serial code, doubling what LLVM optimizes and compiles. The
+  // runtime calls the task through a pointer either way.
+  task.setNoInline(true);
   Block *entry = task.addEntryBlock(builder);
   builder.setInsertionPointToStart(entry);
   SmallVector<Value> operands = {entry->getArgument(0), entry->getArgument(1)};

@@ -3,6 +3,8 @@
 // The launcher call becomes a context struct (allocated once, in the entry
 // block), stores of the captured values and a dispatch through the
 // runtime's weak torsor_parallel_for; the task unpacks and calls the body.
+// The task is never inlined, so the dispatcher's serial fallback does not
+// copy the body into the caller.
 // CHECK-LABEL: llvm.func @caller
 //  CHECK-SAME:   (%[[P:.*]]: !llvm.ptr, %[[N:.*]]: i64, %[[X:.*]]: f32)
 //       CHECK:   %[[CTX:.*]] = llvm.alloca %{{.*}} x !llvm.struct<(ptr, f32)>
@@ -16,6 +18,7 @@
 // CHECK-LABEL: llvm.func internal @body(
 // CHECK-LABEL: llvm.func internal @body_task
 //  CHECK-SAME:   (%[[LO:.*]]: i64, %[[HI:.*]]: i64, %[[C:.*]]: !llvm.ptr)
+//  CHECK-SAME:   attributes {no_inline}
 //       CHECK:   %[[F0:.*]] = llvm.load %{{.*}} : !llvm.ptr -> !llvm.ptr
 //       CHECK:   %[[F1:.*]] = llvm.load %{{.*}} : !llvm.ptr -> f32
 //       CHECK:   llvm.call @body(%[[LO]], %[[HI]], %[[F0]], %[[F1]])
