@@ -72,11 +72,11 @@ private:
   static llvm::hash_code structuralHash(func::FuncOp body) {
     llvm::hash_code hash = hash_value(body.getFunctionType());
     body.getBody().walk([&](Operation *op) {
-      hash = llvm::hash_combine(
-          hash, OperationEquivalence::computeHash(
-                    op, OperationEquivalence::ignoreHashValue,
-                    OperationEquivalence::ignoreHashValue,
-                    OperationEquivalence::IgnoreLocations));
+      hash = llvm::hash_combine(hash,
+                                OperationEquivalence::computeHash(
+                                    op, OperationEquivalence::ignoreHashValue,
+                                    OperationEquivalence::ignoreHashValue,
+                                    OperationEquivalence::IgnoreLocations));
     });
     return hash;
   }
