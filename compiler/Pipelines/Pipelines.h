@@ -2,11 +2,14 @@
 //
 // Each pipeline is one top-to-bottom function (as Halide's Lower.cpp or
 // Triton's make_ttgir) and is also registered as a torsor-opt flag, so any
-// stage can be replayed by hand. The pipelines have three parts, as MLIR's
+// stage can be replayed by hand. The pipelines have parts, as MLIR's
 // GPUToNVVMPipeline and Triton's backends (`add_stages`) split theirs:
 //   common  simplify, the runtime's ABI, geo/lie lowering (CommonPipeline.cpp)
 //   CPU     vector kernels, thread-pool tasks, LLVM (CPUPipeline.cpp)
-//   NVPTX   gpu.launch kernels, NVVM, a cubin from ptxas (NVPTXPipeline.cpp)
+//   GPU     gpu.launch kernels in one gpu.module, and the target-free part
+//           of the LLVM lowering, for every GPU target (GPUPipeline.cpp)
+//   NVPTX   the NVVM part: target, NVVM, a cubin from ptxas
+//           (NVPTXPipeline.cpp); a second GPU target adds such a part
 // torsorc picks the target part through compiler/Target/Target.h.
 //
 //===----------------------------------------------------------------------===//
@@ -113,9 +116,41 @@ void buildCPULoweringPipeline(mlir::OpPassManager &pm,
                               const PipelineOptions &options);
 
 /// lie/geo/linalg on tensors → host code in the LLVM dialect that launches
-/// kernels of an embedded cubin (gpu.binary), for NVIDIA GPUs.
+/// kernels of an embedded cubin (gpu.binary), for NVIDIA GPUs: the
+/// GPU-common parts below around the NVVM part.
 void buildNVPTXLoweringPipeline(mlir::OpPassManager &pm,
                                 const PipelineOptions &options);
+
+//===----------------------------------------------------------------------===//
+// GPU-common part (GPUPipeline.cpp), shared by every GPU target
+//===----------------------------------------------------------------------===//
+
+/// The model ABI with `target`'s GPU strategy, attention, dense
+/// contractions and parallel loops mapped onto gpu.launch kernels, the
+/// rest of the data accesses into one-thread kernels, all outlined into
+/// one gpu.module; fails when host code still touches tensor data.
+void buildGPUMappingPipeline(mlir::OpPassManager &pm,
+                             const PipelineOptions &options,
+                             llvm::StringRef target);
+
+/// Host and kernels to the LLVM dialect where no target is involved
+/// (loops, memref metadata, functions, arithmetic); the target part then
+/// lowers the kernels' gpu ops and math, and the launches.
+void buildGPUToLLVMCommonPipeline(mlir::OpPassManager &pm);
+
+//===----------------------------------------------------------------------===//
+// NVVM part (NVPTXPipeline.cpp)
+//===----------------------------------------------------------------------===//
+
+/// nvvm-attach-target for `gpu-arch`, with the PTX ISA that chip needs.
+void buildNVVMAttachTargetPipeline(mlir::OpPassManager &pm,
+                                   const PipelineOptions &options);
+
+/// Kernels to NVVM (math → libdevice) and a cubin (or PTX, `gpu-format`)
+/// by gpu-module-to-binary, host launches to mgpu* calls, the rest to the
+/// LLVM dialect, and the ABI-2 entry points.
+void buildNVVMBinaryPipeline(mlir::OpPassManager &pm,
+                             const PipelineOptions &options);
 
 /// The CUDA toolkit root: `requested` when given, else $CUDA_HOME, else
 /// /usr/local/cuda.

@@ -6,7 +6,8 @@
 // in the LLVM dialect around `_mlir_ciface_torsor_model`, the C interface
 // the func-to-LLVM lowering generated for the wrapper of torsor-wrap-model.
 // emitManifestFunction adds the third export, `torsor_model_manifest`, once
-// the driver has the manifest text.
+// the driver has the manifest text. The C interfaces and wrappers become
+// internal and always-inline: each trampoline is then one function.
 //
 //===----------------------------------------------------------------------===//
 
@@ -83,6 +84,20 @@ struct TorsorEmitEntry : torsor::impl::TorsorEmitEntryBase<TorsorEmitEntry> {
     std::string prepareCiface = ("_mlir_ciface_" + kPrepareWrapperName).str();
     if (auto prepare = module.lookupSymbol<LLVM::LLVMFuncOp>(prepareCiface))
       emitTrampoline(prepare, kPrepareEntryName);
+
+    // The runtime reaches the wrappers only through the trampolines, so
+    // they are folded into them: the C interface calls its wrapper with one
+    // argument per descriptor field (a thousand for a deep model's
+    // backward), and LLVM's instruction selection is slow on such calls,
+    // and on functions taking that many arguments.
+    for (StringRef wrapper : {kModelWrapperName, kResidualWrapperName,
+                              kBackwardWrapperName, kPrepareWrapperName})
+      for (const std::string &name :
+           {("_mlir_ciface_" + wrapper).str(), wrapper.str()})
+        if (auto function = module.lookupSymbol<LLVM::LLVMFuncOp>(name)) {
+          function.setLinkage(LLVM::Linkage::Internal);
+          function.setAlwaysInline(true);
+        }
     // int32_t torsor_abi_version(void)
     builder.setInsertionPointToEnd(module.getBody());
     auto version =

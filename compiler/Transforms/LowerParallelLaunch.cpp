@@ -10,6 +10,8 @@
 // The dispatcher calls the runtime's `torsor_parallel_for`, declared
 // extern_weak: when the model is loaded without the runtime (e.g. by a test
 // through ctypes) the symbol is null and the task runs inline, serially.
+// Tasks are `noinline`, so that serial call does not copy the body, and
+// the context holds only the arguments the body reads.
 //
 //===----------------------------------------------------------------------===//
 
@@ -74,7 +76,17 @@ LLVM::LLVMFuncOp getOrCreateDispatch(ModuleOp module, OpBuilder &builder) {
   return dispatch;
 }
 
+/// Whether the body reads its argument `i`. Arguments it never reads (the
+/// sizes and strides of a static memref's descriptor, which the lowered
+/// body takes from the type) are not packed into the context: the caller
+/// would store them on every launch and LLVM would compile those stores.
+bool isRead(LLVM::LLVMFuncOp body, unsigned i) {
+  return !body.getArgument(i).use_empty();
+}
+
 /// `void <body>_task(i64 lo, i64 hi, ptr ctx)`: unpack and call the body.
+/// `context` holds the captured arguments the body reads, in order; the
+/// others are passed as poison.
 LLVM::LLVMFuncOp createTask(ModuleOp module, OpBuilder &builder,
                             LLVM::LLVMFuncOp body,
                             LLVM::LLVMStructType context) {
@@ -92,14 +104,26 @@ LLVM::LLVMFuncOp createTask(ModuleOp module, OpBuilder &builder,
       LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
                                   {i64, i64, ptr}),
       LLVM::Linkage::Internal);
+  // Never inlined: the dispatcher's serial fallback calls the task
+  // directly, and once LLVM inlines the dispatcher into the model, an
+  // inlinable task would put a second copy of every parallel body into
+  // the serial code, doubling what LLVM optimizes and compiles. The
+  // runtime calls the task through a pointer either way.
+  task.setNoInline(true);
   Block *entry = task.addEntryBlock(builder);
   builder.setInsertionPointToStart(entry);
   SmallVector<Value> operands = {entry->getArgument(0), entry->getArgument(1)};
-  for (auto [i, type] : llvm::enumerate(context.getBody())) {
-    Value field =
+  int32_t field = 0;
+  for (unsigned i = 2, e = body.getNumArguments(); i < e; ++i) {
+    Type type = body.getArgument(i).getType();
+    if (!isRead(body, i)) {
+      operands.push_back(LLVM::PoisonOp::create(builder, loc, type));
+      continue;
+    }
+    Value address =
         LLVM::GEPOp::create(builder, loc, ptr, context, entry->getArgument(2),
-                            ArrayRef<LLVM::GEPArg>{0, static_cast<int32_t>(i)});
-    operands.push_back(LLVM::LoadOp::create(builder, loc, type, field));
+                            ArrayRef<LLVM::GEPArg>{0, field++});
+    operands.push_back(LLVM::LoadOp::create(builder, loc, type, address));
   }
   LLVM::CallOp::create(builder, loc, body, operands);
   LLVM::ReturnOp::create(builder, loc, ValueRange{});
@@ -131,8 +155,13 @@ struct TorsorLowerParallelLaunch
         return signalPassFailure();
       }
       Location loc = call.getLoc();
+      // Launcher operand k + 1 is the body's argument k + 2.
+      SmallVector<Value> fields;
+      for (auto [k, arg] : llvm::enumerate(call.getArgOperands().drop_front()))
+        if (isRead(body, k + 2))
+          fields.push_back(arg);
       SmallVector<Type> fieldTypes;
-      for (Value arg : call.getArgOperands().drop_front())
+      for (Value arg : fields)
         fieldTypes.push_back(arg.getType());
       auto contextType = LLVM::LLVMStructType::getLiteral(context, fieldTypes);
       LLVM::LLVMFuncOp dispatch = getOrCreateDispatch(module, builder);
@@ -149,8 +178,7 @@ struct TorsorLowerParallelLaunch
           LLVM::AllocaOp::create(builder, loc, ptr, contextType, one);
 
       builder.setInsertionPoint(call);
-      for (auto [i, arg] :
-           llvm::enumerate(call.getArgOperands().drop_front())) {
+      for (auto [i, arg] : llvm::enumerate(fields)) {
         Value field = LLVM::GEPOp::create(
             builder, loc, ptr, contextType, storage,
             ArrayRef<LLVM::GEPArg>{0, static_cast<int32_t>(i)});

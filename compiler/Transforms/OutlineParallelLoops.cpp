@@ -13,6 +13,12 @@
 // struct once everything is in the LLVM dialect, where memref descriptors
 // are plain values.
 //
+// Models repeat themselves (`repeat 6 Layer(x)` unrolls into six copies of
+// each layer's loops, and so does its backward), so a body identical to one
+// already outlined reuses that one's function and launcher: each distinct
+// kernel is lowered, optimized and compiled once, which is most of the
+// compile time of deep models (docs/compiler.md, "Where compile time goes").
+//
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Transforms/Passes.h"
@@ -22,8 +28,12 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/IR/OperationSupport.h"
 #include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/Hashing.h"
 #include "llvm/ADT/SetVector.h"
+
+#include <unordered_map>
 
 namespace torsor {
 #define GEN_PASS_DEF_TORSOROUTLINEPARALLELLOOPS
@@ -35,9 +45,51 @@ using namespace torsor;
 
 namespace {
 
-/// Moves one outermost scf.parallel into its own function and replaces it
-/// with a launcher call.
-void outline(scf::ParallelOp loop, func::FuncOp parent, unsigned index) {
+/// The outlined bodies of the module so far, by a structural hash, each
+/// with its launcher; a new body identical to one of them is dropped and
+/// that one's launcher called instead.
+class OutlinedBodies {
+public:
+  /// The launcher of a body equal to `body` (same type, same ops, same
+  /// attributes, locations aside), or null when `body` is new; then `body`
+  /// and `launcher` are remembered.
+  func::FuncOp findOrAdd(func::FuncOp body, func::FuncOp launcher) {
+    llvm::hash_code hash = structuralHash(body);
+    auto &bucket = seen[static_cast<size_t>(hash)];
+    for (auto [known, knownLauncher] : bucket)
+      if (known.getFunctionType() == body.getFunctionType() &&
+          OperationEquivalence::isRegionEquivalentTo(
+              &known.getBody(), &body.getBody(),
+              OperationEquivalence::IgnoreLocations))
+        return knownLauncher;
+    bucket.push_back({body, launcher});
+    return nullptr;
+  }
+
+private:
+  /// Hash of the type and of every nested op (name, attributes, result
+  /// types); equal bodies hash equally, so only equal hashes are compared.
+  static llvm::hash_code structuralHash(func::FuncOp body) {
+    llvm::hash_code hash = hash_value(body.getFunctionType());
+    body.getBody().walk([&](Operation *op) {
+      hash = llvm::hash_combine(hash,
+                                OperationEquivalence::computeHash(
+                                    op, OperationEquivalence::ignoreHashValue,
+                                    OperationEquivalence::ignoreHashValue,
+                                    OperationEquivalence::IgnoreLocations));
+    });
+    return hash;
+  }
+
+  std::unordered_map<size_t,
+                     SmallVector<std::pair<func::FuncOp, func::FuncOp>, 1>>
+      seen;
+};
+
+/// Moves one outermost scf.parallel into its own function (or reuses an
+/// identical one from `bodies`) and replaces it with a launcher call.
+void outline(scf::ParallelOp loop, func::FuncOp parent, unsigned index,
+             OutlinedBodies &bodies) {
   Location loc = loop.getLoc();
   MLIRContext *context = loop.getContext();
 
@@ -128,6 +180,11 @@ void outline(scf::ParallelOp loop, func::FuncOp parent, unsigned index) {
       builder, loc, (kParallelLauncherPrefix + bodyName).str(),
       builder.getFunctionType(launchTypes, {}));
   launcher.setPrivate();
+  if (func::FuncOp known = bodies.findOrAdd(body, launcher)) {
+    body.erase();
+    launcher.erase();
+    launcher = known;
+  }
 
   // Trip count of the first dim: ceil((ub − lb) / step), steps positive.
   builder.setInsertionPoint(loop);
@@ -145,6 +202,7 @@ struct TorsorOutlineParallelLoops
     : torsor::impl::TorsorOutlineParallelLoopsBase<TorsorOutlineParallelLoops> {
   void runOnOperation() override {
     SmallVector<func::FuncOp> functions(getOperation().getOps<func::FuncOp>());
+    OutlinedBodies bodies;
     for (func::FuncOp function : functions) {
       if (function.isExternal())
         continue;
@@ -157,7 +215,7 @@ struct TorsorOutlineParallelLoops
           loops.push_back(loop);
       });
       for (auto [index, loop] : llvm::enumerate(loops))
-        outline(loop, function, index);
+        outline(loop, function, index, bodies);
     }
     // Fixed-size stack buffers inside loops (a fused kernel's scratch, one
     // per tile) move to their function's entry block. An alloca inside a

@@ -146,7 +146,10 @@ def TorsorOutlineParallelLoops
     other dimensions stay an `scf.parallel` inside), and is replaced by a
     call of the declaration `__torsor_launch_<f>_parallel<N>(trips,
     captured...)`, which `torsor-lower-parallel-launch` turns into a
-    `torsor_parallel_for` call once memrefs are LLVM values. Finally,
+    `torsor_parallel_for` call once memrefs are LLVM values. A body
+    identical to one outlined before (same type and ops, locations aside:
+    a repeated layer's loops) reuses that function and its launcher, so
+    each distinct kernel is compiled once. Finally,
     fixed-size `memref.alloca`s inside loops move to their function's entry
     block, so that per-iteration scratch does not grow the stack (each task
     has its own frame).

@@ -93,3 +93,60 @@ func.func @scratch(%out: memref<?xf32>, %n: index) {
   }
   return
 }
+
+// -----
+
+// Identical loops (a repeated layer's, say) share one outlined body and
+// launcher, here across two functions; a loop that differs (a different
+// constant) gets its own.
+// CHECK-LABEL: func.func @twice
+//       CHECK:   call @__torsor_launch_twice_parallel0(
+//       CHECK:   call @__torsor_launch_twice_parallel0(
+//       CHECK:   call @__torsor_launch_twice_parallel2(
+//   CHECK-NOT:   @twice_parallel1
+// CHECK-LABEL: func.func private @twice_parallel2(
+//       CHECK:   arith.constant 3.000000e+00 : f32
+//   CHECK-NOT:   @twice_parallel1
+// CHECK-LABEL: func.func private @twice_parallel0(
+//       CHECK:   arith.constant 2.000000e+00 : f32
+//   CHECK-NOT:   @twice_parallel1
+// CHECK-LABEL: func.func @again
+//       CHECK:   call @__torsor_launch_twice_parallel0(
+//   CHECK-NOT:   func.func private @again_parallel0(
+func.func @twice(%a: memref<?xf32>, %b: memref<?xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %two = arith.constant 2.0 : f32
+  %three = arith.constant 3.0 : f32
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    %x = memref.load %a[%i] : memref<?xf32>
+    %y = arith.mulf %x, %two : f32
+    memref.store %y, %a[%i] : memref<?xf32>
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    %x = memref.load %b[%i] : memref<?xf32>
+    %y = arith.mulf %x, %two : f32
+    memref.store %y, %b[%i] : memref<?xf32>
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    %x = memref.load %b[%i] : memref<?xf32>
+    %y = arith.mulf %x, %three : f32
+    memref.store %y, %b[%i] : memref<?xf32>
+    scf.reduce
+  }
+  return
+}
+func.func @again(%a: memref<?xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %two = arith.constant 2.0 : f32
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    %x = memref.load %a[%i] : memref<?xf32>
+    %y = arith.mulf %x, %two : f32
+    memref.store %y, %a[%i] : memref<?xf32>
+    scf.reduce
+  }
+  return
+}

@@ -13,6 +13,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/Transforms/InliningUtils.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -24,11 +25,25 @@ using namespace torsor::lie;
 #define GET_ATTRDEF_CLASSES
 #include "dialects/Lie/IR/LieAttrs.cpp.inc"
 
+namespace {
+/// lie ops are pure and region-free, so inlining a call never changes what
+/// they compute. Without this interface the inliner leaves every function
+/// holding a lie op alone: the model stayed a call from its runtime
+/// wrapper, returning every output through one aggregate and copying it.
+struct LieInlinerInterface : public DialectInlinerInterface {
+  using DialectInlinerInterface::DialectInlinerInterface;
+  bool isLegalToInline(Operation *, Region *, bool, IRMapping &) const final {
+    return true;
+  }
+};
+} // namespace
+
 void LieDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "dialects/Lie/IR/LieOps.cpp.inc"
       >();
+  addInterfaces<LieInlinerInterface>();
   registerAttributes();
 }
 
