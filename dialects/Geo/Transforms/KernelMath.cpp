@@ -37,19 +37,28 @@ constexpr double kAtanCoeffs[] = {0.9999999010931311,   -0.33331991127656846,
                                   0.09914338556762493,  -0.059486979053691894,
                                   0.024252784623308613, -0.004693375203889061};
 
+/// The lanes of an f32 scalar (0) or 1-D vector type, the only shapes the
+/// polynomial patterns rewrite; failure for anything else.
+FailureOr<int64_t> f32Lanes(Type type) {
+  auto vector = dyn_cast<VectorType>(type);
+  auto elt = dyn_cast<FloatType>(getElementTypeOrSelf(type));
+  if (!elt || !elt.isF32() || (vector && vector.getRank() != 1))
+    return failure();
+  return vector ? vector.getDimSize(0) : 0;
+}
+
 struct PolynomialAtan2 : OpRewritePattern<math::Atan2Op> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(math::Atan2Op op,
                                 PatternRewriter &rewriter) const override {
     Type type = op.getType();
-    auto vector = dyn_cast<VectorType>(type);
-    auto elt = dyn_cast<FloatType>(getElementTypeOrSelf(type));
-    if (!elt || !elt.isF32() || (vector && vector.getRank() != 1))
+    FailureOr<int64_t> lanes = f32Lanes(type);
+    if (failed(lanes))
       return rewriter.notifyMatchFailure(op,
                                          "only f32 scalars and 1-D vectors");
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    ScalarBuilder m(b, elt, vector ? vector.getDimSize(0) : 0);
+    ScalarBuilder m(b, b.getF32Type(), *lanes);
     Value y = op.getLhs(), x = op.getRhs();
     Value ax = m.abs(x), ay = m.abs(y);
     Value big = m.max(ax, ay), small = m.min(ax, ay);
@@ -83,13 +92,13 @@ struct PolynomialExp : OpRewritePattern<math::ExpOp> {
   LogicalResult matchAndRewrite(math::ExpOp op,
                                 PatternRewriter &rewriter) const override {
     Type type = op.getType();
-    auto vector = dyn_cast<VectorType>(type);
-    auto elt = dyn_cast<FloatType>(getElementTypeOrSelf(type));
-    if (!elt || !elt.isF32() || (vector && vector.getRank() != 1))
+    FailureOr<int64_t> lanes = f32Lanes(type);
+    if (failed(lanes))
       return rewriter.notifyMatchFailure(op,
                                          "only f32 scalars and 1-D vectors");
+    auto vector = dyn_cast<VectorType>(type);
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    ScalarBuilder m(b, elt, vector ? vector.getDimSize(0) : 0);
+    ScalarBuilder m(b, b.getF32Type(), *lanes);
     Type intType = b.getI32Type();
     if (vector)
       intType = VectorType::get(vector.getShape(), intType);
