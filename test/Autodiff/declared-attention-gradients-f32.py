@@ -18,10 +18,9 @@
 # CHECK: ok Sim2
 # CHECK: all f32 declared-group attention gradients match f64
 import numpy as np
-import torsor
-from scipy.linalg import expm
 
 from declared_gradients import generators, model_text, poses
+from gradcheck import torsor  # the package, from the source tree's python/
 
 NEAR_PI = np.pi - 1e-2
 GROUPS = {
