@@ -453,6 +453,30 @@ def TorsorTestMatrixFunctions
                            "::mlir::tensor::TensorDialect"];
 }
 
+def TorsorTestKernelMath : Pass<"torsor-test-kernel-math", "::mlir::ModuleOp"> {
+  let summary = "Test only: rewrite every math op with the fused kernels' "
+                "polynomial f32 forms";
+  let description = [{
+    Lets test/Numerics/kernel-math.py measure the branch-free f32 math of
+    dialects/Geo/Transforms/KernelMath.h (exp, expm1, log, log1p, atan2)
+    over the whole f32 range: fused attention kernels apply it only to
+    their own ops, this pass to every math op of the module. f64 ops and
+    the ops the patterns do not cover keep libm.
+
+    Before:
+    ```mlir
+    %y = math.expm1 %x : f32
+    ```
+    After:
+    ```mlir
+    %p = math.fma %x, %c, %c1 : f32   // ... x·P(x) and e^x − 1, selected
+    %y = arith.select %small, %series, %direct : f32
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect"];
+}
+
 def GeoRelationalizeAttention
     : Pass<"geo-relationalize-attention", "::mlir::ModuleOp"> {
   let summary = "Rewrite standard multi-head attention into "

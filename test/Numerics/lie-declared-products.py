@@ -46,12 +46,9 @@ import mpmath
 
 from lie_reference import GroupSpec, declared_attr as attr, mp_polar, run_group_suite
 from torsor_testing import CompiledModule, Report, dps_function
-
-
-def unit(n, i, j, v=1.0):
-    m = np.zeros((n, n))
-    m[i, j] = v
-    return m
+from declared_fixtures import (batched_expm, check_default_accepts, check_dist2_near_pi,
+                               check_rejected, compile_ops, hat_of, near_pi_thetas,
+                               unit, unit_axis)
 
 
 def hat3(n, axis, at=0):
@@ -64,10 +61,6 @@ def rot2(n, at=0):
     return unit(n, at + 1, at) - unit(n, at, at + 1)
 
 
-def hat_of(gens, v):
-    return sum(float(c) * g for c, g in zip(v, gens))
-
-
 def vee_of(gens):
     G = np.array([[np.sum(a * b) for b in gens] for a in gens])
     dual = np.tensordot(np.linalg.inv(G), np.array(gens), 1)
@@ -77,11 +70,6 @@ def vee_of(gens):
         return [sum(float(D[i, j]) * X[i, j] for i in range(n) for j in range(n) if D[i, j])
                 for D in dual]
     return vee
-
-
-def unit_axis(rng):
-    a = rng.standard_normal(3)
-    return a / np.linalg.norm(a)
 
 
 # --- the groups -------------------------------------------------------------------
@@ -201,78 +189,15 @@ report = Report("direct sums in f32 near pi")
 rng = np.random.default_rng(3)
 
 
-def compile_ops(name, dtype):
-    gens, blocks, _, _ = GROUPS[name]
-    n = len(gens[0])
-    a = attr(name, gens, blocks)
-    lam = ", ".join("%.17g" % (0.5 + i) for i in range(len(blocks)))
-    t = lambda shape: "tensor<%s>" % "x".join(shape + [dtype])
-    G = ([None, n, n], dtype)
-    S = ([None], dtype)
-    text = "\n".join([
-        dps_function("residual", [G], [S], lambda x: (
-            "  %%r = lie.membership_residual %s {group = %s} : %s -> %s"
-            % (x[0], a, t(["?", str(n), str(n)]), t(["?"])), ["%r"])),
-        dps_function("dist2", [G, G], [S], lambda x: (
-            "  %%r = lie.dist2 %s, %s {group = %s, lambda = array<f64: %s>} : %s -> %s"
-            % (x[0], x[1], a, lam, t(["?", str(n), str(n)]), t(["?"])), ["%r"])),
-    ])
-    return CompiledModule(text), [0.5 + i for i in range(len(blocks))]
-
-
-def batched_expm(X):
-    """exp of many matrices: scaling and squaring with a degree-18 Taylor
-    polynomial, in NumPy f64."""
-    norm = np.max(np.abs(X).sum(axis=-1), axis=-1)
-    s = np.maximum(0, np.ceil(np.log2(np.maximum(norm, 1e-300) / 0.5))).astype(int)
-    Y = X / (2.0 ** s)[:, None, None]
-    n = X.shape[-1]
-    E = np.broadcast_to(np.eye(n), X.shape).copy()
-    term = E.copy()
-    for j in range(1, 19):
-        term = term @ Y / j
-        E = E + term
-    for i in range(int(s.max())):
-        sq = E @ E
-        E = np.where((s > i)[:, None, None], sq, E)
-    return E
-
-
 for name, (gens, blocks, _, rots) in GROUPS.items():
     n = len(gens[0])
-    mod, lam = compile_ops(name, "f32")
-    worst_near = worst_far = 0.0
-    for delta in (1e-2, 1e-3, 1e-4 - 1e-12, 1e-5, 1e-6, 1e-7):
-        vs = [coords_at_angle(name, rng, np.pi - delta) for _ in range(32)]
-        g = np.ascontiguousarray(np.array([scipy.linalg.expm(hat_of(gens, v))
-                                           for v in vs]).astype(np.float32))
-        eye = np.ascontiguousarray(np.broadcast_to(np.eye(n, dtype=np.float32), g.shape))
-        d = np.zeros(len(g), np.float32)
-        mod.call("dist2", eye, g, d)
-        truth = []
-        for v in vs:
-            at, s = 0, 0.0
-            for (_, size), l in zip(blocks, lam):
-                s += l * float(np.sum(np.asarray(v[at:at + size]) ** 2))
-                at += size
-            truth.append(s)
-        err = float(np.max(np.abs(d - truth) / np.abs(truth)))
-        if delta < 1e-4:
-            worst_near = max(worst_near, err)
-        else:
-            worst_far = max(worst_far, err)
-    report.check("f32 %s dist2(I, g), pi - theta in [1e-7, 1e-4) (rel)" % name, worst_near, 1e-4)
-    report.check("f32 %s dist2(I, g), pi - theta in [1e-4, 1e-2] (rel)" % name, worst_far, 1e-5)
+    mod, lam = compile_ops(name, gens, blocks, "f32")
+    check_dist2_near_pi(report, name, mod, gens, blocks, lam, coords_at_angle, rng, 32)
 
     count = 20000
-    thetas = np.concatenate([np.pi - 10.0 ** rng.uniform(-7, -2, count // 5),
-                             rng.uniform(0, np.pi, count - count // 5)])
-    vs = np.array([coords_at_angle(name, rng, th) for th in thetas])
-    g = np.ascontiguousarray(batched_expm(np.tensordot(vs, np.array(gens), 1)).astype(np.float32))
-    r = np.zeros(count, np.float32)
-    mod.call("residual", g, r)
-    report.check("f32 %s default check: valid elements with residual > 1e-4 (count of %d)"
-                 % (name, count), float(np.sum(~(r <= 1e-4))), 0)
+    vs = np.array([coords_at_angle(name, rng, th) for th in near_pi_thetas(rng, count)])
+    check_default_accepts(report, name, mod,
+                          batched_expm(np.tensordot(vs, np.array(gens), 1)))
 
     base = scipy.linalg.expm(hat_of(gens, coords_at_angle(name, rng, 1.0)))
     bad = []
@@ -290,9 +215,5 @@ for name, (gens, blocks, _, rots) in GROUPS.items():
     bad.append(("an entry outside the blocks", coupled))
     off = base + 1e-3 * rng.standard_normal(base.shape)
     bad.append(("1e-3 off the manifold", off))
-    for label, m_ in bad:
-        r = np.zeros(1, np.float32)
-        mod.call("residual", np.ascontiguousarray(m_[None].astype(np.float32)), r)
-        report.check("f32 %s %s rejected (residual > 1e-4 or NaN; 1 = not)" % (name, label),
-                     0.0 if not r[0] <= 1e-4 else 1.0, 0)
+    check_rejected(report, name, mod, bad)
 report.finish()

@@ -14,6 +14,15 @@
 // range), 2^k added to the exponent bits; 0 below ln(FLT_MIN), +∞ above
 // ln(FLT_MAX), NaN in → NaN out.
 //
+// log, log1p and expm1 serve the pair forms of the groups whose closed
+// forms need them (Aff(2) and GL⁺(2) logs, Sim(2)'s |φ(w)|², Sim(3)): a
+// libm call there is made once per SIMD lane, in scalar code. log by
+// fdlibm's logf reduction, log1p as that log of fl(1 + x) plus the
+// rounding correction, expm1 by its Taylor polynomial on |x| ≤ 1 and
+// e^x − 1 (the exp above) beyond. Max errors over the f32 range
+// (test/Numerics/kernel-math.py): log 0.85 ulp, log1p 1.44 ulp, expm1
+// 1.6 ulp; expm1 and log1p return tiny x bit for bit.
+//
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Geo/Transforms/KernelMath.h"
@@ -136,10 +145,174 @@ struct PolynomialExp : OpRewritePattern<math::ExpOp> {
   }
 };
 
+/// Integer helpers for the bit-level steps of the log pattern: i32 values
+/// of the same shape (scalar or vector) as the f32 operand.
+struct IntBits {
+  ImplicitLocOpBuilder &b;
+  Type floatType, intType;
+
+  IntBits(ImplicitLocOpBuilder &b, Type floatType)
+      : b(b), floatType(floatType) {
+    intType = b.getI32Type();
+    if (auto vector = dyn_cast<VectorType>(floatType))
+      intType = VectorType::get(vector.getShape(), intType);
+  }
+  Value c(int32_t v) {
+    TypedAttr value = b.getI32IntegerAttr(v);
+    if (auto vector = dyn_cast<VectorType>(intType))
+      value = DenseElementsAttr::get(vector, value);
+    return arith::ConstantOp::create(b, intType, value);
+  }
+  Value bits(Value x) { return arith::BitcastOp::create(b, intType, x); }
+  Value fromBits(Value i) { return arith::BitcastOp::create(b, floatType, i); }
+};
+
+/// ln x for f32 x (a scalar or 1-D vector value) by fdlibm's logf reduction:
+/// x = 2^k·u with u ∈ [√½, √2) read off the bits (subnormal x first scaled
+/// by 2²³), f = u − 1 (exact), s = f/(2 + f) and
+///   ln u = f − (f²/2 − s·(f²/2 + R(s²))),
+/// R a degree-4 polynomial in s² (fdlibm's minimax Lg1…Lg4, error below
+/// 2⁻³⁴ on |s| ≤ 0.1716), then + k·ln 2 in two parts. f is exact and the
+/// correction is at most f/5, so ln u keeps its relative accuracy next to
+/// x = 1 (ln 1 = 0 exactly). 0 → −∞, negative → NaN, +∞ → +∞, NaN → NaN.
+Value buildPolynomialLog(ImplicitLocOpBuilder &b, ScalarBuilder &m, Value x) {
+  Type type = x.getType();
+  IntBits ints(b, type);
+  // Subnormals: scale by 2²³ so that the exponent bits hold the binade.
+  Value sub = m.lt(x, m.c(1.1754943508222875e-38));
+  Value xs = m.select(sub, m.mul(x, m.c(8388608.0)), x);
+  // ix = bits(xs) − bits(√½): its exponent field is k and its mantissa,
+  // re-based at √½, gives u ∈ [√½, √2).
+  Value ix = arith::SubIOp::create(b, ints.bits(xs), ints.c(0x3f3504f3));
+  Value k = arith::ShRSIOp::create(b, ix, ints.c(23));
+  Value ubits = arith::AddIOp::create(
+      b, arith::AndIOp::create(b, ix, ints.c(0x007fffff)), ints.c(0x3f3504f3));
+  Value u = ints.fromBits(ubits);
+  Value dk = arith::SIToFPOp::create(b, type, k);
+  dk = m.select(sub, m.sub(dk, m.c(23.0)), dk);
+  Value f = m.sub(u, m.c(1.0));
+  Value s = m.div(f, m.add(m.c(2.0), f));
+  Value z = m.sqr(s);
+  // fdlibm's Lg1…Lg4 (0xaaaaaa.0p-24, 0xccce13.0p-25, 0x91e9ee.0p-25,
+  // 0xf89e26.0p-26).
+  Value r = m.mul(z, m.poly(z, {0.66666662693, 0.40000972152, 0.28498786688,
+                                0.24279078841}));
+  Value hfsq = m.mul(m.c(0.5), m.sqr(f));
+  Value lnU = m.sub(f, m.sub(hfsq, m.mul(s, m.add(hfsq, r))));
+  // k·ln 2 = k·ln2Hi (exact: ln2Hi has 16 significant bits) + k·ln2Lo.
+  Value y = m.add(m.fma(dk, m.c(9.0580006145e-06), lnU),
+                  m.mul(dk, m.c(6.9313812256e-01)));
+  double inf = std::numeric_limits<double>::infinity();
+  y = m.select(m.lt(x, m.c(0.0)), m.c(std::numeric_limits<double>::quiet_NaN()),
+               y);
+  y = m.select(arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, x, m.c(0.0)),
+               m.c(-inf), y);
+  y = m.select(arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, x, m.c(inf)),
+               m.c(inf), y);
+  // NaN in, NaN out (the bit steps would make a number of it).
+  Value unordered = arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, x, x);
+  return m.select(unordered, x, y);
+}
+
+/// The lanes of an f32 1-D vector type; failure for scalars and anything
+/// else. log, log1p and expm1 are rewritten on vectors only: a libm call
+/// per SIMD lane is what they cost there, while a scalar op (the lse's log
+/// per row and head, the GPU's per-thread code) keeps the correctly
+/// rounded libm or libdevice function.
+FailureOr<int64_t> f32VectorLanes(Type type) {
+  FailureOr<int64_t> lanes = f32Lanes(type);
+  if (failed(lanes) || *lanes == 0)
+    return failure();
+  return lanes;
+}
+
+struct PolynomialLog : OpRewritePattern<math::LogOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(math::LogOp op,
+                                PatternRewriter &rewriter) const override {
+    FailureOr<int64_t> lanes = f32VectorLanes(op.getType());
+    if (failed(lanes))
+      return rewriter.notifyMatchFailure(op, "only f32 1-D vectors");
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    ScalarBuilder m(b, b.getF32Type(), *lanes);
+    rewriter.replaceOp(op, buildPolynomialLog(b, m, op.getOperand()));
+    return success();
+  }
+};
+
+/// log1p x = ln u + c with u = fl(1 + x) and c = (1 + x − u)/u the first-
+/// order correction for the rounding of u; 1 + x − u is exact (Fast2Sum,
+/// ordered by |x| ≶ 1). Tiny x: u = 1, ln u = 0 and the result is x
+/// itself. −1 → −∞, below −1 → NaN, +∞ → +∞, NaN → NaN.
+struct PolynomialLog1p : OpRewritePattern<math::Log1pOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(math::Log1pOp op,
+                                PatternRewriter &rewriter) const override {
+    FailureOr<int64_t> lanes = f32VectorLanes(op.getType());
+    if (failed(lanes))
+      return rewriter.notifyMatchFailure(op, "only f32 1-D vectors");
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    ScalarBuilder m(b, b.getF32Type(), *lanes);
+    Value x = op.getOperand(), one = m.c(1.0);
+    Value u = m.add(one, x);
+    Value err = m.select(m.gt(x, one), m.sub(one, m.sub(u, x)),
+                         m.sub(x, m.sub(u, one)));
+    Value lnU = buildPolynomialLog(b, m, u);
+    Value y = m.add(lnU, m.div(err, u));
+    // u = 0 (x = −1) and u = +∞ make c 0/0 or ∞ − ∞: ln u alone is right.
+    double inf = std::numeric_limits<double>::infinity();
+    Value edge = arith::OrIOp::create(
+        b, arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, u, m.c(0.0)),
+        arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, u, m.c(inf)));
+    y = m.select(edge, lnU, y);
+    // u = 1: |x| ≤ 2⁻²⁴ and log1p x = x to within x²/2 (this keeps −0).
+    y = m.select(arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, u, one), x,
+                 y);
+    rewriter.replaceOp(op, y);
+    return success();
+  }
+};
+
+/// expm1(x)/x ≈ Σ_k 1/(k+1)! xᵏ to degree 10 on |x| ≤ 1: truncation below
+/// 1/12!·e < 6e-9 relative (expm1(x)/x ≥ 0.63 there).
+constexpr double kExpm1Coeffs[] = {1.0,           1.0 / 2,       1.0 / 6,
+                                   1.0 / 24,      1.0 / 120,     1.0 / 720,
+                                   1.0 / 5040,    1.0 / 40320,   1.0 / 362880,
+                                   1.0 / 3628800, 1.0 / 39916800};
+
+/// expm1 x = x·P(x) for |x| ≤ 1 (relative accuracy down to the smallest
+/// subnormal: tiny x gives x·1 exactly), e^x − 1 beyond, where the
+/// subtraction does not cancel (e^x/|e^x − 1| ≤ 1.6 for |x| ≥ 1) and e^x
+/// is the polynomial exp above. +∞ → +∞, −∞ → −1, NaN → NaN.
+struct PolynomialExpm1 : OpRewritePattern<math::ExpM1Op> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(math::ExpM1Op op,
+                                PatternRewriter &rewriter) const override {
+    FailureOr<int64_t> lanes = f32VectorLanes(op.getType());
+    if (failed(lanes))
+      return rewriter.notifyMatchFailure(op, "only f32 1-D vectors");
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    ScalarBuilder m(b, b.getF32Type(), *lanes);
+    Value x = op.getOperand();
+    Value series = m.mul(x, m.poly(x, kExpm1Coeffs));
+    // The math.exp is rewritten by PolynomialExp in the same greedy run.
+    Value direct = m.sub(m.exp(x), m.c(1.0));
+    Value small =
+        arith::CmpFOp::create(b, arith::CmpFPredicate::OLE, m.abs(x), m.c(1.0));
+    rewriter.replaceOp(op, m.select(small, series, direct));
+    return success();
+  }
+};
+
 } // namespace
 
 void torsor::geo::populateKernelMathPatterns(RewritePatternSet &patterns) {
   patterns.add<PolynomialAtan2>(patterns.getContext());
+  patterns.add<PolynomialLog, PolynomialLog1p, PolynomialExpm1>(
+      patterns.getContext());
   // f32 exp: PolynomialExp (16 vector ops, no rounding instruction and no
   // integer conversion); MLIR's polynomial for anything else.
   patterns.add<PolynomialExp>(patterns.getContext(), /*benefit=*/2);

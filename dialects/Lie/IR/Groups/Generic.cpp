@@ -277,10 +277,8 @@ Scalars GenericGroupModel::extract(ValueRange big) const {
   return g;
 }
 
-/// Σ_j a[i·cols + j]·x_j for every row i of a constant matrix `a`, without
-/// the products by 0 and ±1.
-static Scalars applyConstant(ScalarBuilder &m, ArrayRef<double> a,
-                             unsigned rows, ValueRange x) {
+Scalars torsor::lie::applyConstant(ScalarBuilder &m, ArrayRef<double> a,
+                                   unsigned rows, ValueRange x) {
   unsigned cols = x.size();
   Scalars y(rows);
   for (unsigned i = 0; i < rows; ++i) {
@@ -301,6 +299,33 @@ static Scalars applyConstant(ScalarBuilder &m, ArrayRef<double> a,
 
 Scalars GenericGroupModel::fromHost(ScalarBuilder &m, ValueRange wB) const {
   return applyConstant(m, structure.fromBuiltin, dim, wB);
+}
+
+Value GenericGroupModel::buildOutsideSpan(
+    ScalarBuilder &m, ValueRange wB,
+    ArrayRef<std::pair<const std::vector<algebra::Matrix> *, unsigned>> hosts)
+    const {
+  Scalars back = applyConstant(m, structure.toBuiltin, structure.builtinDim,
+                               fromHost(m, wB));
+  Value sum = m.c(0.0);
+  for (auto [basis, offset] : hosts) {
+    if (basis->empty())
+      continue;
+    unsigned entries = (*basis)[0].size();
+    for (unsigned e = 0; e < entries; ++e) {
+      Value x;
+      for (unsigned i = 0; i < basis->size(); ++i) {
+        double c = (*basis)[i][e];
+        if (c == 0)
+          continue;
+        Value o = m.sub(wB[offset + i], back[offset + i]);
+        x = x ? m.fma(m.c(c), o, x) : m.mul(m.c(c), o);
+      }
+      if (x)
+        sum = m.fma(x, x, sum);
+    }
+  }
+  return m.sqrt(sum);
 }
 
 Scalars GenericGroupModel::mixBlockNorms(ScalarBuilder &m,
@@ -478,27 +503,12 @@ Value GenericGroupModel::buildMembershipResidual(ScalarBuilder &m,
     unsigned kB = structure.builtinDim;
     if (kB == dim)
       return residual;
-    Scalars wB = host->buildLog(m, big);
-    Scalars back = applyConstant(m, structure.toBuiltin, kB, fromHost(m, wB));
     const algebra::BuiltinAlgebra *basis = nullptr;
     for (const algebra::BuiltinAlgebra &b : algebra::getBuiltinAlgebras())
       if (b.name == structure.builtin)
         basis = &b;
-    unsigned bigN = structure.builtinN;
-    Value sum = m.c(0.0);
-    for (unsigned e = 0; e < bigN * bigN; ++e) {
-      Value x;
-      for (unsigned i = 0; i < kB; ++i) {
-        double c = basis->basis[i][e];
-        if (c == 0)
-          continue;
-        Value o = m.sub(wB[i], back[i]);
-        x = x ? m.fma(m.c(c), o, x) : m.mul(m.c(c), o);
-      }
-      if (x)
-        sum = m.fma(x, x, sum);
-    }
-    return m.max(residual, m.sqrt(sum));
+    return m.max(residual, buildOutsideSpan(m, host->buildLog(m, big),
+                                            {{&basis->basis, 0u}}));
   }
   // The general log, not the unipotent series: the input is exactly what
   // is in question, and the finite series is only the log of unipotent

@@ -142,6 +142,15 @@ private:
   Scalars fromHost(ScalarBuilder &m, mlir::ValueRange wB) const;
   /// Declared block norms Σ_β c_bβ N_β from the host's block norms.
   Scalars mixBlockNorms(ScalarBuilder &m, mlir::ValueRange hostNorms) const;
+  /// ‖Σ_i o_i B_i‖_F for o = w_B − T T⁺ w_B, B_i the host basis matrices:
+  /// the part of host coordinates w_B outside the declared span, which the
+  /// membership residual of a subalgebra adds. `hosts` gives each host's
+  /// basis and the offset of its coordinates in w_B (one host, or one per
+  /// factor of a direct sum).
+  mlir::Value buildOutsideSpan(
+      ScalarBuilder &m, mlir::ValueRange wB,
+      llvm::ArrayRef<std::pair<const std::vector<algebra::Matrix> *, unsigned>>
+          hosts) const;
   // A direct sum of factors (Product.cpp); each builds the whole element
   // from its factors' blocks, identity outside them.
   /// The entries of `g` (n×n) in factor c's rows and columns.
@@ -209,6 +218,11 @@ private:
   std::vector<const GroupModel *> factorHosts;
   algebra::Recognition structure;
 };
+
+/// Σ_j a[i·cols + j]·x_j for every row i of a constant row-major matrix
+/// `a` (cols = x.size()), without the products by 0 and ±1.
+Scalars applyConstant(ScalarBuilder &m, llvm::ArrayRef<double> a, unsigned rows,
+                      mlir::ValueRange x);
 
 } // namespace torsor::lie
 

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <sstream>
 
 using namespace torsor::lie::algebra;
@@ -157,6 +158,88 @@ std::vector<double> solveBlockMix(const Matrix &t, unsigned k,
   return mix;
 }
 
+/// T⁺ = (TᵀT)⁻¹Tᵀ (k × kB) of T (kB × k, full column rank): exact on
+/// T's image.
+Matrix pseudoInverse(const Matrix &t, unsigned kB, unsigned k) {
+  Matrix tt(k * k, 0.0);
+  for (unsigned a = 0; a < k; ++a)
+    for (unsigned c = 0; c < k; ++c)
+      for (unsigned i = 0; i < kB; ++i)
+        tt[a * k + c] += t[i * k + a] * t[i * k + c];
+  Matrix ttInv = invertSymmetric(k, tt);
+  Matrix pinv(k * kB, 0.0);
+  for (unsigned a = 0; a < k; ++a)
+    for (unsigned i = 0; i < kB; ++i)
+      for (unsigned c = 0; c < k; ++c)
+        pinv[a * kB + i] += ttInv[a * k + c] * t[i * k + c];
+  return pinv;
+}
+
+/// The host coordinates w_B of an algebra element X (n×n, row-major);
+/// raises `err` to X's relative distance from the host's span (and, for a
+/// direct sum, from the blocks).
+using HostCoordinates =
+    std::function<std::vector<double>(const Matrix &x, double &err)>;
+
+/// The numerical verification both identifications share, on 8 fixed
+/// pseudo-random elements X = Σ v_a E_a (four with |v_a| ≤ 1, four with
+/// |v_a| ≤ 1e-3): X's host coordinates w_B (`hostCoords`, which also
+/// measures the containment), the round trip T⁺w_B = v, and, when `r` is
+/// block-isotropic, the block-norm identity Σ_b λ_b‖v_b‖² = Σ_b λ_b Σ_β
+/// c_bβ‖w_B,β‖² for random λ. Returns the largest relative error.
+double verifyIdentification(const std::vector<Matrix> &gens, unsigned n,
+                            const Recognition &r,
+                            const std::vector<unsigned> &declSizes,
+                            const std::vector<unsigned> &hostSizes,
+                            const HostCoordinates &hostCoords) {
+  unsigned k = gens.size(), kB = r.builtinDim;
+  Lcg rng;
+  double err = 0;
+  for (int trial = 0; trial < 8; ++trial) {
+    std::vector<double> v(k);
+    for (double &x : v)
+      x = rng.next() * (trial < 4 ? 1.0 : 1e-3);
+    Matrix x(n * n, 0.0);
+    for (unsigned a = 0; a < k; ++a)
+      for (unsigned e = 0; e < n * n; ++e)
+        x[e] += v[a] * gens[a][e];
+    std::vector<double> wB = hostCoords(x, err);
+    double vn = 0, dv = 0;
+    for (unsigned a = 0; a < k; ++a) {
+      double back = 0;
+      for (unsigned i = 0; i < kB; ++i)
+        back += r.fromBuiltin[a * kB + i] * wB[i];
+      dv += (back - v[a]) * (back - v[a]);
+      vn += v[a] * v[a];
+    }
+    err = std::max(err, std::sqrt(dv / vn));
+    if (!r.isBlockIsotropic())
+      continue;
+    // Σ_b λ_b ‖v_b‖² against Σ_b λ_b Σ_β c_bβ ‖w_B,β‖².
+    std::vector<double> nB;
+    unsigned off = 0;
+    for (unsigned size : hostSizes) {
+      double s = 0;
+      for (unsigned i = off; i < off + size; ++i)
+        s += wB[i] * wB[i];
+      nB.push_back(s);
+      off += size;
+    }
+    double lhs = 0, rhs = 0;
+    off = 0;
+    for (unsigned bi = 0; bi < declSizes.size(); ++bi) {
+      double lambda = 1.5 + rng.next();
+      for (unsigned a = off; a < off + declSizes[bi]; ++a)
+        lhs += lambda * v[a] * v[a];
+      off += declSizes[bi];
+      for (unsigned beta = 0; beta < nB.size(); ++beta)
+        rhs += lambda * r.blockMix[bi * nB.size() + beta] * nB[beta];
+    }
+    err = std::max(err, std::abs(lhs - rhs) / lhs);
+  }
+  return err;
+}
+
 /// Tries one built-in; fills `r` and returns true when it contains the
 /// declared algebra. `nearest` keeps the smallest containment residual.
 bool tryBuiltin(const Facts &facts, const std::vector<unsigned> &declSizes,
@@ -189,18 +272,7 @@ bool tryBuiltin(const Facts &facts, const std::vector<unsigned> &declSizes,
   if (!(worst <= kSpanTolerance))
     return false;
 
-  // T⁺ = (TᵀT)⁻¹Tᵀ.
-  Matrix tt(k * k, 0.0);
-  for (unsigned a = 0; a < k; ++a)
-    for (unsigned c = 0; c < k; ++c)
-      for (unsigned i = 0; i < kB; ++i)
-        tt[a * k + c] += t[i * k + a] * t[i * k + c];
-  Matrix ttInv = invertSymmetric(k, tt);
-  Matrix pinv(k * kB, 0.0);
-  for (unsigned a = 0; a < k; ++a)
-    for (unsigned i = 0; i < kB; ++i)
-      for (unsigned c = 0; c < k; ++c)
-        pinv[a * kB + i] += ttInv[a * k + c] * t[i * k + c];
+  Matrix pinv = pseudoInverse(t, kB, k);
 
   r = Recognition();
   r.kind = Recognition::Embedded;
@@ -221,53 +293,15 @@ bool tryBuiltin(const Facts &facts, const std::vector<unsigned> &declSizes,
   // Verification on pseudo-random elements: X = Σ v_a E_a embedded, its
   // built-in coordinates w_B (least squares), back through T⁺ to v; and
   // the block norms for random λ.
-  Lcg rng;
-  double err = 0;
-  for (int trial = 0; trial < 8; ++trial) {
-    std::vector<double> v(k);
-    for (double &x : v)
-      x = rng.next() * (trial < 4 ? 1.0 : 1e-3);
-    Matrix x(n * n, 0.0);
-    for (unsigned a = 0; a < k; ++a)
-      for (unsigned e = 0; e < n * n; ++e)
-        x[e] += v[a] * facts.generators[a][e];
-    double res = 0;
-    std::vector<double> wB =
-        coordinates(b.basis, gramInv, embed(x, n, b.n), &res);
-    err = std::max(err, res);
-    double vn = 0, dv = 0;
-    for (unsigned a = 0; a < k; ++a) {
-      double back = 0;
-      for (unsigned i = 0; i < kB; ++i)
-        back += pinv[a * kB + i] * wB[i];
-      dv += (back - v[a]) * (back - v[a]);
-      vn += v[a] * v[a];
-    }
-    err = std::max(err, std::sqrt(dv / vn));
-    if (!r.isBlockIsotropic())
-      continue;
-    // Σ_b λ_b ‖v_b‖² against Σ_b λ_b Σ_β c_bβ ‖w_B,β‖².
-    std::vector<double> nB;
-    unsigned off = 0;
-    for (unsigned size : b.blockSizes) {
-      double s = 0;
-      for (unsigned i = off; i < off + size; ++i)
-        s += wB[i] * wB[i];
-      nB.push_back(s);
-      off += size;
-    }
-    double lhs = 0, rhs = 0;
-    off = 0;
-    for (unsigned bi = 0; bi < declSizes.size(); ++bi) {
-      double lambda = 1.5 + rng.next();
-      for (unsigned a = off; a < off + declSizes[bi]; ++a)
-        lhs += lambda * v[a] * v[a];
-      off += declSizes[bi];
-      for (unsigned beta = 0; beta < nB.size(); ++beta)
-        rhs += lambda * r.blockMix[bi * nB.size() + beta] * nB[beta];
-    }
-    err = std::max(err, std::abs(lhs - rhs) / lhs);
-  }
+  double err =
+      verifyIdentification(facts.generators, n, r, declSizes, b.blockSizes,
+                           [&](const Matrix &x, double &err) {
+                             double res = 0;
+                             std::vector<double> wB = coordinates(
+                                 b.basis, gramInv, embed(x, n, b.n), &res);
+                             err = std::max(err, res);
+                             return wB;
+                           });
   r.verifyError = err;
   if (!(err <= kVerifyTolerance)) {
     r = Recognition();
@@ -594,17 +628,7 @@ Recognition recognizeProduct(const Facts &facts,
       }
     }
   }
-  Matrix tt(k * k, 0.0);
-  for (unsigned a = 0; a < k; ++a)
-    for (unsigned c = 0; c < k; ++c)
-      for (unsigned i = 0; i < kB; ++i)
-        tt[a * k + c] += t[i * k + a] * t[i * k + c];
-  Matrix ttInv = invertSymmetric(k, tt);
-  Matrix pinv(k * kB, 0.0);
-  for (unsigned a = 0; a < k; ++a)
-    for (unsigned i = 0; i < kB; ++i)
-      for (unsigned c = 0; c < k; ++c)
-        pinv[a * kB + i] += ttInv[a * k + c] * t[i * k + c];
+  Matrix pinv = pseudoInverse(t, kB, k);
   r.toBuiltin = t;
   r.fromBuiltin = pinv;
   r.blockMix = solveBlockMix(t, k, declSizes, hostSizes);
@@ -620,63 +644,26 @@ Recognition recognizeProduct(const Facts &facts,
     for (unsigned i : f.indices)
       for (unsigned j : f.indices)
         inBlock[i * n + j] = true;
-  Lcg rng;
-  double err = 0;
-  for (int trial = 0; trial < 8; ++trial) {
-    std::vector<double> v(k);
-    for (double &x : v)
-      x = rng.next() * (trial < 4 ? 1.0 : 1e-3);
-    Matrix x(n * n, 0.0);
-    for (unsigned a = 0; a < k; ++a)
-      for (unsigned e = 0; e < n * n; ++e)
-        x[e] += v[a] * gens[a][e];
-    double xn = frobeniusNorm(x), off = 0;
-    for (unsigned e = 0; e < n * n; ++e)
-      if (!inBlock[e])
-        off += x[e] * x[e];
-    err = std::max(err, std::sqrt(off) / (xn > 0 ? xn : 1));
-    std::vector<double> wB;
-    for (unsigned c = 0; c < r.factors.size(); ++c) {
-      const Factor &f = r.factors[c];
-      double res = 0;
-      std::vector<double> w = coordinates(
-          f.hostBasis, hostGramInv[c],
-          embed(restrictTo(x, n, f.indices), f.indices.size(), f.hostN), &res);
-      err = std::max(err, res);
-      wB.insert(wB.end(), w.begin(), w.end());
-    }
-    double vn = 0, dv = 0;
-    for (unsigned a = 0; a < k; ++a) {
-      double back = 0;
-      for (unsigned i = 0; i < kB; ++i)
-        back += pinv[a * kB + i] * wB[i];
-      dv += (back - v[a]) * (back - v[a]);
-      vn += v[a] * v[a];
-    }
-    err = std::max(err, std::sqrt(dv / vn));
-    if (!r.isBlockIsotropic())
-      continue;
-    std::vector<double> nB;
-    unsigned off2 = 0;
-    for (unsigned size : hostSizes) {
-      double s = 0;
-      for (unsigned i = off2; i < off2 + size; ++i)
-        s += wB[i] * wB[i];
-      nB.push_back(s);
-      off2 += size;
-    }
-    double lhs = 0, rhs = 0;
-    off2 = 0;
-    for (unsigned bi = 0; bi < declSizes.size(); ++bi) {
-      double lambda = 1.5 + rng.next();
-      for (unsigned a = off2; a < off2 + declSizes[bi]; ++a)
-        lhs += lambda * v[a] * v[a];
-      off2 += declSizes[bi];
-      for (unsigned beta = 0; beta < nB.size(); ++beta)
-        rhs += lambda * r.blockMix[bi * nB.size() + beta] * nB[beta];
-    }
-    err = std::max(err, std::abs(lhs - rhs) / lhs);
-  }
+  double err = verifyIdentification(
+      gens, n, r, declSizes, hostSizes, [&](const Matrix &x, double &err) {
+        double xn = frobeniusNorm(x), off = 0;
+        for (unsigned e = 0; e < n * n; ++e)
+          if (!inBlock[e])
+            off += x[e] * x[e];
+        err = std::max(err, std::sqrt(off) / (xn > 0 ? xn : 1));
+        std::vector<double> wB;
+        for (unsigned c = 0; c < r.factors.size(); ++c) {
+          const Factor &f = r.factors[c];
+          double res = 0;
+          std::vector<double> w = coordinates(
+              f.hostBasis, hostGramInv[c],
+              embed(restrictTo(x, n, f.indices), f.indices.size(), f.hostN),
+              &res);
+          err = std::max(err, res);
+          wB.insert(wB.end(), w.begin(), w.end());
+        }
+        return wB;
+      });
   r.verifyError = err;
   if (!(err <= kVerifyTolerance)) {
     none.reason = "block diagonal on the coordinates " + blockNames +

@@ -35,28 +35,6 @@ using torsor::lie::algebra::Factor;
 
 namespace {
 
-/// Σ_j a[i·cols + j]·x_j for every row i of a constant matrix, without the
-/// products by 0 and ±1.
-Scalars applyMatrix(ScalarBuilder &m, llvm::ArrayRef<double> a, unsigned rows,
-                    ValueRange x) {
-  unsigned cols = x.size();
-  Scalars y(rows);
-  for (unsigned i = 0; i < rows; ++i) {
-    Value acc;
-    for (unsigned j = 0; j < cols; ++j) {
-      double c = a[i * cols + j];
-      if (c == 0)
-        continue;
-      acc = !acc      ? (c == 1 ? x[j] : m.mul(m.c(c), x[j]))
-            : c == 1  ? m.add(acc, x[j])
-            : c == -1 ? m.sub(acc, x[j])
-                      : m.fma(m.c(c), x[j], acc);
-    }
-    y[i] = acc ? acc : m.c(0.0);
-  }
-  return y;
-}
-
 /// ⟨D_a, X⟩ for every dual matrix D_a.
 Scalars dualCoordinates(ScalarBuilder &m,
                         const std::vector<algebra::Matrix> &dual,
@@ -251,12 +229,12 @@ Scalars GenericGroupModel::buildProductLog(ScalarBuilder &m,
     Scalars w = buildFactorLog(m, restrictToFactor(g, c), c);
     wB.append(w.begin(), w.end());
   }
-  return applyMatrix(m, structure.fromBuiltin, dim, wB);
+  return applyConstant(m, structure.fromBuiltin, dim, wB);
 }
 
 Scalars GenericGroupModel::buildProductExp(ScalarBuilder &m,
                                            ValueRange v) const {
-  Scalars wB = applyMatrix(m, structure.toBuiltin, structure.builtinDim, v);
+  Scalars wB = applyConstant(m, structure.toBuiltin, structure.builtinDim, v);
   SmallVector<Scalars> parts;
   for (unsigned c = 0; c < structure.factors.size(); ++c) {
     const Factor &f = structure.factors[c];
@@ -353,25 +331,10 @@ Value GenericGroupModel::buildProductResidual(ScalarBuilder &m,
   unsigned kB = structure.builtinDim;
   if (kB == dim)
     return residual;
-  Scalars back = applyMatrix(m, structure.toBuiltin, kB,
-                             applyMatrix(m, structure.fromBuiltin, dim, wB));
-  Value sum = m.c(0.0);
-  for (const Factor &f : structure.factors) {
-    unsigned nn = f.hostN * f.hostN;
-    for (unsigned e = 0; e < nn; ++e) {
-      Value x;
-      for (unsigned i = 0; i < f.hostDim; ++i) {
-        double b = f.hostBasis[i][e];
-        if (b == 0)
-          continue;
-        Value o = m.sub(wB[f.offset + i], back[f.offset + i]);
-        x = x ? m.fma(m.c(b), o, x) : m.mul(m.c(b), o);
-      }
-      if (x)
-        sum = m.fma(x, x, sum);
-    }
-  }
-  return m.max(residual, m.sqrt(sum));
+  SmallVector<std::pair<const std::vector<algebra::Matrix> *, unsigned>> hosts;
+  for (const Factor &f : structure.factors)
+    hosts.push_back({&f.hostBasis, f.offset});
+  return m.max(residual, buildOutsideSpan(m, wB, hosts));
 }
 
 bool GenericGroupModel::isProductInsideChart(ArrayRef<double> v) const {
@@ -476,5 +439,5 @@ Scalars GenericGroupModel::buildProductPairBlockNorms(ScalarBuilder &m,
   }
   if (isotropic)
     return norms;
-  return buildBlockNorms(m, applyMatrix(m, structure.fromBuiltin, dim, wB));
+  return buildBlockNorms(m, applyConstant(m, structure.fromBuiltin, dim, wB));
 }

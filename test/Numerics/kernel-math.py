@@ -1,0 +1,183 @@
+# RUN: %python %s | FileCheck %s
+# CHECK: all {{[0-9]+}} checks passed
+"""The fused kernels' polynomial f32 math (KernelMath.h) over the f32 range.
+
+`torsor-opt --torsor-test-kernel-math` rewrites every math op of the module
+with the patterns the attention kernels use (on vectors of 16 lanes, as
+the kernels' pair forms are; scalar ops keep libm); torsorc compiles it and ctypes
+runs it on f32 arrays. Reference: numpy's float64 function of the same f32
+input (correctly rounded to far below an f32 ulp). Errors are in f32 ulps
+of the reference, ulp(y) = np.spacing(float32(y)) (the smallest subnormal
+for subnormal results), or relative where the result is near zero.
+
+Inputs: every 509th f32 bit pattern of either sign (8.4·10⁶ values, every
+binade from subnormals to FLT_MAX), dense samples around the switch points
+(|x| = 1 for expm1, u = √½·2ᵏ for log, x = ±1 for log1p, the subnormal
+boundary) and tiny arguments where expm1(x) = log1p(x) = x in f32, and the
+special values ±0, ±∞, NaN, FLT_MIN, FLT_MAX, −1.
+
+Bounds (the measured maxima with a margin, docs/geo.md):
+  log    1 ulp on x > 0;  log1p 2 ulp on x > −1;  expm1 2 ulp
+  (x ≥ −88.7; below, the result is −1 to within half an ulp).
+  tiny x (|x| < 2⁻²⁵): expm1(x) and log1p(x) equal x bit for bit.
+  specials as C99: log(0) = −∞, log(<0) = NaN, log(+∞) = +∞;
+  log1p(−1) = −∞, log1p(<−1) = NaN; expm1(+∞) = +∞, expm1(−∞) = −1;
+  NaN → NaN.
+"""
+import subprocess
+
+import numpy as np
+
+from torsor_testing import SYMBOL_PREFIX, CompiledModule, Report, tool
+
+OPS = ("log", "log1p", "expm1", "exp")
+BOUND = {"log": 1.0, "log1p": 2.0, "expm1": 2.0, "exp": 2.0}
+
+
+LANES = 16
+
+
+def compile_ops():
+    """One function per op: a loop over the array in vectors of 16 lanes
+    (the patterns rewrite vectors only, as the kernels' pair forms are)."""
+    text = []
+    for op in OPS:
+        text.append("""func.func @%(prefix)s%(op)s(%%in: memref<?xf32>, %%out: memref<?xf32>)
+    attributes {llvm.emit_c_interface} {
+  %%c0 = arith.constant 0 : index
+  %%step = arith.constant %(lanes)d : index
+  %%pad = arith.constant 0.0 : f32
+  %%n = memref.dim %%in, %%c0 : memref<?xf32>
+  scf.for %%i = %%c0 to %%n step %%step {
+    %%x = vector.transfer_read %%in[%%i], %%pad {in_bounds = [true]}
+        : memref<?xf32>, vector<%(lanes)dxf32>
+    %%y = math.%(op)s %%x : vector<%(lanes)dxf32>
+    vector.transfer_write %%y, %%out[%%i] {in_bounds = [true]}
+        : vector<%(lanes)dxf32>, memref<?xf32>
+  }
+  return
+}
+""" % {"prefix": SYMBOL_PREFIX, "op": op, "lanes": LANES})
+    src = "\n".join(text)
+    opt = subprocess.run([tool("torsor-opt"), "--torsor-test-kernel-math"],
+                         input=src, capture_output=True, text=True)
+    if opt.returncode:
+        raise RuntimeError(opt.stderr + src)
+    assert "math.log" not in opt.stdout and "math.expm1" not in opt.stdout, \
+        "the patterns left a math op: " + opt.stdout
+    return CompiledModule(opt.stdout)
+
+
+def run(mod, op, x):
+    """op on x, padded to whole vectors."""
+    count = len(x)
+    padded = np.zeros(-(-count // LANES) * LANES, np.float32)
+    padded[:count] = x
+    out = np.zeros_like(padded)
+    mod.call(op, padded, out)
+    return out[:count]
+
+
+def reference(op, x):
+    x = x.astype(np.float64)
+    with np.errstate(all="ignore"):
+        return {"log": np.log, "log1p": np.log1p, "expm1": np.expm1,
+                "exp": np.exp}[op](x)
+
+
+def ulp_error(y, ref):
+    """|y − ref| in ulps of ref rounded to f32; finite refs only."""
+    r32 = ref.astype(np.float32)
+    ulp = np.spacing(np.abs(r32)).astype(np.float64)
+    ulp = np.maximum(ulp, np.float64(np.finfo(np.float32).smallest_subnormal))
+    return np.abs(y.astype(np.float64) - ref) / ulp
+
+
+def inputs():
+    bits = np.arange(0, 0x7f800000, 509, dtype=np.uint32)
+    pos = bits.view(np.float32)
+    xs = [pos, -pos]
+    rng = np.random.default_rng(7)
+    # Switch points and subnormal boundary, densely.
+    for c in (1.0, -1.0, np.sqrt(0.5), np.sqrt(2.0), 2.0, 0.5,
+              np.finfo(np.float32).tiny, 88.7, -87.3, -0.5):
+        xs.append((c * (1 + rng.uniform(-1e-3, 1e-3, 20000))).astype(np.float32))
+        steps = [np.float32(c)]
+        for direction in (np.float32(np.inf), np.float32(-np.inf)):
+            x = np.float32(c)
+            for _ in range(50):
+                x = np.nextafter(x, direction)
+                steps.append(x)
+        xs.append(np.array(steps, np.float32))
+    for k in range(-126, 128, 3):
+        xs.append((np.sqrt(0.5) * 2.0 ** k * (1 + rng.uniform(-1e-6, 1e-6, 200))
+                   ).astype(np.float32))
+    # Uniform in the ranges the kernels see.
+    xs.append(rng.uniform(-20, 20, 200000).astype(np.float32))
+    xs.append(rng.uniform(-1, 1, 200000).astype(np.float32))
+    return np.concatenate(xs)
+
+
+def main():
+    mod = compile_ops()
+    rep = Report("kernel math (f32)")
+    x = inputs()
+    finite = np.isfinite(x)
+    for op in OPS:
+        y = run(mod, op, x)
+        ref = reference(op, x)
+        domain = finite & np.isfinite(ref) & (np.abs(ref) <= np.finfo(np.float32).max)
+        if op == "log":
+            domain &= x > 0
+        if op == "log1p":
+            domain &= x > -1
+        if op == "exp":
+            # Documented: 0 below ln(FLT_MIN), no subnormal results; the
+            # 2^k step assumes a normal result, so the last 0.34 above
+            # ln(FLT_MIN) (results < 1.6e-38) are not held to 2 ulps.
+            domain &= x >= -87.0
+        err = ulp_error(y[domain], ref[domain])
+        worst = np.argmax(err)
+        rep.check("%s: max ulp error over %d inputs (worst at x = %r)"
+                  % (op, domain.sum(), float(x[domain][worst])),
+                  err.max(), BOUND[op])
+        if op in ("expm1", "log1p"):
+            tiny = finite & (np.abs(x) < 2.0 ** -25)
+            rep.check("%s(x) == x bit for bit for |x| < 2^-25 (%d inputs, "
+                      "subnormals and ±0 included)" % (op, tiny.sum()),
+                      np.sum(y[tiny].view(np.uint32) != x[tiny].view(np.uint32)), 0)
+
+    inf, nan = np.float32(np.inf), np.float32(np.nan)
+    fmax = np.finfo(np.float32).max
+    special = np.array([0.0, -0.0, inf, -inf, nan, -1.0, -2.0, fmax, -fmax,
+                        np.finfo(np.float32).tiny,
+                        np.finfo(np.float32).smallest_subnormal], np.float32)
+    expect = {
+        "log": [-inf, -inf, inf, nan, nan, nan, nan, np.log(np.float64(fmax)),
+                nan, np.log(np.float64(np.finfo(np.float32).tiny)),
+                np.log(np.float64(np.finfo(np.float32).smallest_subnormal))],
+        "log1p": [0.0, -0.0, inf, nan, nan, -inf, nan, np.log(np.float64(fmax)),
+                  nan, np.finfo(np.float32).tiny,
+                  np.finfo(np.float32).smallest_subnormal],
+        "expm1": [0.0, -0.0, inf, -1.0, nan, np.expm1(-1.0), np.expm1(-2.0),
+                  inf, -1.0, np.finfo(np.float32).tiny,
+                  np.finfo(np.float32).smallest_subnormal],
+    }
+    for op, want in expect.items():
+        y = run(mod, op, special).astype(np.float64)
+        want = np.array(want, np.float64)
+        bad = 0
+        for got, w in zip(y, want):
+            if np.isnan(w):
+                bad += not np.isnan(got)
+            elif np.isinf(w):
+                bad += got != w
+            else:
+                bad += abs(got - w) > 2 * np.spacing(np.float32(abs(w)))
+        rep.check("%s: special values (±0, ±inf, NaN, -1, -2, ±FLT_MAX, "
+                  "FLT_MIN, the smallest subnormal)" % op, bad, 0)
+    rep.finish()
+
+
+if __name__ == "__main__":
+    main()
