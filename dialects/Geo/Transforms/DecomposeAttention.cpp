@@ -33,14 +33,20 @@
 // Key tiles that every row sees in full run unmasked, all R rows at once;
 // the causal diagonal and the end of the sequence run with lane masks, so
 // the common case has no selects. The masked tiles (one or two per row
-// block) run one row at a time: a loop over the block's rows takes each
-// row's state from a stack buffer, runs the same key step for that row
-// alone, and puts the state back. The masked step is thus one copy of the
-// pair form, not a second copy of all R rows' unrolled code (about half
-// the forward kernel's code, and its compile time, before), and it does
-// the same arithmetic in the same order as an R-row step, so the results
-// are the same bits. Keys beyond the block's last row are never visited
-// when causal.
+// block) and the outputs run one row at a time: the R rows' state goes
+// into stack buffers, and a loop over the rows takes each row's state,
+// runs the same key step for that row alone and writes the row's output.
+// The masked step is thus one copy of the pair form, not a second copy of
+// all R rows' unrolled code (a third of the forward kernel's instructions
+// before), and it does the same arithmetic in the same order as an R-row
+// step, so the results are the same bits. Keys beyond the block's last
+// row are never visited when causal.
+//
+// The rows' query features sit in the same stack buffer as the tile's
+// probabilities, and the pair form broadcasts them from there (memory
+// operands of its first FMAs) instead of holding R × features splats in
+// registers through the key loop, where they took the registers of the
+// P·V accumulators.
 //
 //===----------------------------------------------------------------------===//
 
@@ -94,6 +100,8 @@ public:
       lanes = keyTile;
     keyVectors = keyTile / lanes;
     chunks = splitValueColumns(heads, vType.getDimSize(1), lanes);
+    numQueryFeatures =
+        cast<RankedTensorType>(op.getQueries().getType()).getDimSize(1);
     // The self pair (j = i, score 0) bounds the row max only when queries
     // and keys are one token set; the cross form (a key offset) keeps the
     // running max.
@@ -118,12 +126,11 @@ private:
   MutableArrayRef<Value> rowOf(SmallVectorImpl<Value> &acc, int64_t r) const {
     return MutableArrayRef<Value>(acc).slice(r * chunks.size(), chunks.size());
   }
-  /// The query rows one key step scores: `count` rows whose query
-  /// features are `splats` ([r][feature]); `base` is the index of the
-  /// first among the op's rows (the causal mask's row offset).
+  /// The query rows one key step scores: `count` rows, the first of
+  /// which is row `base` of the op's (the causal mask's row offset and
+  /// the rows' slots in the feature buffer).
   struct RowBlock {
     int64_t count;
-    ArrayRef<Scalars> splats;
     Value base;
   };
   /// One key tile starting at `first` for the rows of `block`: the body
@@ -148,6 +155,16 @@ private:
   SmallVector<ValueChunk> chunks;
   /// Every score ≤ 0 and the row max 0: the state holds no max.
   bool knownMax;
+  /// The slot of row `row`'s feature `f` in the probability buffer.
+  Value featureSlot(ImplicitLocOpBuilder &b, Value row, int64_t f) const {
+    return arith::AddIOp::create(
+        b,
+        arith::MulIOp::create(
+            b, row, arith::ConstantIndexOp::create(b, numQueryFeatures)),
+        arith::ConstantIndexOp::create(b, rows * heads * keyTile + f));
+  }
+
+  int64_t numQueryFeatures;
   // Per-kernel values built in build().
   Value len, offset, probBuffer;
 };
@@ -199,9 +216,15 @@ SoftmaxState ForwardSchedule::step(ImplicitLocOpBuilder &b, Value first,
                                         arith::ConstantIndexOp::create(kb, r)));
             mask = buildKeyMask(kb, lanes, start, len, last);
           }
+          // The row's query features, broadcast from the stack buffer.
+          Value row = arith::AddIOp::create(
+              kb, block.base, arith::ConstantIndexOp::create(kb, r));
+          Scalars q;
+          for (int64_t f = 0; f < numQueryFeatures; ++f)
+            q.push_back(kvm.splat(memref::LoadOp::create(
+                kb, probBuffer, ValueRange{featureSlot(kb, row, f)})));
           use(r,
-              coefs.buildScores(
-                  kvm, pairs.evaluate(kvm, block.splats[r], keyFeatures).norms),
+              coefs.buildScores(kvm, pairs.evaluate(kvm, q, keyFeatures).norms),
               mask);
         }
       };
@@ -349,23 +372,25 @@ std::pair<Value, Value> ForwardSchedule::build(ImplicitLocOpBuilder &b) {
   ScalarBuilder sm(b, elt), vm(b, elt, lanes);
   len = tensor::DimOp::create(b, op.getKeys(), 1);
   offset = buildKeyPosition(b, op.getQueryOffset(), op.getKeyOffset());
-  int64_t numQueryFeatures =
-      cast<RankedTensorType>(op.getQueries().getType()).getDimSize(1);
-  // Row `row`'s query features, splat across the lanes.
-  auto splatsOf = [&](ImplicitLocOpBuilder &rb, Value row) {
-    ScalarBuilder rvm(rb, elt, lanes);
-    Scalars splats;
-    for (int64_t f = 0; f < numQueryFeatures; ++f)
-      splats.push_back(rvm.splat(tensor::ExtractOp::create(
-          rb, op.getQueries(),
-          ValueRange{row, arith::ConstantIndexOp::create(rb, f)})));
-    return splats;
-  };
-  SmallVector<Scalars> querySplats;
-  for (int64_t r = 0; r < rows; ++r)
-    querySplats.push_back(splatsOf(b, arith::ConstantIndexOp::create(b, r)));
+  // The probabilities of a tile, [r][h][key], then the rows' query
+  // features, [r][f]. The score loop broadcasts each feature from its slot
+  // (a memory operand of the pair form's first FMA) rather than keeping
+  // rows × features splats in registers through the whole key loop, where
+  // they would crowd out the P·V accumulators. Stores of the tile's
+  // probabilities into the same buffer keep LLVM from promoting the
+  // features back into registers.
   probBuffer = memref::AllocaOp::create(
-      b, MemRefType::get({rows * heads * keyVectors * lanes}, elt));
+      b, MemRefType::get({rows * (heads * keyTile + numQueryFeatures)}, elt));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t f = 0; f < numQueryFeatures; ++f) {
+      Value row = arith::ConstantIndexOp::create(b, r);
+      memref::StoreOp::create(
+          b,
+          tensor::ExtractOp::create(
+              b, op.getQueries(),
+              ValueRange{row, arith::ConstantIndexOp::create(b, f)}),
+          probBuffer, ValueRange{featureSlot(b, row, f)});
+    }
 
   // Whole tiles every row sees run unmasked, all rows at once; keys no
   // row sees are never visited.
@@ -375,21 +400,20 @@ std::pair<Value, Value> ForwardSchedule::build(ImplicitLocOpBuilder &b) {
   SoftmaxState state = SoftmaxState::initial(sm, vm, rows, heads, chunks,
                                              /*withMax=*/!knownMax);
   Value zero = arith::ConstantIndexOp::create(b, 0);
-  state = keyLoop(b, zero, range.unmaskedEnd, RowBlock{rows, querySplats, zero},
-                  state, /*masked=*/false);
+  state = keyLoop(b, zero, range.unmaskedEnd, RowBlock{rows, zero}, state,
+                  /*masked=*/false);
 
   // The rest (causal diagonal, sequence end) masked, and the outputs: one
   // row at a time. out = acc / Σ l, written into the destination; lse =
   // m + log Σ l.
-  auto finish = [&](ImplicitLocOpBuilder &rb, Value row, ArrayRef<Scalars> q,
-                    SoftmaxState one, Value out, Value lse) {
-    one = keyLoop(rb, range.unmaskedEnd, range.end, RowBlock{1, q, row}, one,
+  auto finish = [&](ImplicitLocOpBuilder &rb, Value row, SoftmaxState one,
+                    Value out, Value lse) {
+    one = keyLoop(rb, range.unmaskedEnd, range.end, RowBlock{1, row}, one,
                   /*masked=*/true);
     return finishRow(rb, row, one, out, lse);
   };
   if (rows == 1) {
-    auto [out, lse] =
-        finish(b, zero, querySplats, state, op.getInit(), op.getLseInit());
+    auto [out, lse] = finish(b, zero, state, op.getInit(), op.getLseInit());
     return {out, lse};
   }
   // The state in buffers of one slot per row: maxima [r][h], lane sums
@@ -444,8 +468,7 @@ std::pair<Value, Value> ForwardSchedule::build(ImplicitLocOpBuilder &b) {
           one.acc.push_back(
               vector::LoadOp::create(rb, vectorType(chunk.width), accBuf,
                                      ValueRange{at(rb, row, dim, chunk.col)}));
-        SmallVector<Scalars> q = {splatsOf(rb, row)};
-        auto [out, lse] = finish(rb, row, q, one, dests[0],
+        auto [out, lse] = finish(rb, row, one, dests[0],
                                  dests.size() > 1 ? dests[1] : Value());
         SmallVector<Value> next = {out};
         if (lse)

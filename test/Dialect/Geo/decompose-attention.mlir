@@ -13,11 +13,17 @@
 // and a loop over the rows loads a row's state, runs the masked key loop
 // for that row alone (one copy of the pair form, not one per row) and
 // writes its output row, the accumulators over the lane sums.
+// The probabilities share a stack buffer with the rows' query features
+// (2 × (2 heads × 8 keys) + 2 × 9), which the score loop broadcasts from
+// memory.
 // CHECK-LABEL: func.func @so3_causal
-//       CHECK:   %[[P:.*]] = memref.alloca() : memref<32xf32>
+//       CHECK:   %[[P:.*]] = memref.alloca() : memref<50xf32>
+//       CHECK:   memref.store %{{.*}}, %[[P]]
 //       CHECK:   %[[S:.*]]:8 = scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>)
 //       CHECK:     scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
 //       CHECK:     vector.transfer_read %{{.*}} {in_bounds = [true]} : tensor<9x?xf32>, vector<8xf32>
+//       CHECK:     memref.load %[[P]]
+//       CHECK:     vector.broadcast {{.*}} : f32 to vector<8xf32>
 //       CHECK:     math.fma {{.*}} : vector<8xf32>
 //       CHECK:     math.sqrt {{.*}} : vector<8xf32>
 //       CHECK:     arith.shli {{.*}} : vector<8xi32>
@@ -33,11 +39,11 @@
 //       CHECK:   scf.for %[[ROW:.*]] = {{.*}} iter_args({{.*}}) -> (tensor<2x8xf32>)
 //       CHECK:     vector.load %[[SUMS]]
 //       CHECK:     vector.load %[[ACC]]
-//       CHECK:     tensor.extract %{{.*}}[%[[ROW]], %{{.*}}] : tensor<2x9xf32>
 //       CHECK:     scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<4xf32>, vector<4xf32>)
 //       CHECK:       vector.transfer_read {{.*}} : tensor<9x?xf32>, vector<8xf32>
 //       CHECK:       arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7]> : vector<8xindex>
 //       CHECK:       arith.cmpi sle
+//       CHECK:       memref.load %[[P]]
 //       CHECK:     vector.reduction <add>
 //       CHECK:     vector.transfer_write {{.*}}[%[[ROW]], %{{.*}}] {{.*}} : vector<4xf32>, tensor<2x8xf32>
 //   CHECK-NOT:   geo.flash_lie_attention
