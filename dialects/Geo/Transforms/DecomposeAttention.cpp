@@ -122,6 +122,15 @@ private:
     return SoftmaxState::unpack(values, knownMax ? 0 : count * heads,
                                 count * heads);
   }
+  /// The slot of row `row`'s query feature `f` in the probability
+  /// buffer, after the R rows' probabilities.
+  Value featureSlot(ImplicitLocOpBuilder &b, Value row, int64_t f) const {
+    return arith::AddIOp::create(
+        b,
+        arith::MulIOp::create(
+            b, row, arith::ConstantIndexOp::create(b, numQueryFeatures)),
+        arith::ConstantIndexOp::create(b, rows * heads * keyTile + f));
+  }
   /// Row r's accumulators in `acc`.
   MutableArrayRef<Value> rowOf(SmallVectorImpl<Value> &acc, int64_t r) const {
     return MutableArrayRef<Value>(acc).slice(r * chunks.size(), chunks.size());
@@ -155,15 +164,7 @@ private:
   SmallVector<ValueChunk> chunks;
   /// Every score ≤ 0 and the row max 0: the state holds no max.
   bool knownMax;
-  /// The slot of row `row`'s feature `f` in the probability buffer.
-  Value featureSlot(ImplicitLocOpBuilder &b, Value row, int64_t f) const {
-    return arith::AddIOp::create(
-        b,
-        arith::MulIOp::create(
-            b, row, arith::ConstantIndexOp::create(b, numQueryFeatures)),
-        arith::ConstantIndexOp::create(b, rows * heads * keyTile + f));
-  }
-
+  /// Query features per row.
   int64_t numQueryFeatures;
   // Per-kernel values built in build().
   Value len, offset, probBuffer;
@@ -172,6 +173,7 @@ private:
 SoftmaxState ForwardSchedule::step(ImplicitLocOpBuilder &b, Value first,
                                    const RowBlock &block,
                                    const SoftmaxState &in, bool masked) {
+  // The rows of this step: all R, or one in the masked row loop.
   int64_t rows = block.count;
   ScalarBuilder vm(b, elt, lanes), sm(b, elt);
   Value keys = op.getKeys(), values = op.getValues();

@@ -8,7 +8,7 @@
 // static row count and the key tile of the target strategy. An lse result
 // (the per-row log-sum-exp a gradient asked for) is tiled the same way.
 // Causal tiles run in a zigzag order (first, last, second, ...), so that
-// the thread pool's contiguous chunks get equal work (buildZigzag).
+// the thread pool's contiguous chunks get equal work (buildBalancedOrder).
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,29 +32,12 @@ using namespace torsor::geo;
 
 namespace {
 
-/// The tile at position `i` of `tiles` in the order 0, n−1, 1, n−2, …:
-/// tile i/2 for even i, n−1−i/2 for odd i. A causal tile's work grows
-/// with its index; in this order every two consecutive iterations cost
-/// the same (i + (n−1−i) rows' worth of keys), so the thread pool's
-/// contiguous, near-equal chunks (runtime/src/ThreadPool.h) get near-equal
-/// work for any number of threads, where the plain order gives the last
-/// of two threads three times the keys of the first.
-static Value buildZigzag(ImplicitLocOpBuilder &b, Value i, Value tiles) {
-  Value one = arith::ConstantIndexOp::create(b, 1);
-  Value half = arith::ShRUIOp::create(b, i, one);
-  Value odd = arith::CmpIOp::create(b, arith::CmpIPredicate::ne,
-                                    arith::AndIOp::create(b, i, one),
-                                    arith::ConstantIndexOp::create(b, 0));
-  Value mirrored =
-      arith::SubIOp::create(b, arith::SubIOp::create(b, tiles, one), half);
-  return arith::SelectOp::create(b, odd, mirrored, half);
-}
-
 /// Builds `scf.for %t = 0 to product(batch) * tiles` over `outs` (the
 /// output, and the lse when the op has one), whose iteration t computes
 /// rows first + (t mod tiles) · rows … of batch element t div tiles
 /// (row-major over the batch dims) as one flash op; with `balance`
-/// (causal), tile t mod tiles of the zigzag order (buildZigzag) instead.
+/// (causal), tile t mod tiles of the zigzag order (buildBalancedOrder)
+/// instead.
 SmallVector<Value> buildTileLoop(OpBuilder &b, Location loc,
                                  FlashLieAttentionOp op, ValueRange outs,
                                  ArrayRef<Value> batch, Value tiles,
@@ -76,7 +59,7 @@ SmallVector<Value> buildTileLoop(OpBuilder &b, Location loc,
         Value tile = arith::RemUIOp::create(lb, nloc, t, tiles);
         Value rest = arith::DivUIOp::create(lb, nloc, t, tiles);
         if (balance)
-          tile = buildZigzag(ib, tile, tiles);
+          tile = buildBalancedOrder(ib, tile, tiles);
         SmallVector<OpFoldResult> batchIdx =
             getAsOpFoldResult(buildDelinearized(ib, rest, batch));
         Value rowsV = arith::ConstantIndexOp::create(lb, nloc, rows);
