@@ -531,6 +531,18 @@ SmallVector<Value> torsor::geo::buildDelinearized(ImplicitLocOpBuilder &b,
   return indices;
 }
 
+Value torsor::geo::buildBalancedOrder(ImplicitLocOpBuilder &b, Value i,
+                                      Value count) {
+  Value one = index(b, 1);
+  Value half = arith::ShRUIOp::create(b, i, one);
+  Value odd =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::ne,
+                            arith::AndIOp::create(b, i, one), index(b, 0));
+  Value mirrored =
+      arith::SubIOp::create(b, arith::SubIOp::create(b, count, one), half);
+  return arith::SelectOp::create(b, odd, mirrored, half);
+}
+
 SmallVector<Value> torsor::geo::withBatch(ValueRange batch, ValueRange rest) {
   SmallVector<Value> all(batch);
   all.append(rest.begin(), rest.end());

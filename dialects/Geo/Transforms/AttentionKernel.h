@@ -289,6 +289,17 @@ llvm::SmallVector<mlir::Value>
 buildDelinearized(mlir::ImplicitLocOpBuilder &b, mlir::Value flat,
                   llvm::ArrayRef<mlir::Value> extents);
 
+/// The item at position `i` of `count` in the zigzag order 0, n−1, 1,
+/// n−2, …: i/2 for even i, n−1−i/2 for odd i. For a parallel loop whose
+/// iterations cost work growing (or shrinking) linearly with their index,
+/// as causal query tiles (or key tiles) do: in this order every two
+/// consecutive iterations cost the same, so the thread pool's contiguous,
+/// near-equal chunks (runtime/src/ThreadPool.h) get near-equal work for
+/// any number of threads, where the plain order gives the second of two
+/// threads three times the work of the first.
+mlir::Value buildBalancedOrder(mlir::ImplicitLocOpBuilder &b, mlir::Value i,
+                               mlir::Value count);
+
 /// `batch` followed by `rest`: the indices of an element of a batched
 /// operand.
 llvm::SmallVector<mlir::Value> withBatch(mlir::ValueRange batch,

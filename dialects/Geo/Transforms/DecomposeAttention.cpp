@@ -30,10 +30,23 @@
 // form's code to one copy per row (the loop body fits the decoded-uop
 // cache).
 //
-// Key tiles that every row sees in full run unmasked; the causal diagonal
-// and the end of the sequence run in a second loop with lane masks, so the
-// common case has no selects. Keys beyond the tile's last row are never
-// visited when causal.
+// Key tiles that every row sees in full run unmasked, all R rows at once;
+// the causal diagonal and the end of the sequence run with lane masks, so
+// the common case has no selects. The masked tiles (one or two per row
+// block) and the outputs run one row at a time: the R rows' state goes
+// into stack buffers, and a loop over the rows takes each row's state,
+// runs the same key step for that row alone and writes the row's output.
+// The masked step is thus one copy of the pair form, not a second copy of
+// all R rows' unrolled code (a third of the forward kernel's instructions
+// before), and it does the same arithmetic in the same order as an R-row
+// step, so the results are the same bits. Keys beyond the block's last
+// row are never visited when causal.
+//
+// The rows' query features sit in the same stack buffer as the tile's
+// probabilities, and the pair form broadcasts them from there (memory
+// operands of its first FMAs) instead of holding R × features splats in
+// registers through the key loop, where they took the registers of the
+// P·V accumulators.
 //
 //===----------------------------------------------------------------------===//
 
@@ -87,6 +100,8 @@ public:
       lanes = keyTile;
     keyVectors = keyTile / lanes;
     chunks = splitValueColumns(heads, vType.getDimSize(1), lanes);
+    numQueryFeatures =
+        cast<RankedTensorType>(op.getQueries().getType()).getDimSize(1);
     // The self pair (j = i, score 0) bounds the row max only when queries
     // and keys are one token set; the cross form (a key offset) keeps the
     // running max.
@@ -103,17 +118,43 @@ private:
   VectorType vectorType(int64_t width) const {
     return VectorType::get({width}, elt);
   }
-  SoftmaxState unpack(ValueRange values) const {
-    return SoftmaxState::unpack(values, knownMax ? 0 : rows * heads,
-                                rows * heads);
+  SoftmaxState unpack(ValueRange values, int64_t count) const {
+    return SoftmaxState::unpack(values, knownMax ? 0 : count * heads,
+                                count * heads);
+  }
+  /// The slot of row `row`'s query feature `f` in the probability
+  /// buffer, after the R rows' probabilities.
+  Value featureSlot(ImplicitLocOpBuilder &b, Value row, int64_t f) const {
+    return arith::AddIOp::create(
+        b,
+        arith::MulIOp::create(
+            b, row, arith::ConstantIndexOp::create(b, numQueryFeatures)),
+        arith::ConstantIndexOp::create(b, rows * heads * keyTile + f));
   }
   /// Row r's accumulators in `acc`.
   MutableArrayRef<Value> rowOf(SmallVectorImpl<Value> &acc, int64_t r) const {
     return MutableArrayRef<Value>(acc).slice(r * chunks.size(), chunks.size());
   }
-  /// One key tile starting at `first`: the body of both key loops.
-  SoftmaxState step(ImplicitLocOpBuilder &b, Value first,
+  /// The query rows one key step scores: `count` rows, the first of
+  /// which is row `base` of the op's (the causal mask's row offset and
+  /// the rows' slots in the feature buffer).
+  struct RowBlock {
+    int64_t count;
+    Value base;
+  };
+  /// One key tile starting at `first` for the rows of `block`: the body
+  /// of both key loops.
+  SoftmaxState step(ImplicitLocOpBuilder &b, Value first, const RowBlock &block,
                     const SoftmaxState &in, bool masked);
+  /// The key tiles [lb, ub) for the rows of `block`, from `state`.
+  SoftmaxState keyLoop(ImplicitLocOpBuilder &b, Value lb, Value ub,
+                       const RowBlock &block, const SoftmaxState &state,
+                       bool masked);
+  /// Writes the output row `row` (and its lse) from its final `state`
+  /// (one row's) into `out` (and `lse`).
+  std::pair<Value, Value> finishRow(ImplicitLocOpBuilder &b, Value row,
+                                    const SoftmaxState &state, Value out,
+                                    Value lse);
 
   FlashLieAttentionOp op;
   ScoreCoefficients coefs;
@@ -123,13 +164,17 @@ private:
   SmallVector<ValueChunk> chunks;
   /// Every score ≤ 0 and the row max 0: the state holds no max.
   bool knownMax;
+  /// Query features per row.
+  int64_t numQueryFeatures;
   // Per-kernel values built in build().
   Value len, offset, probBuffer;
-  SmallVector<Scalars> querySplats; // [r][feature]
 };
 
 SoftmaxState ForwardSchedule::step(ImplicitLocOpBuilder &b, Value first,
+                                   const RowBlock &block,
                                    const SoftmaxState &in, bool masked) {
+  // The rows of this step: all R, or one in the masked row loop.
+  int64_t rows = block.count;
   ScalarBuilder vm(b, elt, lanes), sm(b, elt);
   Value keys = op.getKeys(), values = op.getValues();
   Value zero = sm.c(0.0);
@@ -164,17 +209,24 @@ SoftmaxState ForwardSchedule::step(ImplicitLocOpBuilder &b, Value first,
         }
         for (int64_t r = 0; r < rows; ++r) {
           Value mask;
-          if (masked)
-            mask = buildKeyMask(
-                kb, lanes, start, len,
-                op.getCausal()
-                    ? arith::AddIOp::create(
-                          kb, offset, arith::ConstantIndexOp::create(kb, r))
-                          .getResult()
-                    : Value());
+          if (masked) {
+            Value last;
+            if (op.getCausal())
+              last = arith::AddIOp::create(
+                  kb, offset,
+                  arith::AddIOp::create(kb, block.base,
+                                        arith::ConstantIndexOp::create(kb, r)));
+            mask = buildKeyMask(kb, lanes, start, len, last);
+          }
+          // The row's query features, broadcast from the stack buffer.
+          Value row = arith::AddIOp::create(
+              kb, block.base, arith::ConstantIndexOp::create(kb, r));
+          Scalars q;
+          for (int64_t f = 0; f < numQueryFeatures; ++f)
+            q.push_back(kvm.splat(memref::LoadOp::create(
+                kb, probBuffer, ValueRange{featureSlot(kb, row, f)})));
           use(r,
-              coefs.buildScores(
-                  kvm, pairs.evaluate(kvm, querySplats[r], keyFeatures).norms),
+              coefs.buildScores(kvm, pairs.evaluate(kvm, q, keyFeatures).norms),
               mask);
         }
       };
@@ -279,73 +331,153 @@ SoftmaxState ForwardSchedule::step(ImplicitLocOpBuilder &b, Value first,
   return out;
 }
 
+SoftmaxState ForwardSchedule::keyLoop(ImplicitLocOpBuilder &b, Value lb,
+                                      Value ub, const RowBlock &block,
+                                      const SoftmaxState &state, bool masked) {
+  auto loop = scf::ForOp::create(
+      b, lb, ub, arith::ConstantIndexOp::create(b, keyTile), state.pack(),
+      [&](OpBuilder &nested, Location loc, Value first, ValueRange args) {
+        ImplicitLocOpBuilder ib(loc, nested);
+        SoftmaxState next =
+            step(ib, first, block, unpack(args, block.count), masked);
+        scf::YieldOp::create(ib, next.pack());
+      });
+  return unpack(loop.getResults(), block.count);
+}
+
+std::pair<Value, Value> ForwardSchedule::finishRow(ImplicitLocOpBuilder &b,
+                                                   Value row,
+                                                   const SoftmaxState &state,
+                                                   Value out, Value lse) {
+  ScalarBuilder sm(b, elt);
+  SmallVector<Value> totals;
+  for (int64_t h = 0; h < heads; ++h) {
+    totals.push_back(buildLaneSum(b, state.sum[h]));
+    if (lse)
+      lse = tensor::InsertOp::create(
+          b,
+          buildLogSumExp(sm, knownMax ? Value() : state.max[h], totals.back()),
+          lse, ValueRange{row, arith::ConstantIndexOp::create(b, h)});
+  }
+  SmallVector<Value> result =
+      buildNormalized(b, elt, chunks, state.acc, totals);
+  for (auto [chunk, value] : llvm::zip_equal(chunks, result))
+    out = vector::TransferWriteOp::create(
+              b, value, out,
+              ValueRange{row, arith::ConstantIndexOp::create(b, chunk.col)},
+              ArrayRef<bool>{true})
+              .getResult();
+  return {out, lse};
+}
+
 std::pair<Value, Value> ForwardSchedule::build(ImplicitLocOpBuilder &b) {
   ScalarBuilder sm(b, elt), vm(b, elt, lanes);
   len = tensor::DimOp::create(b, op.getKeys(), 1);
   offset = buildKeyPosition(b, op.getQueryOffset(), op.getKeyOffset());
-  int64_t numQueryFeatures =
-      cast<RankedTensorType>(op.getQueries().getType()).getDimSize(1);
-  for (int64_t r = 0; r < rows; ++r) {
-    Scalars splats;
-    for (int64_t f = 0; f < numQueryFeatures; ++f)
-      splats.push_back(vm.splat(tensor::ExtractOp::create(
-          b, op.getQueries(),
-          ValueRange{arith::ConstantIndexOp::create(b, r),
-                     arith::ConstantIndexOp::create(b, f)})));
-    querySplats.push_back(splats);
-  }
+  // The probabilities of a tile, [r][h][key], then the rows' query
+  // features, [r][f]. The score loop broadcasts each feature from its slot
+  // (a memory operand of the pair form's first FMA) rather than keeping
+  // rows × features splats in registers through the whole key loop, where
+  // they would crowd out the P·V accumulators. Stores of the tile's
+  // probabilities into the same buffer keep LLVM from promoting the
+  // features back into registers.
   probBuffer = memref::AllocaOp::create(
-      b, MemRefType::get({rows * heads * keyVectors * lanes}, elt));
+      b, MemRefType::get({rows * (heads * keyTile + numQueryFeatures)}, elt));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t f = 0; f < numQueryFeatures; ++f) {
+      Value row = arith::ConstantIndexOp::create(b, r);
+      memref::StoreOp::create(
+          b,
+          tensor::ExtractOp::create(
+              b, op.getQueries(),
+              ValueRange{row, arith::ConstantIndexOp::create(b, f)}),
+          probBuffer, ValueRange{featureSlot(b, row, f)});
+    }
 
-  // Whole tiles every row sees run unmasked, the rest (causal diagonal,
-  // sequence end) masked; keys no row sees are never visited.
+  // Whole tiles every row sees run unmasked, all rows at once; keys no
+  // row sees are never visited.
   KeyRange range =
       buildKeyRange(b, len, offset, rows, keyTile, op.getCausal(),
                     /*cross=*/static_cast<bool>(op.getKeyOffset()));
-  auto keyLoop = [&](Value lb, Value ub, const SoftmaxState &state,
-                     bool masked) {
-    auto loop = scf::ForOp::create(
-        b, lb, ub, arith::ConstantIndexOp::create(b, keyTile), state.pack(),
-        [&](OpBuilder &nested, Location loc, Value first, ValueRange args) {
-          ImplicitLocOpBuilder ib(loc, nested);
-          SoftmaxState next = step(ib, first, unpack(args), masked);
-          scf::YieldOp::create(ib, next.pack());
-        });
-    return unpack(loop.getResults());
-  };
   SoftmaxState state = SoftmaxState::initial(sm, vm, rows, heads, chunks,
                                              /*withMax=*/!knownMax);
-  state = keyLoop(arith::ConstantIndexOp::create(b, 0), range.unmaskedEnd,
-                  state, /*masked=*/false);
-  state = keyLoop(range.unmaskedEnd, range.end, state, /*masked=*/true);
+  Value zero = arith::ConstantIndexOp::create(b, 0);
+  state = keyLoop(b, zero, range.unmaskedEnd, RowBlock{rows, zero}, state,
+                  /*masked=*/false);
 
-  // out = acc / Σ l, written into the destination; lse = m + log Σ l.
-  Value out = op.getInit(), lse = op.getLseInit();
-  for (int64_t r = 0; r < rows; ++r) {
-    SmallVector<Value> totals;
-    for (int64_t h = 0; h < heads; ++h) {
-      size_t rh = r * heads + h;
-      totals.push_back(buildLaneSum(b, state.sum[rh]));
-      if (lse)
-        lse = tensor::InsertOp::create(
-            b,
-            buildLogSumExp(sm, knownMax ? Value() : state.max[rh],
-                           totals.back()),
-            lse,
-            ValueRange{arith::ConstantIndexOp::create(b, r),
-                       arith::ConstantIndexOp::create(b, h)});
-    }
-    SmallVector<Value> result =
-        buildNormalized(b, elt, chunks, rowOf(state.acc, r), totals);
-    for (auto [chunk, value] : llvm::zip_equal(chunks, result))
-      out = vector::TransferWriteOp::create(
-                b, value, out,
-                ValueRange{arith::ConstantIndexOp::create(b, r),
-                           arith::ConstantIndexOp::create(b, chunk.col)},
-                ArrayRef<bool>{true})
-                .getResult();
+  // The rest (causal diagonal, sequence end) masked, and the outputs: one
+  // row at a time. out = acc / Σ l, written into the destination; lse =
+  // m + log Σ l.
+  auto finish = [&](ImplicitLocOpBuilder &rb, Value row, SoftmaxState one,
+                    Value out, Value lse) {
+    one = keyLoop(rb, range.unmaskedEnd, range.end, RowBlock{1, row}, one,
+                  /*masked=*/true);
+    return finishRow(rb, row, one, out, lse);
+  };
+  if (rows == 1) {
+    auto [out, lse] = finish(b, zero, state, op.getInit(), op.getLseInit());
+    return {out, lse};
   }
-  return {out, lse};
+  // The state in buffers of one slot per row: maxima [r][h], lane sums
+  // [r][h][lane], accumulators [r][column] (the value columns of all
+  // heads, chunk by chunk).
+  int64_t dim = cast<RankedTensorType>(op.getValues().getType()).getDimSize(1);
+  auto c = [&](ImplicitLocOpBuilder &ib, int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(ib, v);
+  };
+  auto buffer = [&](int64_t size) {
+    return memref::AllocaOp::create(b, MemRefType::get({size}, elt))
+        .getResult();
+  };
+  // Slot `off` of row `row` in a buffer of `stride` slots per row.
+  auto at = [&](ImplicitLocOpBuilder &ib, Value row, int64_t stride,
+                int64_t off) -> Value {
+    return arith::AddIOp::create(
+        ib, arith::MulIOp::create(ib, row, c(ib, stride)), c(ib, off));
+  };
+  Value maxBuf = knownMax ? Value() : buffer(rows * heads);
+  Value sumBuf = buffer(rows * heads * lanes), accBuf = buffer(rows * dim);
+  for (int64_t r = 0; r < rows; ++r) {
+    Value row = c(b, r);
+    for (int64_t h = 0; h < heads; ++h) {
+      if (maxBuf)
+        memref::StoreOp::create(b, state.max[r * heads + h], maxBuf,
+                                ValueRange{at(b, row, heads, h)});
+      vector::StoreOp::create(b, state.sum[r * heads + h], sumBuf,
+                              ValueRange{at(b, row, heads * lanes, h * lanes)});
+    }
+    for (auto [i, chunk] : llvm::enumerate(chunks))
+      vector::StoreOp::create(b, state.acc[r * chunks.size() + i], accBuf,
+                              ValueRange{at(b, row, dim, chunk.col)});
+  }
+  SmallVector<Value> outs = {op.getInit()};
+  if (op.getLseInit())
+    outs.push_back(op.getLseInit());
+  auto loop = scf::ForOp::create(
+      b, zero, c(b, rows), c(b, 1), outs,
+      [&](OpBuilder &nested, Location loc, Value row, ValueRange dests) {
+        ImplicitLocOpBuilder rb(loc, nested);
+        SoftmaxState one;
+        for (int64_t h = 0; h < heads; ++h) {
+          if (maxBuf)
+            one.max.push_back(memref::LoadOp::create(
+                rb, maxBuf, ValueRange{at(rb, row, heads, h)}));
+          one.sum.push_back(vector::LoadOp::create(
+              rb, vectorType(lanes), sumBuf,
+              ValueRange{at(rb, row, heads * lanes, h * lanes)}));
+        }
+        for (const ValueChunk &chunk : chunks)
+          one.acc.push_back(
+              vector::LoadOp::create(rb, vectorType(chunk.width), accBuf,
+                                     ValueRange{at(rb, row, dim, chunk.col)}));
+        auto [out, lse] = finish(rb, row, one, dests[0],
+                                 dests.size() > 1 ? dests[1] : Value());
+        SmallVector<Value> next = {out};
+        if (lse)
+          next.push_back(lse);
+        scf::YieldOp::create(rb, next);
+      });
+  return {loop.getResult(0), op.getLseInit() ? loop.getResult(1) : Value()};
 }
 
 struct GeoDecomposeAttention

@@ -7,6 +7,8 @@
 // alike. Each iteration is a flash_lie_attention on rank-2 slices with a
 // static row count and the key tile of the target strategy. An lse result
 // (the per-row log-sum-exp a gradient asked for) is tiled the same way.
+// Causal tiles run in a zigzag order (first, last, second, ...), so that
+// the thread pool's contiguous chunks get equal work (buildBalancedOrder).
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,11 +35,14 @@ namespace {
 /// Builds `scf.for %t = 0 to product(batch) * tiles` over `outs` (the
 /// output, and the lse when the op has one), whose iteration t computes
 /// rows first + (t mod tiles) · rows … of batch element t div tiles
-/// (row-major over the batch dims) as one flash op.
+/// (row-major over the batch dims) as one flash op; with `balance`
+/// (causal), tile t mod tiles of the zigzag order (buildBalancedOrder)
+/// instead.
 SmallVector<Value> buildTileLoop(OpBuilder &b, Location loc,
                                  FlashLieAttentionOp op, ValueRange outs,
                                  ArrayRef<Value> batch, Value tiles,
-                                 Value first, int64_t rows, int64_t keyTile) {
+                                 Value first, int64_t rows, int64_t keyTile,
+                                 bool balance) {
   auto qType = cast<RankedTensorType>(op.getQueries().getType());
   unsigned rank = qType.getRank(), nb = rank - 2;
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
@@ -53,6 +58,8 @@ SmallVector<Value> buildTileLoop(OpBuilder &b, Location loc,
         ImplicitLocOpBuilder ib(nloc, lb);
         Value tile = arith::RemUIOp::create(lb, nloc, t, tiles);
         Value rest = arith::DivUIOp::create(lb, nloc, t, tiles);
+        if (balance)
+          tile = buildBalancedOrder(ib, tile, tiles);
         SmallVector<OpFoldResult> batchIdx =
             getAsOpFoldResult(buildDelinearized(ib, rest, batch));
         Value rowsV = arith::ConstantIndexOp::create(lb, nloc, rows);
@@ -144,14 +151,14 @@ void tileFlashAttention(FlashLieAttentionOp op, RewriterBase &rewriter) {
   SmallVector<Value> outs = {op.getInit()};
   if (op.getLseInit())
     outs.push_back(op.getLseInit());
-  outs =
-      buildTileLoop(rewriter, loc, op, outs, batch, full, zero, rows, keyTile);
+  outs = buildTileLoop(rewriter, loc, op, outs, batch, full, zero, rows,
+                       keyTile, /*balance=*/op.getCausal());
   if (rows > 1) {
     // The rows R does not divide, one at a time.
     Value first = arith::MulIOp::create(rewriter, loc, full, rowsV);
     Value rest = arith::SubIOp::create(rewriter, loc, len, first);
-    outs =
-        buildTileLoop(rewriter, loc, op, outs, batch, rest, first, 1, keyTile);
+    outs = buildTileLoop(rewriter, loc, op, outs, batch, rest, first, 1,
+                         keyTile, /*balance=*/false);
   }
   rewriter.replaceOp(op, outs);
 }

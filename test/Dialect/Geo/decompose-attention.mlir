@@ -1,4 +1,5 @@
 // RUN: torsor-opt %s --split-input-file --torsor-select-strategy=vector-bits=256 --geo-decompose-attention --verify-diagnostics | FileCheck %s
+// RUN: torsor-opt %s --split-input-file --torsor-select-strategy=vector-bits=256 --geo-decompose-attention --verify-diagnostics | FileCheck %s --check-prefix=COPIES
 
 // A causal 2-row SO(3) tile, 2 heads of 4 features, 8 lanes: the key loop
 // carries per row and head a vector sum and the accumulators, and no max
@@ -7,13 +8,22 @@
 // the f32 atan2 and exp are polynomials (no math.atan2 or math.exp
 // remains; exp adds 2^k to the exponent bits with an integer shift); a loop over the tile's key vectors carries the sums and stores
 // each key vector's probabilities as soon as they are scored; P·V is an
-// inner loop over the tile's keys; a second, masked loop handles the
-// diagonal; the result is the accumulators over the lane sums.
+// inner loop over the tile's keys. The masked tiles (the diagonal) and
+// the outputs run one row at a time: the state goes into stack buffers,
+// and a loop over the rows loads a row's state, runs the masked key loop
+// for that row alone (one copy of the pair form, not one per row) and
+// writes its output row, the accumulators over the lane sums.
+// The probabilities share a stack buffer with the rows' query features
+// (2 × (2 heads × 8 keys) + 2 × 9), which the score loop broadcasts from
+// memory.
 // CHECK-LABEL: func.func @so3_causal
-//       CHECK:   %[[P:.*]] = memref.alloca() : memref<32xf32>
-//       CHECK:   scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>)
+//       CHECK:   %[[P:.*]] = memref.alloca() : memref<50xf32>
+//       CHECK:   memref.store %{{.*}}, %[[P]]
+//       CHECK:   %[[S:.*]]:8 = scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>)
 //       CHECK:     scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
 //       CHECK:     vector.transfer_read %{{.*}} {in_bounds = [true]} : tensor<9x?xf32>, vector<8xf32>
+//       CHECK:     memref.load %[[P]]
+//       CHECK:     vector.broadcast {{.*}} : f32 to vector<8xf32>
 //       CHECK:     math.fma {{.*}} : vector<8xf32>
 //       CHECK:     math.sqrt {{.*}} : vector<8xf32>
 //       CHECK:     arith.shli {{.*}} : vector<8xi32>
@@ -22,16 +32,30 @@
 //       CHECK:     scf.for
 //       CHECK:       memref.load %[[P]]
 //       CHECK:       math.fma {{.*}} : vector<4xf32>
-//       CHECK:   scf.for
-//       CHECK:     vector.transfer_read {{.*}} : tensor<9x?xf32>, vector<8xf32>
-//       CHECK:     arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7]> : vector<8xindex>
-//       CHECK:     arith.cmpi sle
-//       CHECK:   vector.reduction <add>
-//       CHECK:   vector.transfer_write {{.*}} : vector<4xf32>, tensor<2x8xf32>
+//       CHECK:   %[[SUMS:.*]] = memref.alloca() : memref<32xf32>
+//       CHECK:   %[[ACC:.*]] = memref.alloca() : memref<16xf32>
+//       CHECK:   vector.store %[[S]]#0, %[[SUMS]]
+//       CHECK:   vector.store %[[S]]#4, %[[ACC]]
+//       CHECK:   scf.for %[[ROW:.*]] = {{.*}} iter_args({{.*}}) -> (tensor<2x8xf32>)
+//       CHECK:     vector.load %[[SUMS]]
+//       CHECK:     vector.load %[[ACC]]
+//       CHECK:     scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<4xf32>, vector<4xf32>)
+//       CHECK:       vector.transfer_read {{.*}} : tensor<9x?xf32>, vector<8xf32>
+//       CHECK:       arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7]> : vector<8xindex>
+//       CHECK:       arith.cmpi sle
+//       CHECK:       memref.load %[[P]]
+//       CHECK:     vector.reduction <add>
+//       CHECK:     vector.transfer_write {{.*}}[%[[ROW]], %{{.*}}] {{.*}} : vector<4xf32>, tensor<2x8xf32>
 //   CHECK-NOT:   geo.flash_lie_attention
 //   CHECK-NOT:   math.atan2
 //   CHECK-NOT:   math.exp
 //       CHECK:   return
+// The pair form (one sqrt each) three times: once per row unmasked, once
+// for the masked row loop.
+// COPIES-LABEL: func.func @so3_causal
+// COPIES-COUNT-3: math.sqrt
+//   COPIES-NOT: math.sqrt
+//       COPIES: return
 func.func @so3_causal(%q: tensor<2x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32>, %init: tensor<2x8xf32>, %off: index) -> tensor<2x8xf32> {
   %o = geo.flash_lie_attention %q, %k, %v, %off, %init {group = #lie.group<so3>, heads = 2 : i64, tau = array<f64: 1.0, 2.0>, lambda = array<f64: 1.0, 0.5>, causal, key_tile = 8 : i64} : (tensor<2x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, index, tensor<2x8xf32>) -> tensor<2x8xf32>
   return %o : tensor<2x8xf32>
@@ -65,7 +89,7 @@ func.func @untiled(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32>
 //  CHECK-SAME:   %[[LSE0:[^:]*]]: tensor<2x2xf32>
 //       CHECK:   vector.reduction <add>
 //       CHECK:   %[[LOG:.*]] = math.log
-//       CHECK:   tensor.insert %[[LOG]] into %[[LSE0]][%{{.*}}, %{{.*}}] : tensor<2x2xf32>
+//       CHECK:   tensor.insert %[[LOG]] into %{{.*}}[%{{.*}}, %{{.*}}] : tensor<2x2xf32>
 //       CHECK:   return
 func.func @with_lse(%q: tensor<2x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32>, %init: tensor<2x8xf32>, %lse0: tensor<2x2xf32>) -> (tensor<2x8xf32>, tensor<2x2xf32>) {
   %c0 = arith.constant 0 : index

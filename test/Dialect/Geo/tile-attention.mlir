@@ -7,6 +7,7 @@
 // CHECK-LABEL: func.func @tiles
 //       CHECK:   %[[FULL:.*]] = arith.divui %{{.*}}, %c4
 //       CHECK:   scf.for %{{.*}} = %{{.*}} to %[[FULL]]
+//   CHECK-NOT:     arith.shrui
 //       CHECK:     tensor.extract_slice %{{.*}}[%[[ROW:.*]], 0] [4, 9] [1, 1] : tensor<?x9xf32> to tensor<4x9xf32>
 //       CHECK:     %[[OFF:.*]] = arith.addi %{{.*}}, %[[ROW]] : index
 //       CHECK:     geo.flash_lie_attention %{{.*}}, %{{.*}}, %{{.*}}, %[[OFF]], %{{.*}} {{{.*}}key_tile = 64 : i64{{.*}}} : (tensor<4x9xf32>, tensor<9x?xf32>, tensor<?x64xf32>, index, tensor<4x64xf32>) -> tensor<4x64xf32>
@@ -30,9 +31,20 @@ func.func @tiles(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x64xf32>,
 // -----
 
 // A batch dim is flattened into the same loop (batch index = t div tiles),
-// and the slices are rank-reduced to rank 2.
+// and the slices are rank-reduced to rank 2. Causal: tile t mod tiles of
+// the zigzag order 0, n−1, 1, n−2, … (i/2 or n−1−i/2), so that contiguous
+// chunks of the loop get equal work.
 // CHECK-LABEL: func.func @batch
-//       CHECK:   scf.for
+//       CHECK:   %[[N:.*]] = arith.divui %{{.*}}, %c4
+//       CHECK:   scf.for %[[T:[^ ]*]] =
+//       CHECK:     %[[I:.*]] = arith.remui %[[T]], %[[N]]
+//       CHECK:     %[[HALF:.*]] = arith.shrui %[[I]], %[[ONE:[^ ]*]]
+//       CHECK:     %[[BIT:.*]] = arith.andi %[[I]], %[[ONE]]
+//       CHECK:     %[[ODD:.*]] = arith.cmpi ne, %[[BIT]]
+//       CHECK:     %[[LAST:.*]] = arith.subi %[[N]], %[[ONE]]
+//       CHECK:     %[[MIRROR:.*]] = arith.subi %[[LAST]], %[[HALF]]
+//       CHECK:     %[[TILE:.*]] = arith.select %[[ODD]], %[[MIRROR]], %[[HALF]]
+//       CHECK:     arith.muli %[[TILE]], %c4
 //       CHECK:     tensor.extract_slice %{{.*}}[%{{.*}}, %{{.*}}, 0] [1, 4, 12] [1, 1, 1] : tensor<3x?x12xf64> to tensor<4x12xf64>
 //       CHECK:     geo.flash_lie_attention {{.*}}key_tile = 32 : i64{{.*}} -> tensor<4x16xf64>
 func.func @batch(%q: tensor<3x?x12xf64>, %k: tensor<3x12x?xf64>, %v: tensor<3x?x16xf64>, %init: tensor<3x?x16xf64>) -> tensor<3x?x16xf64> {
