@@ -244,7 +244,7 @@ LogicalResult torsor::packBF16Contraction(RewriterBase &rewriter,
                         linalg::YieldOp::create(nb, nloc, args[0]);
                       })
                       .getResult(0);
-  bPacked.getDefiningOp()->setAttr(kBF16PackedOperandAttr, b.getUnitAttr());
+  bPacked.getDefiningOp()->setAttr(kPackedOperandAttr, b.getUnitAttr());
 
   // C: [batch.., Mp, Np] += A · B over (batch.., m, n, a, p).
   Value cPad = padTo(b, loc, c, mp, np);
