@@ -55,16 +55,7 @@ HEADS = (1, 4)
 DV = 64
 MODELS = ("grassmann_lm", "se3_pose_attention")
 
-
-def median_time(fn, runs):
-    fn()
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    times.sort()
-    return times[len(times) // 2]
+from harness import matmul_tsr, median_time, torsor_run_time  # noqa: E402
 
 
 def torsorc(args, tsr, so, compute):
@@ -110,23 +101,16 @@ def torsor_matmul_time(args, tmp, d, n, compute, x, w):
     from model_runner import write_safetensors
     tsr = os.path.join(tmp, "mm.tsr")
     with open(tsr, "w") as f:
-        f.write("model MM {\n  dim L;\n  dim D = %d;\n  dim N = %d;\n"
-                "  input x: f32[L, D];\n  param W: f32[D, N];\n"
-                "  output y = x @ W;\n}\n" % (d, n))
+        f.write(matmul_tsr(d, n))
     so = os.path.join(tmp, "mm_%s_%d_%d.so" % (compute, d, n))
     _, unit = torsorc(args, tsr, so, compute)
     np.save(os.path.join(tmp, "x.npy"), x)
     write_safetensors(os.path.join(tmp, "w.safetensors"), {"W": w}, "f32")
     out = os.path.join(tmp, "y.npy")
-    run = subprocess.run(
-        [os.path.join(args.build, "bin", "torsor-run"), so,
-         "--input", "x=" + os.path.join(tmp, "x.npy"),
-         "--weights", os.path.join(tmp, "w.safetensors"),
-         "--output", "y=" + out, "--threads", str(args.threads),
-         "--time", str(args.runs)],
-        check=True, capture_output=True, text=True)
-    line = [s for s in run.stdout.splitlines() if s.startswith("time:")][0]
-    return float(line.split("median")[1].split("ms")[0]) / 1e3, np.load(out), unit
+    t = torsor_run_time(args.build, so, {"x": os.path.join(tmp, "x.npy")},
+                        os.path.join(tmp, "w.safetensors"), {"y": out},
+                        args.threads, args.runs)
+    return t, np.load(out), unit
 
 
 def bench_matmul(args, torch, tmp, rng):

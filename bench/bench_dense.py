@@ -23,23 +23,14 @@ import sys
 import tempfile
 import time
 
+from harness import matmul_tsr, median_time, torsor_run_time
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # (L, d, n): the model's shapes (grassmann_lm: d = 256, d_ff = 1024; the
 # Plücker layer K = 496; wide layers at d = 1024).
 SHAPES = [(64, 256, 256), (1024, 256, 1024), (4096, 256, 1024),
           (4096, 1024, 256), (16384, 496, 256), (4096, 1024, 1024),
           (16384, 256, 256)]
-
-
-def median_time(fn, runs):
-    fn()
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    times.sort()
-    return times[len(times) // 2]
 
 
 def main():
@@ -67,9 +58,7 @@ def main():
         for L, d, n in SHAPES:
             tsr = os.path.join(tmp, "mm.tsr")
             with open(tsr, "w") as f:
-                f.write("model MM {\n  dim L;\n  dim D = %d;\n  dim N = %d;\n"
-                        "  input x: f32[L, D];\n  param W: f32[D, N];\n"
-                        "  output y = x @ W;\n}\n" % (d, n))
+                f.write(matmul_tsr(d, n))
             so = os.path.join(tmp, "mm_%d_%d.so" % (d, n))
             subprocess.run([os.path.join(args.build, "bin", "torsorc"), tsr,
                             "-o", so, "-O2"], check=True)
@@ -78,15 +67,10 @@ def main():
             np.save(os.path.join(tmp, "x.npy"), x)
             write_safetensors(os.path.join(tmp, "w.safetensors"), {"W": w}, "f32")
             out = os.path.join(tmp, "y.npy")
-            run = subprocess.run(
-                [os.path.join(args.build, "bin", "torsor-run"), so,
-                 "--input", "x=" + os.path.join(tmp, "x.npy"),
-                 "--weights", os.path.join(tmp, "w.safetensors"),
-                 "--output", "y=" + out, "--threads", str(args.threads),
-                 "--time", str(args.runs)],
-                check=True, capture_output=True, text=True)
-            line = [s for s in run.stdout.splitlines() if s.startswith("time:")][0]
-            t_torsor = float(line.split("median")[1].split("ms")[0]) / 1e3
+            t_torsor = torsor_run_time(
+                args.build, so, {"x": os.path.join(tmp, "x.npy")},
+                os.path.join(tmp, "w.safetensors"), {"y": out}, args.threads,
+                args.runs)
             ref = x @ w
             diff = float(np.max(np.abs(np.load(out) - ref)))
             t_np = median_time(lambda: x @ w, args.runs)

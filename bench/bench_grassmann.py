@@ -28,6 +28,8 @@ import sys
 import tempfile
 import time
 
+from harness import median_time
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 D, R, OFFSETS, EPS = 256, 32, (1, 2, 4, 8, 12, 16), 1e-6
 P = R * (R - 1) // 2
@@ -126,17 +128,6 @@ def torch_forms(torch):
         return gate(h, g, W)
 
     return naive, bilinear, wsum, antisym
-
-
-def median_time(fn, runs):
-    fn()
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    times.sort()
-    return times[len(times) // 2]
 
 
 def main():

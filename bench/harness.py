@@ -130,6 +130,47 @@ def time_calls(fn, warmup=1, min_reps=3, max_reps=20, budget_s=2.0, cap_s=None):
     return times, warm, None
 
 
+def median_time(fn, runs):
+    """Median wall time (s) of `runs` calls of fn() after one warm-up call
+    (the dense, Grassmann and bf16 tables' per-call timing)."""
+    fn()
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    times.sort()
+    return times[len(times) // 2]
+
+
+# --- Torsor models run by torsor-run ---------------------------------------------
+
+def matmul_tsr(d, n):
+    """The one-line model y = x @ W (x [L, d] an input, W [d, n] a param)
+    the dense and bf16 matmul tables compile."""
+    return ("model MM {\n  dim L;\n  dim D = %d;\n  dim N = %d;\n"
+            "  input x: f32[L, D];\n  param W: f32[D, N];\n"
+            "  output y = x @ W;\n}\n" % (d, n))
+
+
+def torsor_run_time(build, so, inputs, weights, outputs, threads, runs):
+    """Median seconds of `runs` forward calls of the model at `so`, timed by
+    `torsor-run --time` (after its warm-up run; loading and the params'
+    packing are outside the timed calls). `inputs` and `outputs` map names
+    to .npy paths; `weights` is a .safetensors path or None."""
+    cmd = [os.path.join(build, "bin", "torsor-run"), so]
+    for name, path in inputs.items():
+        cmd += ["--input", "%s=%s" % (name, path)]
+    if weights:
+        cmd += ["--weights", weights]
+    for name, path in outputs.items():
+        cmd += ["--output", "%s=%s" % (name, path)]
+    cmd += ["--threads", str(threads), "--time", str(runs)]
+    run = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    line = [s for s in run.stdout.splitlines() if s.startswith("time:")][0]
+    return float(line.split("median")[1].split("ms")[0]) / 1e3
+
+
 def summarize(times):
     """median, quartiles, min, max (seconds → ms) of a list of timings."""
     if not times:

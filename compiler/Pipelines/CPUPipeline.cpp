@@ -63,9 +63,9 @@ void torsor::buildCPULoweringPipeline(OpPassManager &pm,
     // The flash backward's outlined per-lane functions are new.
     addSelectStrategy(pm, options, "cpu");
     pm.addNestedPass<func::FuncOp>(createTorsorTileDense());
-    // --compute=bf16: params' packed copies are made once per load.
-    if (options.compute == "bf16")
-      pm.addPass(createTorsorHoistPackedParams());
+    // Packed copies of params (f32 panels, bf16 VNNI pairs) are made once
+    // per load.
+    pm.addPass(createTorsorHoistPackedParams());
     pm.addNestedPass<func::FuncOp>(createTorsorFuseRows());
   }
 

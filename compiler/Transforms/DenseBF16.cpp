@@ -56,22 +56,66 @@ RankedTensorType tensorOf(ArrayRef<OpFoldResult> sizes, Type element) {
   return RankedTensorType::get(shape, element);
 }
 
+/// The sizes of `value`; for the result of a generic that writes a
+/// tensor.empty (canonical's), the empty's, which exist before the generic.
+SmallVector<OpFoldResult> sizesOf(OpBuilder &b, Location loc, Value value) {
+  if (auto generic = value.getDefiningOp<linalg::GenericOp>())
+    if (auto empty = generic.getDpsInits()[0].getDefiningOp<tensor::EmptyOp>())
+      return empty.getMixedSizes();
+  return tensor::getMixedSizes(b, loc, value);
+}
+
 /// `source` zero-padded at the end of its last two dims to `rows` and
-/// `cols` (leading dims unchanged).
+/// `cols` (leading dims unchanged). Where `source` is the unused result
+/// of a generic writing a tensor.empty (canonical's), the generic is moved
+/// here and writes the corner of a zero-filled tensor of the padded shape,
+/// which bufferizes in place: a tensor.pad would copy the operand once
+/// more, element by element wherever the padded rows are longer.
 Value padTo(OpBuilder &b, Location loc, Value source, OpFoldResult rows,
             OpFoldResult cols) {
-  SmallVector<OpFoldResult> have = tensor::getMixedSizes(b, loc, source);
+  SmallVector<OpFoldResult> have = sizesOf(b, loc, source);
   unsigned rank = have.size();
-  SmallVector<OpFoldResult> low(rank, b.getIndexAttr(0)), high(rank),
-      sizes(have);
+  SmallVector<OpFoldResult> sizes(have);
   sizes[rank - 2] = rows;
   sizes[rank - 1] = cols;
-  for (unsigned i = 0; i < rank; ++i)
-    high[i] = i + 2 < rank ? OpFoldResult(b.getIndexAttr(0))
-                           : difference(b, loc, sizes[i], have[i]);
   Type element = getElementTypeOrSelf(source.getType());
   Value zero =
       arith::ConstantOp::create(b, loc, element, b.getZeroAttr(element));
+  auto generic = source.getDefiningOp<linalg::GenericOp>();
+  // A generic that only reorders (the accumulator's canonical form) is
+  // left to fold: padding a fill stays a fill.
+  auto converts = [](linalg::GenericOp op) {
+    Value yielded = op.getBody()->getTerminator()->getOperand(0);
+    return !isa<BlockArgument>(yielded);
+  };
+  if (generic && source.use_empty() && converts(generic) &&
+      generic.getDpsInits()[0].getDefiningOp<tensor::EmptyOp>()) {
+    auto same = [](OpFoldResult x, OpFoldResult y) {
+      return getConstantIntValue(x) &&
+             getConstantIntValue(x) == getConstantIntValue(y);
+    };
+    if (same(rows, have[rank - 2]) && same(cols, have[rank - 1]))
+      return source;
+    Value padded =
+        linalg::FillOp::create(
+            b, loc, ValueRange{zero},
+            ValueRange{tensor::EmptyOp::create(b, loc, sizes, element)})
+            .getResult(0);
+    SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0)),
+        strides(rank, b.getIndexAttr(1));
+    auto corner = tensor::ExtractSliceOp::create(
+        b, loc, cast<RankedTensorType>(source.getType()), padded, offsets, have,
+        strides);
+    generic->moveAfter(corner);
+    generic.getDpsInitsMutable()[0].assign(corner);
+    b.setInsertionPointAfter(generic);
+    return tensor::InsertSliceOp::create(b, loc, source, padded, offsets, have,
+                                         strides);
+  }
+  SmallVector<OpFoldResult> low(rank, b.getIndexAttr(0)), high(rank);
+  for (unsigned i = 0; i < rank; ++i)
+    high[i] = i + 2 < rank ? OpFoldResult(b.getIndexAttr(0))
+                           : difference(b, loc, sizes[i], have[i]);
   return tensor::PadOp::create(b, loc, tensorOf(sizes, element), source, low,
                                high, zero);
 }
@@ -203,8 +247,9 @@ LogicalResult torsor::packBF16Contraction(RewriterBase &rewriter,
   Value a = canonical(b, loc, op, 0, aDims, bf16, round);
   Value bb = canonical(b, loc, op, 1, bDims, bf16, round);
   Value c = canonical(b, loc, op, 2, cDims, f32, same);
-  SmallVector<OpFoldResult> aSizes = tensor::getMixedSizes(b, loc, a);
-  SmallVector<OpFoldResult> bSizes = tensor::getMixedSizes(b, loc, bb);
+  SmallVector<OpFoldResult> aSizes = sizesOf(b, loc, a);
+  SmallVector<OpFoldResult> bSizes = sizesOf(b, loc, bb);
+  SmallVector<OpFoldResult> cSizes = sizesOf(b, loc, c);
   unsigned nA = batch.size(), nbB = bBatch.size();
   OpFoldResult mp = roundUp(b, loc, aSizes[nA], products.blockRows());
   OpFoldResult kp = roundUp(b, loc, aSizes[nA + 1], products.blockDepth());
@@ -244,7 +289,7 @@ LogicalResult torsor::packBF16Contraction(RewriterBase &rewriter,
                         linalg::YieldOp::create(nb, nloc, args[0]);
                       })
                       .getResult(0);
-  bPacked.getDefiningOp()->setAttr(kBF16PackedOperandAttr, b.getUnitAttr());
+  bPacked.getDefiningOp()->setAttr(kPackedOperandAttr, b.getUnitAttr());
 
   // C: [batch.., Mp, Np] += A · B over (batch.., m, n, a, p).
   Value cPad = padTo(b, loc, c, mp, np);
@@ -279,7 +324,6 @@ LogicalResult torsor::packBF16Contraction(RewriterBase &rewriter,
   product->setAttr(kBF16ProductAttr, b.getUnitAttr());
 
   // Back to [batch.., M, N], then to the op's own output layout.
-  SmallVector<OpFoldResult> cSizes = tensor::getMixedSizes(b, loc, c);
   Value slice = tensor::ExtractSliceOp::create(
       b, loc, cast<RankedTensorType>(c.getType()), product.getResult(0),
       SmallVector<OpFoldResult>(nA + 2, b.getIndexAttr(0)), cSizes,

@@ -24,11 +24,11 @@ namespace torsor {
 
 /// Marks the packed bf16 product torsor-lower-dense-bf16 lowers.
 constexpr llvm::StringLiteral kBF16ProductAttr = "torsor.bf16_product";
-/// Marks the generic that writes a packed right operand (VNNI B): where
-/// it reads params only, torsor-hoist-packed-params moves it (and what it
-/// reads) into the per-model prepare function.
-constexpr llvm::StringLiteral kBF16PackedOperandAttr =
-    "torsor.bf16_packed_operand";
+/// Marks the op that writes a packed right operand (bf16 VNNI B here, f32
+/// column panels in torsor-tile-dense): where it reads params only,
+/// torsor-hoist-packed-params moves it (and what it reads) into the
+/// per-model prepare function.
+constexpr llvm::StringLiteral kPackedOperandAttr = "torsor.packed_operand";
 
 /// Replaces the f32 contraction `op` (loop dims `batch`, `m`, `n`, `k`)
 /// by: its operands rounded to bf16 and packed (A: [batch.., Mp, Kp/2, 2],

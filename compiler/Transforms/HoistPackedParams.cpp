@@ -1,7 +1,9 @@
 //===- HoistPackedParams.cpp - Pack bf16 weights once per model load ------===//
 //
-// torsor-hoist-packed-params: under `--compute=bf16`, torsor-tile-dense
-// packs the right operand of every product into VNNI pairs (DenseBF16.h).
+// torsor-hoist-packed-params: torsor-tile-dense packs the right operand of
+// a product: into column panels for the f32 kernel (the strategy's
+// pack_panels), into VNNI pairs under `--compute=bf16` (DenseBF16.h); the
+// op that writes the packed copy carries `torsor.packed_operand`.
 // Where that operand is computed from params alone (`x @ W`, `x @
 // transpose(W)`, attention's projections), repacking it on every call is
 // wasted work: this pass moves the packing (from the wrapper, or from the
@@ -164,8 +166,8 @@ struct HoistPackedParams
     SmallVector<Site> sites = findSites(module, wrapper, begin, end);
     SmallVector<Hoisted> hoisted;
     for (unsigned index = 0; index < sites.size(); ++index)
-      sites[index].func.walk([&](linalg::GenericOp op) {
-        if (!op->hasAttr(kBF16PackedOperandAttr) || op->getNumResults() != 1)
+      sites[index].func.walk([&](Operation *op) {
+        if (!op->hasAttr(kPackedOperandAttr) || op->getNumResults() != 1)
           return;
         auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
         if (!type || !type.hasStaticShape())

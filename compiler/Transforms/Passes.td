@@ -562,10 +562,11 @@ def TorsorTileDense : Pass<"torsor-tile-dense", "::mlir::func::FuncOp"> {
 
 def TorsorHoistPackedParams
     : Pass<"torsor-hoist-packed-params", "::mlir::ModuleOp"> {
-  let summary = "Pack bf16 products' param operands once per model load";
+  let summary = "Pack dense products' param operands once per model load";
   let description = [{
-    Runs after torsor-tile-dense under `--compute=bf16`. Each packed right
-    operand (`linalg.generic {torsor.bf16_packed_operand}`) of the model
+    Runs after torsor-tile-dense. Each packed right operand (the op
+    marked `torsor.packed_operand`: f32 column panels, or bf16 VNNI pairs
+    under `--compute=bf16`) of the model
     wrapper that is computed from params alone moves, with what it reads,
     into `torsor_prepare_model(params..., memref<?xi8>)`, which writes it
     at a 64-byte aligned offset of one byte buffer; the wrapper takes that

@@ -143,6 +143,179 @@ linalg::ContractOp toContract(RewriterBase &rewriter, linalg::LinalgOp op,
   return contract;
 }
 
+/// A 2-D operand of the contraction packed into panels (packPanels):
+/// `root` is the value the tiles slice, `packed` its panels, `kPos` and
+/// `wPos` the positions in root's dims of the depth dim and of the dim
+/// cut into panels (loop dim `dim`: n for the right operand, m for the
+/// left), `width` the panels' width.
+struct Panels {
+  Value root, packed;
+  unsigned kPos, wPos, dim;
+  int64_t width;
+};
+
+/// Positions of the loop dims `k` and `w` in operand `index` of `op`, if
+/// the operand reads those two dims and no other.
+std::optional<std::pair<unsigned, unsigned>>
+panelDims(linalg::LinalgOp op, unsigned index, unsigned k, unsigned w) {
+  AffineMap map = op.getIndexingMapsArray()[index];
+  if (map.getNumResults() != 2)
+    return std::nullopt;
+  return std::make_pair(resultOf(map, k), resultOf(map, w));
+}
+
+/// `value` (2-D; its depth dim at `kPos`, the other at `wPos`) packed into
+/// panels of `width` along the other dim, [ceil(W / width), K, width]
+/// (P[j, k, c] = value[k, j·width + c] in [K, W] terms), zero-padded in
+/// the last panel. For the right operand a panel is one register tile's
+/// columns: the tile's k loop then reads one contiguous stream of them
+/// instead of rows N floats apart (a 4 KiB stride at N = 1024, which also
+/// maps every row onto the same L1 sets). Where `width` divides W the
+/// packing is a reshape and a transpose; otherwise one generic that reads
+/// each element (zero past the edge), since a tensor.pad would become an
+/// element-wise strided copy. With `hoistable` the packing op carries
+/// kPackedOperandAttr, so that torsor-hoist-packed-params packs a param
+/// once per model load.
+Value packPanels(RewriterBase &rewriter, Location loc, Value value,
+                 unsigned kPos, unsigned wPos, int64_t width, bool hoistable) {
+  MLIRContext *ctx = rewriter.getContext();
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(rewriter, loc, value);
+  AffineExpr s0 = getAffineSymbolExpr(0, ctx);
+  OpFoldResult w = sizes[wPos], k = sizes[kPos];
+  OpFoldResult panels = affine::makeComposedFoldedAffineApply(
+      rewriter, loc, s0.ceilDiv(width), w);
+  Type element = getElementTypeOrSelf(value.getType());
+  OpFoldResult widthAttr = rewriter.getIndexAttr(width);
+  SmallVector<OpFoldResult> packedSizes = {panels, k, widthAttr};
+  Value init = tensor::EmptyOp::create(rewriter, loc, packedSizes, element);
+  Operation *pack;
+  std::optional<int64_t> staticWidth = getConstantIntValue(w);
+  if (staticWidth && *staticWidth % width == 0) {
+    // The cut dim split into [panels, width], then the panels outermost.
+    SmallVector<int64_t> shape = {*staticWidth / width, width};
+    std::optional<int64_t> depth = getConstantIntValue(k);
+    shape.insert(wPos == 1 ? shape.begin() : shape.end(),
+                 depth.value_or(ShapedType::kDynamic));
+    SmallVector<OpFoldResult> split = {panels, widthAttr};
+    split.insert(wPos == 1 ? split.begin() : split.end(), k);
+    SmallVector<ReassociationIndices> groups =
+        wPos == 1 ? SmallVector<ReassociationIndices>{{0}, {1, 2}}
+                  : SmallVector<ReassociationIndices>{{0, 1}, {2}};
+    SmallVector<int64_t> perm = wPos == 1 ? SmallVector<int64_t>{1, 0, 2}
+                                          : SmallVector<int64_t>{0, 2, 1};
+    Value expanded = tensor::ExpandShapeOp::create(
+        rewriter, loc, RankedTensorType::get(shape, element), value, groups,
+        split);
+    pack = linalg::TransposeOp::create(rewriter, loc, expanded, init, perm);
+  } else {
+    Value wValue = getValueOrCreateConstantIndexOp(rewriter, loc, w);
+    SmallVector<utils::IteratorType> parallel(3, utils::IteratorType::parallel);
+    pack = linalg::GenericOp::create(
+        rewriter, loc, init.getType(), ValueRange{}, init,
+        SmallVector<AffineMap>{rewriter.getMultiDimIdentityMap(3)}, parallel,
+        [&](OpBuilder &b, Location nloc, ValueRange) {
+          Value j = linalg::IndexOp::create(b, nloc, 0);
+          Value kk = linalg::IndexOp::create(b, nloc, 1);
+          Value c = linalg::IndexOp::create(b, nloc, 2);
+          Value col = affine::AffineApplyOp::create(
+              b, nloc,
+              AffineMap::get(0, 3,
+                             getAffineSymbolExpr(0, ctx) * width +
+                                 getAffineSymbolExpr(1, ctx)),
+              ValueRange{j, c});
+          // Past the edge: read the last column (in bounds) and yield 0.
+          Value inside = arith::CmpIOp::create(
+              b, nloc, arith::CmpIPredicate::ult, col, wValue);
+          Value last = arith::SubIOp::create(
+              b, nloc, wValue, arith::ConstantIndexOp::create(b, nloc, 1));
+          Value clamped = arith::MinUIOp::create(b, nloc, col, last);
+          SmallVector<Value> at(2);
+          at[kPos] = kk;
+          at[wPos] = clamped;
+          Value x = tensor::ExtractOp::create(b, nloc, value, at);
+          Value zero = arith::ConstantOp::create(b, nloc, element,
+                                                 b.getZeroAttr(element));
+          linalg::YieldOp::create(
+              b, nloc,
+              arith::SelectOp::create(b, nloc, inside, x, zero).getResult());
+        });
+  }
+  if (hoistable)
+    pack->setAttr(kPackedOperandAttr, rewriter.getUnitAttr());
+  return pack->getResult(0);
+}
+
+/// The offsets into `root` of `slice`, a chain of unit-stride,
+/// rank-preserving tensor.extract_slice ops from `root` (what tiling makes
+/// of an operand), composed.
+FailureOr<SmallVector<OpFoldResult>> offsetsInto(OpBuilder &b, Location loc,
+                                                 Value slice, Value root) {
+  unsigned rank = cast<RankedTensorType>(root.getType()).getRank();
+  SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
+  AffineExpr sum = getAffineSymbolExpr(0, b.getContext()) +
+                   getAffineSymbolExpr(1, b.getContext());
+  while (slice != root) {
+    auto extract = slice.getDefiningOp<tensor::ExtractSliceOp>();
+    if (!extract || extract.getSourceType().getRank() != rank ||
+        extract.getResultType().getRank() != rank ||
+        !llvm::all_of(extract.getMixedStrides(), isOneInteger))
+      return failure();
+    for (auto [offset, step] : llvm::zip(offsets, extract.getMixedOffsets()))
+      offset =
+          affine::makeComposedFoldedAffineApply(b, loc, sum, {offset, step});
+    slice = extract.getSource();
+  }
+  return offsets;
+}
+
+/// Makes the register tile `tile` read its operands from their panels
+/// (`panels[i]` for input i, where set): a [k, w] slice of the panel the
+/// tile starts in, which holds all of the tile's rows or columns because
+/// register tiles start at multiples of the panel width. The product is
+/// unchanged (the same elements in the same k order). Returns the new
+/// tile.
+FailureOr<Operation *> readPanels(RewriterBase &rewriter, linalg::LinalgOp tile,
+                                  ArrayRef<std::optional<Panels>> panels,
+                                  const Dims &d) {
+  Location loc = tile.getLoc();
+  MLIRContext *ctx = rewriter.getContext();
+  rewriter.setInsertionPoint(tile);
+  SmallVector<Value> inputs(tile.getDpsInputs());
+  SmallVector<AffineMap> maps = tile.getIndexingMapsArray();
+  for (auto [index, p] : llvm::enumerate(panels)) {
+    if (!p)
+      continue;
+    Value slice = inputs[index];
+    FailureOr<SmallVector<OpFoldResult>> offsets =
+        offsetsInto(rewriter, loc, slice, p->root);
+    if (failed(offsets))
+      return failure();
+    SmallVector<OpFoldResult> sizes =
+        tensor::getMixedSizes(rewriter, loc, slice);
+    OpFoldResult panel = affine::makeComposedFoldedAffineApply(
+        rewriter, loc, getAffineSymbolExpr(0, ctx).floorDiv(p->width),
+        (*offsets)[p->wPos]);
+    SmallVector<OpFoldResult> at = {panel, (*offsets)[p->kPos],
+                                    rewriter.getIndexAttr(0)};
+    SmallVector<OpFoldResult> extent = {rewriter.getIndexAttr(1),
+                                        sizes[p->kPos], sizes[p->wPos]};
+    SmallVector<OpFoldResult> unit(3, rewriter.getIndexAttr(1));
+    auto type = tensor::ExtractSliceOp::inferCanonicalRankReducedResultType(
+        2, cast<RankedTensorType>(p->packed.getType()), extent);
+    inputs[index] = tensor::ExtractSliceOp::create(rewriter, loc, type,
+                                                   p->packed, at, extent, unit);
+    maps[index] = AffineMap::get(
+        d.numLoops, 0,
+        {rewriter.getAffineDimExpr(d.k), rewriter.getAffineDimExpr(p->dim)},
+        ctx);
+  }
+  auto replacement = linalg::ContractOp::create(
+      rewriter, loc, tile->getResultTypes(), inputs, tile.getDpsInits(),
+      rewriter.getAffineMapArrayAttr(maps));
+  rewriter.replaceOp(tile, replacement->getResults());
+  return replacement.getOperation();
+}
+
 /// Tiles `op` by `sizes` (0: untiled) with loops in `order` (dims listed
 /// outermost first; untiled dims may be left out).
 FailureOr<scf::SCFTilingResult> tile(RewriterBase &rewriter, Operation *op,
@@ -281,12 +454,30 @@ FailureOr<Operation *> tileTasks(RewriterBase &rewriter,
 /// Builds the loop nest of the file comment around one contraction.
 LogicalResult tileContraction(RewriterBase &rewriter, linalg::LinalgOp op,
                               const Dims &d, strategy::DenseAttr s) {
+  std::optional<std::pair<unsigned, unsigned>> rightDims;
+  if (s.getPackPanels())
+    rightDims = panelDims(op, 1, d.k, d.n);
   linalg::ContractOp generic =
-      toContract(rewriter, op, d, s.getPackTransposed());
+      toContract(rewriter, op, d, s.getPackTransposed() && !rightDims);
 
   unsigned bits = getElementTypeOrSelf(generic->getResult(0).getType())
                       .getIntOrFloatBitWidth();
   int64_t mr = s.getRegisterRows(), nr = s.registerCols(bits);
+  // The right operand's panels, once per call before the tasks (or once
+  // per load, torsor-hoist-packed-params).
+  SmallVector<std::optional<Panels>, 2> panels(2);
+  if (rightDims) {
+    rewriter.setInsertionPoint(generic);
+    Value rhs = generic.getDpsInputs()[1];
+    auto [kPos, nPos] = *rightDims;
+    panels[1] = Panels{rhs,
+                       packPanels(rewriter, generic.getLoc(), rhs, kPos, nPos,
+                                  nr, /*hoistable=*/true),
+                       kPos,
+                       nPos,
+                       d.n,
+                       nr};
+  }
   int64_t mc = std::max<int64_t>(s.getTaskRows() / mr, 1) * mr;
   using LoopType = scf::SCFTilingOptions::LoopType;
   auto sizes = [&](std::initializer_list<std::pair<unsigned, int64_t>> set) {
@@ -312,9 +503,17 @@ LogicalResult tileContraction(RewriterBase &rewriter, linalg::LinalgOp op,
                    {d.m, d.n}, LoopType::ForOp);
   if (failed(regs))
     return failure();
+  Operation *kernel = regs->tiledOps[0];
+  if (panels[0] || panels[1]) {
+    FailureOr<Operation *> reading =
+        readPanels(rewriter, cast<linalg::LinalgOp>(kernel), panels, d);
+    if (failed(reading))
+      return failure();
+    kernel = *reading;
+  }
   // One k step per micro-kernel iteration.
-  auto steps = tile(rewriter, regs->tiledOps[0], sizes({{d.k, 1}}), {d.k},
-                    LoopType::ForOp);
+  auto steps =
+      tile(rewriter, kernel, sizes({{d.k, 1}}), {d.k}, LoopType::ForOp);
   if (failed(steps))
     return failure();
   steps->tiledOps[0]->setAttr(kKernelAttr, rewriter.getUnitAttr());

@@ -35,8 +35,10 @@ StridedView view(const UnrankedDescriptor &memref) {
 }
 } // namespace
 
-/// Copies `src` to `dst` (same shape, any strides), element by element with
-/// the innermost dimension as the fast loop.
+/// Copies `src` to `dst` (same shape, any strides): one memcpy per row
+/// where both have unit innermost stride (the padded operands of the bf16
+/// products, slices of row-major tensors), else element by element, with
+/// the innermost dimension as the fast loop either way.
 extern "C" __attribute__((visibility("default"))) void
 memrefCopy(int64_t elementSize, UnrankedDescriptor *src,
            UnrankedDescriptor *dst) {
@@ -50,13 +52,17 @@ memrefCopy(int64_t elementSize, UnrankedDescriptor *src,
   for (int64_t i = 0; i < rank; ++i)
     if (s.sizes[i] == 0)
       return;
+  // Contiguous rows: the odometer runs over the outer dims only.
+  bool rows = s.strides[rank - 1] == 1 && d.strides[rank - 1] == 1;
+  int64_t outer = rows ? rank - 1 : rank;
+  int64_t bytes = rows ? s.sizes[rank - 1] * elementSize : elementSize;
   std::vector<int64_t> index(rank, 0);
   int64_t sOff = s.offset, dOff = d.offset;
   while (true) {
     std::memcpy(d.aligned + dOff * elementSize, s.aligned + sOff * elementSize,
-                elementSize);
-    // Odometer increment from the innermost dim.
-    int64_t axis = rank - 1;
+                bytes);
+    // Odometer increment from the innermost (outer) dim.
+    int64_t axis = outer - 1;
     for (; axis >= 0; --axis) {
       ++index[axis];
       sOff += s.strides[axis];

@@ -56,6 +56,21 @@ class Model:
         subprocess.run([tool("torsorc"), path, "-o", so, "--grad", "--dtype=f64"], check=True)
         self.manifest = json.load(open(so[:-3] + ".json"))
         self.lib = ctypes.CDLL(so)
+        # Params' packed copies (the manifest's "prepare", docs/runtime.md):
+        # one 64-byte aligned buffer the prepare entry fills from the params
+        # and the forward reads as its last argument.
+        self.prepare = self.manifest.get("prepare")
+        self.packed = []
+        if self.prepare:
+            raw = np.zeros(self.prepare["bytes"] + 64, np.uint8)
+            start = -raw.ctypes.data % 64
+            self.packed = [raw[start:start + self.prepare["bytes"]]]
+
+    def forward(self, inputs, params, outputs):
+        """torsor_forward as the runtime calls it: prepare, then run."""
+        if self.prepare:
+            self._call(self.prepare["entry"], params + self.packed)
+        self._call("torsor_forward", inputs + params + outputs + self.packed)
 
     def _call(self, entry, arrays):
         descs = [memref_descriptor(a) for a in arrays]
@@ -94,7 +109,8 @@ def main():
 
             def forward(v):
                 ys = [np.zeros(s) for s in out_shapes]
-                m._call("torsor_forward", [np.ascontiguousarray(v[t["name"]]) for t in inputs + params] + ys)
+                m.forward([np.ascontiguousarray(v[t["name"]]) for t in inputs],
+                          [np.ascontiguousarray(v[t["name"]]) for t in params], ys)
                 return sum(np.sum(c * y) for c, y in zip(C, ys))
 
             grads_spec = man["backward"]["gradients"]

@@ -1,15 +1,17 @@
 # RUN: %python %s %torsor_src %torsor_bin | FileCheck %s
 # CHECK: == packed params (torsor_prepare)
 # CHECK: all {{[0-9]+}} checks passed
-"""`--compute=bf16` packs params once per load (docs/precision.md,
-docs/runtime.md "Packed params").
+"""Dense products pack their param operands once per load
+(docs/precision.md, docs/runtime.md "Packed params").
 
-On a CPU with a bf16 unit (AMX: --mcpu=sapphirerapids; AVX512-BF16 without
-AMX: --mcpu=cooperlake), a product by a param gets its packed copy from the
-model's `torsor_prepare` entry, which the runtime runs at the first run and
-after params change. Checked:
-  - the manifest has "prepare" with a byte count for both units (code
-    generation only) and none for the fma fallback (--mcpu=generic);
+A product by a param gets its packed copy from the model's `torsor_prepare`
+entry, which the runtime runs at the first run and after params change:
+VNNI pairs on a CPU with a bf16 unit under `--compute=bf16` (AMX:
+--mcpu=sapphirerapids; AVX512-BF16 without AMX: --mcpu=cooperlake), and
+the f32 kernel's column panels otherwise (the fma fallback of bf16,
+--mcpu=generic, and `--compute=f32` on this CPU). Checked:
+  - the manifest has "prepare" with a byte count for every unit (code
+    generation only);
   - results are bit-identical to packing per call: the same model with its
     params passed as inputs (inputs are never prepared) gives the same bits;
   - params bound again after a run (set_params) and loaded from a
@@ -45,9 +47,15 @@ try:
 except OSError:
     pass
 
+# (unit, --mcpu or None for this CPU, CPU flags a run needs, compute,
+# least bytes packed: two bf16 copies padded to 64 x 96, or two f32 copies
+# of 40 x 72).
 UNITS = [("amx", "sapphirerapids", {"avx512f", "avx512_bf16", "amx_tile",
-                                    "amx_bf16"}),
-         ("avx512bf16", "cooperlake", {"avx512f", "avx512_bf16"})]
+                                    "amx_bf16"}, "bf16", 2 * 64 * 96 * 2),
+         ("avx512bf16", "cooperlake", {"avx512f", "avx512_bf16"}, "bf16",
+          2 * 64 * 96 * 2),
+         ("fma", "generic", set(), "bf16", 2 * 40 * 72 * 4),
+         ("f32", None, set(), "f32", 2 * 40 * 72 * 4)]
 
 # W1 and W2 as params, or (the per-call reference) as inputs.
 MODEL = """model Dense {{
@@ -73,34 +81,29 @@ def main():
         with open(paths[kind], "w") as f:
             f.write(MODEL.format(kind=kind))
 
-    def build(kind, cpu, tag=""):
-        out = os.path.join(work.name, "%s-%s%s" % (kind, cpu, tag), "model.so")
+    def build(kind, unit, cpu, compute, tag=""):
+        out = os.path.join(work.name, "%s-%s%s" % (kind, unit, tag),
+                           "model.so")
         os.makedirs(os.path.dirname(out), exist_ok=True)
-        return torsor.compile(paths[kind], compute="bf16", output=out,
-                              cache=False, flags=["--mcpu=" + cpu]), out
+        flags = ["--mcpu=" + cpu] if cpu else []
+        return torsor.compile(paths[kind], compute=compute, output=out,
+                              cache=False, flags=flags), out
 
-    # The fallback has nothing to prepare.
-    _, so = build("param", "generic")
-    with open(so[:-3] + ".json") as f:
-        report.check("fma (--mcpu=generic): no \"prepare\" in the manifest",
-                     0 if "prepare" not in json.load(f) else 1, 0)
-
-    for unit, cpu, needs in UNITS:
-        model, so = build("param", cpu)
+    for unit, cpu, needs, compute, least in UNITS:
+        model, so = build("param", unit, cpu, compute)
         with open(so[:-3] + ".json") as f:
             prepare = json.load(f).get("prepare", {})
-        # W1 (40 x 72, padded to 64 x 96) and W2ᵀ (72 x 40, padded to
-        # 96 x 64; x @ W1 is W1's copy again, or shares it): at least two
-        # packed bf16 copies of 64 · 96 · 2 bytes.
+        # W1 (40 x 72; bf16 padded to 64 x 96) and W2ᵀ (72 x 40; bf16
+        # padded to 96 x 64; x @ W1 is W1's copy again, or shares it).
         report.check("%s: manifest prepare %s" % (unit, prepare),
                      0 if prepare.get("entry") == "torsor_prepare" and
-                     prepare.get("bytes", 0) >= 2 * 64 * 96 * 2 else 1, 0)
+                     prepare.get("bytes", 0) >= least else 1, 0)
         missing = needs - CPU_FLAGS
         if missing:
             print("skip: %s runs not checked, this CPU lacks %s"
                   % (unit, " ".join(sorted(missing))))
             continue
-        reference, _ = build("input", cpu)
+        reference, _ = build("input", unit, cpu, compute)
         p1 = {"W1": rng.standard_normal((40, 72)),
               "W2": rng.standard_normal((40, 72))}
         p2 = {"W1": rng.standard_normal((40, 72)),
@@ -121,7 +124,7 @@ def main():
         before = model.run({"x": x})["y"]
         model.set_params(p2)
         after = model.run({"x": x})["y"]
-        fresh, _ = build("param", cpu, "-fresh")
+        fresh, _ = build("param", unit, cpu, compute, "-fresh")
         fresh.set_params(p2)
         want2 = fresh.run({"x": x})["y"]
         report.check("%s: set_params after a run is honoured" % unit,

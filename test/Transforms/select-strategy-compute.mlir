@@ -10,10 +10,10 @@
 // shape. f32 adds nothing: its strategy is the one from before there was
 // a choice.
 
-// AMX: #strategy.dense<vector_bits = 512, {{.*}}row_task_rows = 16, bf16 = <unit = amx, tile_rows = 16, tile_cols = 16, tile_depth = 32, block_rows = 2, block_cols = 2>>
+// AMX: #strategy.dense<vector_bits = 512, {{.*}}row_task_rows = 16, bf16 = <unit = amx, tile_rows = 16, tile_cols = 16, tile_depth = 32, block_rows = 2, block_cols = 2>, pack_panels = true>
 // DOT: bf16 = <unit = avx512bf16,
 // FMA: bf16 = <unit = fma,
-// F32: #strategy.dense<vector_bits = 512, {{.*}}row_task_rows = 16>}
+// F32: #strategy.dense<vector_bits = 512, {{.*}}row_task_rows = 16, pack_panels = true>}
 // F32-NOT: bf16
 // BAD: unknown compute 'f16' (expected f32 or bf16)
 module {

@@ -12,7 +12,7 @@
 // thread-block schedule and the backward runs on one lane per thread.
 
 // AVX512-LABEL: func.func @attention
-//  AVX512-SAME: torsor.strategy = #strategy.dense<vector_bits = 512, task_rows = 32, cache_cols = 256, cache_depth = 256, register_rows = 8, register_vectors = 2, pack_transposed = true, row_task_rows = 16>
+//  AVX512-SAME: torsor.strategy = #strategy.dense<vector_bits = 512, task_rows = 32, cache_cols = 256, cache_depth = 256, register_rows = 8, register_vectors = 2, pack_transposed = true, row_task_rows = 16, pack_panels = true>
 //       AVX512: geo.flash_lie_attention {{.*}}torsor.strategy = #strategy.vector_attention<lanes = 16, query_rows = 4, key_tile = 64>
 //       AVX512: geo.flash_lie_attention_grad {{.*}}torsor.strategy = #strategy.vector_attention<lanes = 16, query_rows = 4, key_tile = 64>
 //       AVX512: geo.flash_lie_attention {{.*}}torsor.strategy = #strategy.vector_attention<lanes = 8, query_rows = 4, key_tile = 32>

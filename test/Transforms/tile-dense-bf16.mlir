@@ -5,19 +5,24 @@
 
 // `--compute=bf16` in torsor-tile-dense. With a bf16 unit (AMX or
 // AVX512-BF16) the operands are rounded to bf16 and packed: A padded to
-// [Mp, Kp] (rows to 32, depth 40 → 64) and viewed as [Mp, 32, 2], B padded
-// to [64, 64] and reordered into VNNI pairs [32, 64, 2]; the product is one
+// [Mp, Kp] (rows to 32, depth 40 → 64; the rounding writes the corner of a
+// zero-filled [Mp, Kp] in place, no tensor.pad copy) and viewed as
+// [Mp, 32, 2], B padded the same way to [64, 64] and reordered into VNNI
+// pairs [32, 64, 2]; the product is one
 // generic marked torsor.bf16_product that accumulates in f32, and its
 // [L, 48] slice is the result. Without one, the operands are rounded to
 // bf16 on their bits and the f32 kernel runs on them. f32 is untouched.
 
 // PACK-LABEL: func.func @matmul
-//       PACK:   arith.truncf {{.*}} : f32 to bf16
-//       PACK:   tensor.pad
-//       PACK:   } : tensor<?x40xbf16> to tensor<?x64xbf16>
-//       PACK:   tensor.expand_shape {{.*}} into tensor<?x32x2xbf16>
-//       PACK:   tensor.pad
-//       PACK:   } : tensor<40x48xbf16> to tensor<64x64xbf16>
+//       PACK:   %[[AZ:.*]] = linalg.fill ins(%{{.*}} : bf16) outs(%{{.*}} : tensor<?x64xbf16>)
+//       PACK:   %[[AC:.*]] = tensor.extract_slice %[[AZ]][0, 0] [%{{.*}}, 40] [1, 1] : tensor<?x64xbf16> to tensor<?x40xbf16>
+//       PACK:   %[[AR:.*]] = linalg.generic {{.*}} outs(%[[AC]] : tensor<?x40xbf16>)
+//       PACK:     arith.truncf {{.*}} : f32 to bf16
+//       PACK:   %[[A:.*]] = tensor.insert_slice %[[AR]] into %[[AZ]]
+//       PACK:   tensor.expand_shape %[[A]] {{.*}} into tensor<?x32x2xbf16>
+//       PACK:   linalg.fill ins(%{{.*}} : bf16) outs(%{{.*}} : tensor<64x64xbf16>)
+//       PACK:   tensor.insert_slice {{.*}} : tensor<40x48xbf16> into tensor<64x64xbf16>
+//   PACK-NOT:   tensor.pad
 //       PACK:   linalg.generic {{.*}} outs(%{{.*}} : tensor<32x64x2xbf16>)
 //       PACK:   %[[P:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<?x32x2xbf16>, tensor<32x64x2xbf16>) outs(%{{.*}} : tensor<?x64xf32>) attrs = {torsor.bf16_product}
 //       PACK:     arith.extf {{.*}} : bf16 to f32

@@ -30,9 +30,9 @@ module attributes {torsor.strategy = #strategy.dense<vector_bits = 512, task_row
 
 // -----
 
-// The `x Wᵀ` generic of a linear layer (W stored [out, in]): W is
-// transposed once so the kernel reads rows of it. 128-bit strategy: 4 x 8
-// register tiles.
+// The `x Wᵀ` generic of a linear layer (W stored [out, in]): without
+// pack_panels (tile-dense-panels.mlir), W is transposed once so the
+// kernel reads rows of it. 128-bit strategy: 4 x 4 f64 register tiles.
 
 // CHECK-LABEL: func.func @linear
 // CHECK:       %[[WT:.*]] = linalg.transpose ins(%{{.*}} : tensor<64x16xf64>) outs(%{{.*}} : tensor<16x64xf64>) permutation = [1, 0]
@@ -43,7 +43,7 @@ module attributes {torsor.strategy = #strategy.dense<vector_bits = 512, task_row
 #x = affine_map<(i, o, c) -> (i, c)>
 #w = affine_map<(i, o, c) -> (o, c)>
 #y = affine_map<(i, o, c) -> (i, o)>
-module {
+module attributes {torsor.strategy = #strategy.dense<vector_bits = 128, task_rows = 32, cache_cols = 256, cache_depth = 256, register_rows = 4, register_vectors = 2, pack_transposed = true, row_task_rows = 16>} {
   func.func @linear(%x: tensor<?x16xf64>, %w: tensor<64x16xf64>,
                     %init: tensor<?x64xf64>) -> tensor<?x64xf64> {
     %r = linalg.generic {indexing_maps = [#x, #w, #y],

@@ -78,7 +78,7 @@ LogicalResult DenseAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                 unsigned cacheCols, unsigned cacheDepth,
                                 unsigned registerRows, unsigned registerVectors,
                                 bool packTransposed, unsigned rowTaskRows,
-                                BF16ProductsAttr bf16) {
+                                BF16ProductsAttr bf16, bool packPanels) {
   return verifyPositive(emitError, {{"vector_bits", vectorBits},
                                     {"task_rows", taskRows},
                                     {"cache_cols", cacheCols},
@@ -220,10 +220,15 @@ DenseAttr torsor::strategy::selectDense(MLIRContext *context,
   unsigned registerRows = target.vectorRegisters / 2 / registerVectors;
   // A task of 32 rows keeps L = 64 on two threads; 256 × 256 f32 blocks of
   // the right operand (256 KiB) fit the L2 of every x86 core of the last
-  // decade. A right operand stored transposed ([n, k], the `x Wᵀ` of
-  // linear layers) is transposed once so the micro-kernel loads contiguous
-  // vectors of it. 16 rows of d = 256 f32 are 16 KiB: with the row
-  // statistics they stay in L1 between the passes of a norm or softmax.
+  // decade. The right operand is packed into panels of nr columns
+  // (pack_panels), so a register tile's k loop streams one contiguous
+  // panel: read in place, its rows are N floats apart, a 4 KiB stride at
+  // N = 1024 that defeats the L1's sets and the prefetcher, and the
+  // micro-kernel ran at 0.7 of the packed one (1024³, 2 threads). Params
+  // are packed once per load (torsor-hoist-packed-params). (Packing the
+  // left operand's rows per task as well was slower: the copy cost more
+  // than the strided broadcasts.) 16 rows of d = 256 f32 are 16 KiB: with the
+  // row statistics they stay in L1 between the passes of a norm or softmax.
   // bf16 products: a tile is 16 rows of 64 bytes, 16 × 32 bf16 operands
   // and 16 × 16 f32 accumulators. 2 × 2 accumulator tiles, two A and two
   // B tiles fill the eight tile registers, so each loaded tile feeds two
@@ -237,7 +242,7 @@ DenseAttr torsor::strategy::selectDense(MLIRContext *context,
   return DenseAttr::get(context, target.vectorBits, /*taskRows=*/32,
                         /*cacheCols=*/256, /*cacheDepth=*/256, registerRows,
                         registerVectors, /*packTransposed=*/true,
-                        /*rowTaskRows=*/16, products);
+                        /*rowTaskRows=*/16, products, /*packPanels=*/true);
 }
 
 GPUDenseAttr torsor::strategy::selectGPUDense(MLIRContext *context) {

@@ -112,7 +112,12 @@ def Strategy_DenseAttr : Strategy_Attr<"Dense", "dense"> {
     blocks of `cache_cols` columns × `cache_depth` depth, and a register
     tile of `register_rows` rows × `register_vectors` vectors of
     `vector_bits` bits. `pack_transposed` transposes a right operand
-    stored `[n, k]` once before the product. Row kernels (norms, softmax)
+    stored `[n, k]` once before the product. `pack_panels` instead packs
+    a right operand (stored `[k, n]` or `[n, k]`) into panels of one
+    register tile's columns, `[ceil(n / nr), k, nr]`, so the micro-kernel
+    reads it as one contiguous stream; where it reads params only, the
+    packing runs once per model load (torsor-hoist-packed-params).
+    Row kernels (norms, softmax)
     keep `row_task_rows` rows per task. With `bf16`
     (`#strategy.bf16_products`), products take bf16 operands; without it
     they are f32.
@@ -126,7 +131,8 @@ def Strategy_DenseAttr : Strategy_Attr<"Dense", "dense"> {
     "unsigned":$register_vectors,
     "bool":$pack_transposed,
     "unsigned":$row_task_rows,
-    OptionalParameter<"BF16ProductsAttr">:$bf16
+    OptionalParameter<"BF16ProductsAttr">:$bf16,
+    DefaultValuedParameter<"bool", "false">:$pack_panels
   );
   let extraClassDeclaration = [{
     /// SIMD lanes for elements of `bits` width.
