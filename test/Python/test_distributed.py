@@ -21,7 +21,10 @@ RingReferenceKernels) the float64 PyTorch reference of ring_reference.py is
 injected, which checks the ring, the merge and the gradient transport on
 their own. Skipped without torch or without torch.distributed's gloo.
 """
+import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -397,6 +400,35 @@ class Sharding(unittest.TestCase):
     def test_bad_layout(self):
         with self.assertRaisesRegex(torsor.InvalidArgumentError, "layout"):
             tdist.RingLieAttention("SO3", layout="striped")
+
+
+class LazyImport(unittest.TestCase):
+    """`import torsor` leaves torsor.distributed (and torch) unimported;
+    `torsor.distributed` imports it on first use, as torsor.nn does."""
+
+    def run_python(self, code):
+        env = dict(os.environ)
+        package_root = os.path.dirname(os.path.dirname(os.path.abspath(torsor.__file__)))
+        env["PYTHONPATH"] = package_root + os.pathsep + env.get("PYTHONPATH", "")
+        res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             env=env, timeout=120)
+        self.assertEqual(res.returncode, 0, res.stderr)
+        return res.stdout.strip()
+
+    def test_import_torsor_stays_light(self):
+        out = self.run_python(
+            "import sys, torsor\n"
+            "print('torsor.distributed' in sys.modules, 'torch' in sys.modules)")
+        self.assertEqual(out, "False False")
+
+    @unittest.skipUnless(HAVE_TORCH, SKIP_REASON)
+    def test_attribute_imports_the_module(self):
+        out = self.run_python(
+            "import sys, torsor\n"
+            "m = torsor.distributed\n"
+            "print(m is sys.modules['torsor.distributed'], m.RingLieAttention.__name__, "
+            "m.GrassmannMix.__name__, callable(m.shard))")
+        self.assertEqual(out, "True RingLieAttention GrassmannMix True")
 
 
 if __name__ == "__main__":
