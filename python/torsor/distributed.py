@@ -304,6 +304,19 @@ def _merge(out_a, lse_a, out_b, lse_b, heads):
     return out.reshape(B, l, D), lse
 
 
+def _merge_into(out, lse, o, l, heads):
+    """_merge of (out, lse) with a block's (o, l), in place: out and lse are
+    views of the running result ([B, l, D] and [B, l, heads]); no full-size
+    temporaries beyond the weights and one product."""
+    new = torch.logaddexp(lse, l)
+    ref = new.masked_fill(torch.isneginf(new), 0.0)
+    wa = torch.exp(lse.sub_(ref))  # lse is overwritten below
+    wb = torch.exp(l - ref)
+    heads_view = out.unflatten(-1, (heads, -1))  # splitting the last dim is a view
+    heads_view.mul_(wa[..., None]).add_(o.unflatten(-1, (heads, -1)) * wb[..., None])
+    lse.copy_(new)
+
+
 def _pairs(q_segs, k_segs, causal):
     """The (q segment, k segment, causal flag) block pairs to compute:
     under a causal mask a pair whose keys all come after its queries is
@@ -363,6 +376,13 @@ def _kernel_args(mod):
     return dict(heads=mod.heads, tau=mod.tau_arg, lam=mod.lam_arg)
 
 
+def _block_tensors(cur, n):
+    """A travelling block's g [B, l, n, n] and v [B, l, D], each contiguous
+    (one copy per step; the kernels bind contiguous inputs without one)."""
+    gk, vk = _unpack(cur, n)
+    return gk.contiguous(), vk.contiguous()
+
+
 def _ring_forward(mod, grp, segs, lengths, g, v):
     fwd, _ = _block_kernels()
     P, r = grp.size, grp.rank
@@ -371,6 +391,7 @@ def _ring_forward(mod, grp, segs, lengths, g, v):
     H = mod.heads
     out = torch.zeros(B, Lr, D, dtype=v.dtype, device=v.device)
     lse = torch.full((B, Lr, H), -float("inf"), dtype=v.dtype, device=v.device)
+    filled = set()  # query segments that hold a block's result already
     cur = _pack(g, v)
     nxt, prv = (r + 1) % P, (r - 1) % P
     for s in range(P):
@@ -381,14 +402,19 @@ def _ring_forward(mod, grp, segs, lengths, g, v):
                               device=v.device)
             works = grp.exchange([(nxt, cur, _TAG_KV)], [(prv, buf, _TAG_KV)],
                                  "the forward ring's block transfer")
-        gk, vk = _unpack(cur, n)
-        for qs, ks, masked in _pairs(segs[r], segs[src], mod.causal):
+        pairs = _pairs(segs[r], segs[src], mod.causal)
+        gk, vk = _block_tensors(cur, n) if pairs else (None, None)
+        for qs, ks, masked in pairs:
             q0, ql, qo = qs
             k0, kl, ko = ks
             o, l = fwd(_rows(g, q0, ql), _rows(gk, k0, kl), _rows(vk, k0, kl), mod.group,
                        causal=masked, q_offset=qo, k_offset=ko, **_kernel_args(mod))
-            out[:, q0:q0 + ql], lse[:, q0:q0 + ql] = _merge(
-                out[:, q0:q0 + ql], lse[:, q0:q0 + ql], o.to(v.dtype), l.to(v.dtype), H)
+            o, l = o.to(v.dtype), l.to(v.dtype)
+            if qs in filled:
+                _merge_into(out[:, q0:q0 + ql], lse[:, q0:q0 + ql], o, l, H)
+            else:  # the first block of these rows: nothing to merge with
+                out[:, q0:q0 + ql], lse[:, q0:q0 + ql] = o, l
+                filled.add(qs)
         grp.wait(works, "the forward ring's block transfer (step %d of %d)" % (s + 1, P))
         if buf is not None:
             cur = buf
@@ -412,9 +438,10 @@ def _ring_backward(mod, grp, segs, lengths, g, v, out, lse, dout):
             buf = torch.empty(B, lengths[(r - s - 1) % P], W, dtype=v.dtype, device=v.device)
             kv_works = grp.exchange([(nxt, cur, _TAG_KV)], [(prv, buf, _TAG_KV)],
                                     "the backward ring's block transfer")
-        gk, vk = _unpack(cur, n)
+        pairs = _pairs(segs[r], segs[src], mod.causal)
+        gk, vk = _block_tensors(cur, n) if pairs else (None, None)
         mine = torch.zeros(B, lengths[src], W, dtype=v.dtype, device=v.device)
-        for qs, ks, masked in _pairs(segs[r], segs[src], mod.causal):
+        for qs, ks, masked in pairs:
             q0, ql, qo = qs
             k0, kl, ko = ks
             dgq, dgk, dvk = bwd(_rows(g, q0, ql), _rows(gk, k0, kl), _rows(vk, k0, kl),
@@ -426,7 +453,7 @@ def _ring_backward(mod, grp, segs, lengths, g, v, out, lse, dout):
         # The block's gradient so far comes from the rank that held it last
         # step; add this rank's part and pass it on with the block.
         grp.wait(dkv_works, "the backward ring's gradient transfer (step %d of %d)" % (s, P))
-        acc = mine if dkv_in is None else dkv_in + mine
+        acc = mine if dkv_in is None else mine.add_(dkv_in)
         dkv_in = torch.empty(B, lengths[(r - s - 1) % P], W, dtype=v.dtype, device=v.device)
         if P > 1:
             dkv_works = grp.exchange([(nxt, acc, _TAG_DKV)], [(prv, dkv_in, _TAG_DKV)],
