@@ -166,14 +166,24 @@ class _Group:
         if self.rank < 0:
             raise InvalidArgumentError("%s: this process is not a member of the given "
                                        "process_group" % what)
-        self.nccl = str(dist.get_backend(process_group)).lower() == "nccl"
+        self.backend = str(dist.get_backend(process_group))
+        self.nccl = _device_backend(self.backend, "cuda") == "nccl"
         self.timeout = (datetime.timedelta(seconds=float(timeout)) if timeout is not None
                         else datetime.timedelta(0))  # 0: the group's own timeout
 
-    def meta_device(self):
-        if self.nccl:
-            return torch.device("cuda", torch.cuda.current_device())
-        return torch.device("cpu")
+    def meta_device(self, like):
+        """Where the metadata tensor lives for this group and input `like`."""
+        return _meta_device(self.backend, like.device)
+
+    def check_device(self, like):
+        """Raises when the group's backend cannot move `like`'s tensors
+        (after the metadata exchange: every rank has the same device type,
+        so every rank raises alike)."""
+        if like.device.type == "cpu" and not _device_backend(self.backend, "cpu"):
+            raise InvalidArgumentError(
+                "%s: the process group's backend (%s) moves CUDA tensors only, but the "
+                "tensors are on the CPU; move them to the GPU (.cuda()) or use a gloo "
+                "group for CPU tensors" % (self.what, self.backend))
 
     def wait(self, works, doing):
         """Waits for every request, with the timeout; a timeout or a failed
@@ -193,10 +203,11 @@ class _Group:
                        str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__)
                 ) from e
 
-    def all_gather_meta(self, row):
-        """Every rank's metadata row, [world size, _META] int64 on the CPU."""
+    def all_gather_meta(self, row, like):
+        """Every rank's metadata row, [world size, _META] int64 on the CPU
+        (`like`: an input, whose device decides where the row travels)."""
         t = torch.tensor(row + [0] * (_META - len(row)), dtype=torch.int64,
-                         device=self.meta_device())
+                         device=self.meta_device(like))
         if self.size == 1:
             return t.cpu()[None]
         outs = [torch.empty_like(t) for _ in range(self.size)]
@@ -208,23 +219,85 @@ class _Group:
         """Starts point-to-point transfers: sends [(peer, tensor, tag)] and
         recvs [(peer, tensor, tag)] (peers are ranks of this group; empty
         tensors are skipped, as both sides know the sizes). Returns the
-        requests, for wait()."""
-        ops = []
+        requests, for wait(). CUDA tensors on a backend without device
+        point-to-point (gloo) travel through host copies: the sends are
+        copied out now, the receives land in host buffers that wait()
+        copies to the device."""
+        ops, staged = [], []
         for peer, t, tag in sends:
             if t.numel():
+                if _stages_on_host(self.backend, t.device):
+                    t = t.cpu()
                 ops.append(self.dist.P2POp(self.dist.isend, t, group=self.pg,
                                            group_peer=peer, tag=tag))
         for peer, t, tag in recvs:
             if t.numel():
+                if _stages_on_host(self.backend, t.device):
+                    host = torch.empty(t.shape, dtype=t.dtype)
+                    staged.append((host, t))
+                    t = host
                 ops.append(self.dist.P2POp(self.dist.irecv, t, group=self.pg,
                                            group_peer=peer, tag=tag))
         if not ops:
             return []
         try:
-            return self.dist.batch_isend_irecv(ops)
+            works = self.dist.batch_isend_irecv(ops)
         except Exception as e:
             raise FailedPreconditionError("%s: rank %d: starting %s failed: %s"
                                           % (self.what, self.rank, doing, e)) from e
+        return [_HostStaged(works, staged, ops)] if staged else works
+
+
+class _HostStaged:
+    """Requests whose receives landed in host buffers: wait() waits for all
+    of them, then copies each buffer to its device tensor (once)."""
+
+    def __init__(self, works, staged, ops):
+        self.works, self.staged, self.ops = works, staged, ops  # ops keep the sends alive
+
+    def wait(self, timeout):
+        for w in self.works:
+            w.wait(timeout)
+        for host, device in self.staged:
+            device.copy_(host)
+        self.works, self.staged = [], []
+
+
+def _device_backend(backend, device_type):
+    """The backend a process group uses for tensors of `device_type`
+    ("cpu" | "cuda"): "gloo", "nccl", ..., or "" for none. `backend` is
+    torch.distributed.get_backend's string: one name for every device
+    ("gloo": CPU and, for collectives, CUDA; "nccl": CUDA only), or a
+    per-device list ("cpu:gloo,cuda:nccl")."""
+    text = backend.lower().strip()
+    if ":" in text:
+        table = dict(part.strip().split(":", 1) for part in text.split(",") if ":" in part)
+        return table.get(device_type, "")
+    if text == "nccl":
+        return "nccl" if device_type == "cuda" else ""
+    return text
+
+
+def _meta_device(backend, device, current_cuda=None):
+    """The device of the metadata tensor for tensors on `device`: the CPU
+    whenever the group has a CPU backend (gloo, mixed groups), else the
+    CUDA device (NCCL's collectives take CUDA tensors only): the input's
+    own, or the current one (current_cuda(), default
+    torch.cuda.current_device) when the input is on the CPU (the device
+    check then refuses it on every rank)."""
+    if _device_backend(backend, "cpu"):
+        return torch.device("cpu")
+    if device.type == "cuda" and device.index is not None:
+        return torch.device(device)
+    index = (current_cuda or torch.cuda.current_device)()
+    return torch.device("cuda", index)
+
+
+def _stages_on_host(backend, device):
+    """Whether a tensor on `device` must travel point-to-point through
+    host memory on this backend: a CUDA tensor that NCCL does not carry
+    (gloo's send and recv read host memory only)."""
+    return device.type != "cpu" and _device_backend(backend, device.type) != "nccl"
 
 
 def _crc(text):
@@ -564,8 +637,9 @@ class RingLieAttention(torch.nn.Module):
 
     def forward(self, g, v):
         grp = _Group(self.process_group, self.timeout, "RingLieAttention")
-        rows = grp.all_gather_meta(self._meta(g, v)).tolist()
+        rows = grp.all_gather_meta(self._meta(g, v), v).tolist()
         lengths = self._validate(rows, grp.size)
+        grp.check_device(v)
         _block_kernels()  # a missing kernel fails on every rank alike, before any transfer
         lead, L, D, n = v.shape[:-2], v.shape[-2], v.shape[-1], g.shape[-1]
         name, dtype = _tnn._compute_dtype(v)
@@ -778,8 +852,9 @@ class GrassmannMix(_tnn.GrassmannMix):
 
     def forward(self, h):
         grp = _Group(self.process_group, self.timeout, "GrassmannMix")
-        rows = grp.all_gather_meta(self._meta(h)).tolist()
+        rows = grp.all_gather_meta(self._meta(h), h).tolist()
         lengths = self._validate(rows, grp.size)
+        grp.check_device(h)
         lead, L = h.shape[:-2], h.shape[-2]
         segs = _segments(lengths, self.layout)
         reach = max(self.offsets) if self.offsets else 0

@@ -157,6 +157,15 @@ KERNELS = (lie_attention_block, lie_attention_block_backward)
 
 def _run_case(case, rank, world):
     import torsor.distributed as tdist
+    if case.get("stage_on_host"):
+        # Every transfer through host buffers, as gloo needs for CUDA
+        # tensors (torsor.distributed._Group.exchange), here on CPU tensors.
+        saved = tdist._stages_on_host
+        tdist._stages_on_host = lambda backend, device: True
+        try:
+            return _run_case(dict(case, stage_on_host=False), rank, world)
+        finally:
+            tdist._stages_on_host = saved
     c = dict(case)
     c.update(case.get("per_rank", {}).get(rank, {}))
     layout = c.get("layout", "contiguous")
