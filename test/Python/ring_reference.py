@@ -220,13 +220,21 @@ def worker(rank, world, folder, use_reference, backend="gloo"):
         results["uninitialised"] = ("ok", None)
     except torsor.TorsorError as e:
         results["uninitialised"] = ("error", type(e).__name__, str(e))
+    # backend: "gloo" (CPU tensors), "nccl" (CUDA tensors, one GPU per
+    # rank) or "gloo-cuda" (CUDA tensors on GPU 0 for every rank over gloo:
+    # the one-GPU machine's multi-process check, which NCCL cannot do).
+    device = torch.device("cpu")
     if backend == "nccl":
-        torch.cuda.set_device(rank)
+        device = torch.device("cuda", rank)
+    elif backend == "gloo-cuda":
+        device = torch.device("cuda", 0)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
     import torch.distributed as dist
-    dist.init_process_group(backend, init_method="file://" + os.path.join(folder, "rdv"),
+    dist.init_process_group("gloo" if backend == "gloo-cuda" else backend,
+                            init_method="file://" + os.path.join(folder, "rdv"),
                             rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=60))
-    device = torch.device("cuda", rank) if backend == "nccl" else torch.device("cpu")
     try:
         for case in cases:
             if rank in case.get("absent", ()):
