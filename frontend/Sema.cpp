@@ -292,7 +292,12 @@ void Sema::checkStmt(Stmt &stmt) {
   case Stmt::Output:
   case Stmt::Return: {
     auto &bind = llvm::cast<BindStmt>(stmt);
+    // Block bodies are checked from inside call expressions: restore the
+    // enclosing statement's value afterwards.
+    const Expr *outerBind = bindValue;
+    bindValue = bind.value.get();
     Type type = checkExpr(*bind.value);
+    bindValue = outerBind;
     if (!type.isInvalid() && type.kind != Type::Tensor &&
         type.kind != Type::Group) {
       diags.emitError(bind.value->getLoc(),

@@ -67,6 +67,10 @@ private:
   bool checkShapeLimits(llvm::SMLoc loc, const Type &type);
   Type checkBinary(BinaryExpr &expr);
   Type checkCall(CallExpr &call);
+  /// Reports a call with several results (lie_attention_grad, or the
+  /// two-set lie_attention with offsets) used inside an expression, where
+  /// only its first result would reach the expression.
+  void checkNestedMultiResult(const CallExpr &call);
   Type checkBlockCall(CallExpr &call, const BlockDecl &block);
   Type checkBuiltin(CallExpr &call);
   Type checkGroupOp(CallExpr &call);
@@ -121,6 +125,9 @@ private:
     return currentModel && currentModel->droppedNames.count(name.str());
   }
   bool sawReturn = false;
+  /// The value of the `let`/`output`/`return` being checked: the one
+  /// place a call with several results may stand (checkNestedMultiResult).
+  const Expr *bindValue = nullptr;
 };
 
 /// Reports unless `expr` has a group type; returns that type.

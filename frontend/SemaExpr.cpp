@@ -101,14 +101,41 @@ Type Sema::checkExpr(Expr &expr) {
   case Expr::Binary:
     result = checkBinary(llvm::cast<BinaryExpr>(expr));
     break;
-  case Expr::Call:
-    result = checkCall(llvm::cast<CallExpr>(expr));
+  case Expr::Call: {
+    auto &call = llvm::cast<CallExpr>(expr);
+    result = checkCall(call);
+    if (!result.isInvalid() && &expr != bindValue)
+      checkNestedMultiResult(call);
     break;
+  }
   }
   if (!result.isInvalid() && !checkShapeLimits(expr.getLoc(), result))
     result = Type();
   expr.type = result;
   return result;
+}
+
+void Sema::checkNestedMultiResult(const CallExpr &call) {
+  if (call.extraTypes.empty())
+    return;
+  // lie_attention_grad's results are three different gradients; the
+  // two-set lie_attention with offsets is a ring block, whose lse is what
+  // the merge needs. Either way an expression would silently see only the
+  // first result. (The two-set form without offsets, plain cross-attention,
+  // may stand in an expression: it means its output.)
+  bool grad = call.bindAll;
+  if (!grad && !call.getKeyword("query_offset") &&
+      !call.getKeyword("key_offset"))
+    return;
+  diags.emitError(
+      call.getLoc(),
+      "'" + call.callee + "' " +
+          (grad ? "returns 3 values (dg_q, dg_k, dv)"
+                : "with query_offset/key_offset returns 2 values (out, lse)") +
+          " and cannot be used inside an expression, which would see only "
+          "the first; bind them first with `let " +
+          (grad ? "dgq, dgk, dv" : "out, lse") + " = " + call.callee +
+          "(...);` and use the names");
 }
 
 bool Sema::checkShapeLimits(llvm::SMLoc loc, const Type &type) {

@@ -21,10 +21,12 @@
 #      layer staying on the device both ways (torsorModuleRunBackwardDevice;
 #      HOSTCOPY if it went through host memory), one row "torsor.torch cuda";
 #   2c. when staged (ring_check.py, from scripts/gpu_ring_check.py):
-#      torsor.distributed.RingLieAttention on CUDA tensors over NCCL, world
-#      size 1 and (with 2 GPUs) 2 processes, against the single-process
-#      result, rows and gradients; one row "torsor.distributed nccl"
-#      (SKIPPED, not counted, without torch/CUDA/NCCL);
+#      torsor.distributed.RingLieAttention on CUDA tensors against the
+#      single-process result, rows and gradients: world size 1 over NCCL,
+#      then 2 processes: over NCCL with 2 GPUs (the real NCCL ring), else
+#      over gloo with both ranks on GPU 0 (NCCL needs a GPU per rank); one
+#      line per run ("ring-check run: ...") and one row "torsor.distributed
+#      nccl" (SKIPPED, not counted, without torch/CUDA/NCCL);
 #   4. bench/gpu_attention.py (Lie attention against PyTorch SDPA and
 #      FlexAttention), when it was staged, as `python3 gpu_attention.py
 #      BENCH_ARGS` with TORSOR_RUN, TORSOR_RUNTIME_LIB and TORSOR_GPU_STAGE
@@ -318,6 +320,9 @@ if os.path.exists(RING_CHECK):
     last = next((l for l in reversed(out.splitlines()) if l.startswith("ring-check:")),
                 "ring-check: FAILED ws1 - ws2 - (rc %d: %s)"
                 % (rc, (err.strip().splitlines() or ["no output"])[-1][:200]))
+    for line in out.splitlines():
+        if line.startswith("ring-check run:"):
+            say("torsor.distributed: " + line[len("ring-check run:"):].strip())
     f = last.split()
     if f[1] == "SKIPPED":
         say("torsor.distributed nccl: skipped %s" % " ".join(f[6:]))

@@ -6,8 +6,13 @@ torsor package (STAGE/python/torsor) and the tests' reference block
 kernels (STAGE/ring_reference.py, from test/Python). It runs
 RingLieAttention on CUDA tensors in an NCCL process group:
 
-  ws1  world size 1 (always, on GPU 0);
-  ws2  2 processes, one GPU each (when the machine has 2 GPUs).
+  ws1  world size 1 over NCCL (always, on GPU 0): CUDA tensors through
+       the whole module (metadata on the device, merge, gradients);
+  ws2  2 processes: over NCCL, one GPU each, when the machine has 2 GPUs
+       (the real NCCL ring: all_gather of the metadata, batch_isend_irecv
+       of the blocks and their gradients); otherwise over gloo with both
+       ranks' CUDA tensors on GPU 0 (NCCL needs one GPU per rank), which
+       checks the ring's host-staged transfers of CUDA tensors.
 
 The ranks' rows, the gradient of v and the tangent projection of g's
 gradient are compared with the single-process result over the whole
@@ -21,7 +26,12 @@ sources are checked:
             can run them on CUDA tensors here; otherwise they are reported
             as skipped, with the reason
 
-Prints one last line:
+Prints one line per run,
+
+    ring-check run: ws2 nccl (2 GPUs) compiled: ok 0.31×tol
+
+and one last line (the one gpu-check.sh reads; errors in units of the
+tolerance):
 
     ring-check: ok|MISMATCH|FAILED|SKIPPED ws1 <err> ws2 <err|-> (notes)
 
@@ -113,11 +123,11 @@ def tangent(torch, torsor, group, g, G):
     return torch.einsum("...ij,...kij->...k", G.double(), g.double()[..., None, :, :] @ E)
 
 
-def check(world, use_reference, torch, torsor, rr, tdist):
+def check(world, use_reference, torch, torsor, rr, tdist, backend):
     """Worst relative error over the cases, or an error string."""
     with tempfile.TemporaryDirectory(prefix="ring-check-") as folder:
         cs = cases(torch, rr)
-        res = rr.spawn(world, folder, cs, use_reference, deadline_s=240, backend=BACKEND)
+        res = rr.spawn(world, folder, cs, use_reference, deadline_s=240, backend=backend)
     worst = 0.0
     for c in cs:
         for r in range(world):
@@ -165,21 +175,33 @@ def main():
         kinds.append(("compiled", False))
     else:
         notes.append("compiled: skipped (torsor.nn has no lie_attention_block)")
-    for world in (1, 2):
-        if world > gpus:
-            notes.append("ws2: skipped (%d GPU)" % gpus)
-            continue
+    # (world size, worker backend, what the run is), in order.
+    if BACKEND == "gloo":
+        runs = [(1, "gloo", "gloo (CPU self-test)"), (2, "gloo", "gloo (CPU self-test)")]
+    elif gpus >= 2:
+        runs = [(1, "nccl", "nccl"), (2, "nccl", "nccl (2 GPUs)")]
+    else:
+        runs = [(1, "nccl", "nccl"),
+                (2, "gloo-cuda", "gloo on CUDA tensors (1 GPU; NCCL needs a GPU per rank)")]
+    for world, backend, what in runs:
         for kind, use_ref in kinds:
-            worst, err = check(world, use_ref, torch, torsor, rr, tdist)
+            worst, err = check(world, use_ref, torch, torsor, rr, tdist, backend)
             if err is not None:
                 if kind == "compiled" and ("torsorc" in err or "CUDA" in err or "cuda" in err):
                     notes.append("compiled ws%d: skipped (%s)" % (world, err[-160:]))
+                    print("ring-check run: ws%d %s %s: skipped (%s)"
+                          % (world, what, kind, err[-160:]), flush=True)
                     continue
                 verdict = "FAILED"
-                notes.append("%s ws%d: %s" % (kind, world, err[-200:]))
+                notes.append("%s ws%d %s: %s" % (kind, world, backend, err[-200:]))
+                print("ring-check run: ws%d %s %s: FAILED %s" % (world, what, kind, err[-300:]),
+                      flush=True)
                 continue
             errs["ws%d" % world] = max(errs.get("ws%d" % world, 0.0), worst)
-            notes.append("%s ws%d %.2g×tol" % (kind, world, worst))
+            notes.append("%s ws%d %s %.2g×tol" % (kind, world, backend, worst))
+            print("ring-check run: ws%d %s %s: %s %.2g×tol"
+                  % (world, what, kind, "ok" if worst <= 1.0 else "MISMATCH", worst),
+                  flush=True)
             if worst > 1.0 and verdict == "ok":
                 verdict = "MISMATCH"
     print("ring-check: %s ws1 %s ws2 %s (%s)" % (

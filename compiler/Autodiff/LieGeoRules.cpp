@@ -10,7 +10,8 @@
 // features, for every group and any batch dims (only a declared group
 // whose pair form builds loops, with batch dims, falls back to the unfused
 // lowering). geo.lie_cross_attention's rule is its block backward
-// (geo.lie_cross_attention_grad) on its own out and lse.
+// (geo.lie_cross_attention_grad) on its own out and lse, a cotangent of
+// the lse folded in through one extra column per head.
 // geo.grassmann_mix's rule is GrassmannRules.cpp.
 //
 //===----------------------------------------------------------------------===//
@@ -20,6 +21,7 @@
 #include "dialects/Geo/IR/GeoOps.h"
 #include "dialects/Lie/IR/LieOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -227,30 +229,118 @@ bool isZeroCotangent(Value cot) {
   return value && value.getValue().isZero();
 }
 
+/// The reassociation that splits (or joins) the last dim of a rank-`rank`
+/// tensor into two: {0}, ..., {rank - 2}, {rank - 1, rank}.
+SmallVector<ReassociationIndices> splitLast(int64_t rank) {
+  SmallVector<ReassociationIndices> groups;
+  for (int64_t i = 0; i + 1 < rank; ++i)
+    groups.push_back({i});
+  groups.push_back({rank - 1, rank});
+  return groups;
+}
+
+/// `x` [batch..., L, H·dh] with one more column per head, [batch..., L,
+/// H·(dh + 1)]: each head's dh columns, then `fill`, or, when `extra`
+/// [batch..., L, H] is given, that head's entry of `extra`.
+Value widenHeads(OpBuilder &b, Location loc, Value x, int64_t heads,
+                 double fill, Value extra = {}) {
+  auto type = cast<RankedTensorType>(x.getType());
+  int64_t rank = type.getRank(), dh = type.getShape().back() / heads;
+  Type elt = type.getElementType();
+  SmallVector<int64_t> split(type.getShape());
+  split.back() = heads;
+  split.push_back(dh);
+  auto groups = splitLast(rank);
+  Value perHead = tensor::ExpandShapeOp::create(
+      b, loc, RankedTensorType::get(split, elt), x, groups);
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, perHead);
+  SmallVector<OpFoldResult> wide = sizes;
+  wide.back() = b.getIndexAttr(dh + 1);
+  Value empty = tensor::EmptyOp::create(b, loc, wide, elt);
+  Value cst = arith::ConstantOp::create(b, loc, b.getFloatAttr(elt, fill));
+  Value acc = linalg::FillOp::create(b, loc, cst, empty).getResult(0);
+  SmallVector<OpFoldResult> at(rank + 1, b.getIndexAttr(0)),
+      unit(rank + 1, b.getIndexAttr(1));
+  acc = tensor::InsertSliceOp::create(b, loc, perHead, acc, at, sizes, unit);
+  if (extra) {
+    SmallVector<int64_t> column(
+        cast<RankedTensorType>(extra.getType()).getShape());
+    column.push_back(1);
+    Value col = tensor::ExpandShapeOp::create(
+        b, loc, RankedTensorType::get(column, elt), extra, groups);
+    at.back() = b.getIndexAttr(dh);
+    SmallVector<OpFoldResult> one = sizes;
+    one.back() = b.getIndexAttr(1);
+    acc = tensor::InsertSliceOp::create(b, loc, col, acc, at, one, unit);
+  }
+  SmallVector<int64_t> joined(type.getShape());
+  joined.back() = heads * (dh + 1);
+  return tensor::CollapseShapeOp::create(
+      b, loc, RankedTensorType::get(joined, elt), acc, groups);
+}
+
+/// The inverse of widenHeads: `x` [batch..., L, H·(dh + 1)] without each
+/// head's last column, of type `want` [batch..., L, H·dh].
+Value narrowHeads(OpBuilder &b, Location loc, Value x, int64_t heads,
+                  RankedTensorType want) {
+  auto type = cast<RankedTensorType>(x.getType());
+  int64_t rank = type.getRank(), dh = want.getShape().back() / heads;
+  Type elt = type.getElementType();
+  SmallVector<int64_t> split(type.getShape());
+  split.back() = heads;
+  split.push_back(dh + 1);
+  auto groups = splitLast(rank);
+  Value perHead = tensor::ExpandShapeOp::create(
+      b, loc, RankedTensorType::get(split, elt), x, groups);
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, perHead);
+  sizes.back() = b.getIndexAttr(dh);
+  SmallVector<OpFoldResult> at(rank + 1, b.getIndexAttr(0)),
+      unit(rank + 1, b.getIndexAttr(1));
+  SmallVector<int64_t> narrow(split);
+  narrow.back() = dh;
+  Value cut = tensor::ExtractSliceOp::create(
+      b, loc, RankedTensorType::get(narrow, elt), perHead, at, sizes, unit);
+  return tensor::CollapseShapeOp::create(b, loc, want, cut, groups);
+}
+
 /// geo.lie_cross_attention: the block backward on its own out and lse
 /// (geo.lie_cross_attention_grad), whose ambient cotangents of the query
 /// and key elements the group inputs' hook turns into gradients. The
-/// offsets (indices) get none. A cotangent on the lse result is refused:
-/// the block backward differentiates out only.
+/// offsets (indices) get none.
+///
+/// A cotangent dlse on the lse result adds dlse_i · ∂lse_i/∂s_ij =
+/// dlse_i · P_ij to the scores' gradient, so dS_ij = P_ij (⟨dO_i, v_j⟩ −
+/// (D_i − dlse_i)) with D_i = ⟨dO_i, O_i⟩: the block backward with D_i
+/// lowered by dlse_i. The block backward computes D_i itself, so every
+/// head gets one more column: v's is 0 (scores and ⟨dO_i, v_j⟩ unchanged),
+/// dO's is −1 and O's is dlse_i (D_i becomes D_i − dlse_i); v's gradient
+/// drops the column again (it holds Σ_i −P_ij). Exact, one more column
+/// per head, and only when dlse is not a materialised zero.
 LogicalResult lieCrossAttentionVJP(OpBuilder &b, Operation *raw, Cots cots,
                                    Grads &grads) {
   auto op = cast<geo::LieCrossAttentionOp>(raw);
-  if (!isZeroCotangent(cots[1]))
-    return op.emitOpError()
-           << "cannot be differentiated through its lse result; "
-              "differentiate the output only (lie_attention_grad takes the "
-              "merged lse of a ring)";
+  Location loc = op.getLoc();
+  Value values = op.getValues(), out = op.getResult(), dout = cots[0];
+  int64_t heads = op.getHeads();
+  bool withLse = !isZeroCotangent(cots[1]);
+  if (withLse) {
+    values = widenHeads(b, loc, values, heads, 0.0);
+    dout = widenHeads(b, loc, dout, heads, -1.0);
+    out = widenHeads(b, loc, out, heads, 0.0, cots[1]);
+  }
   auto grad = geo::LieCrossAttentionGradOp::create(
-      b, op.getLoc(),
+      b, loc,
       TypeRange{op.getQueries().getType(), op.getKeys().getType(),
-                op.getValues().getType()},
-      op.getQueries(), op.getKeys(), op.getValues(), op.getResult(),
-      op.getLse(), cots[0], op.getQueryOffset(), op.getKeyOffset(),
-      op.getGroup(), op.getHeadsAttr(), op.getTauAttr(), op.getLambdaAttr(),
-      op.getCausalAttr());
+                values.getType()},
+      op.getQueries(), op.getKeys(), values, out, op.getLse(), dout,
+      op.getQueryOffset(), op.getKeyOffset(), op.getGroup(), op.getHeadsAttr(),
+      op.getTauAttr(), op.getLambdaAttr(), op.getCausalAttr());
   grads[0] = grad.getQueriesGrad();
   grads[1] = grad.getKeysGrad();
   grads[2] = grad.getValuesGrad();
+  if (withLse)
+    grads[2] = narrowHeads(b, loc, grads[2], heads,
+                           cast<RankedTensorType>(op.getValues().getType()));
   return success();
 }
 

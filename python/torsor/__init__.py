@@ -17,6 +17,8 @@ torsor.torch                  trainable nn.Module and differentiable torch.libra
 torsor.nn                     LieAttention, GrassmannMix, RelationalAttention modules
                               compiled on first use (needs torch)
 torsor.quotient               training standard attention on the quotient (needs torch)
+torsor.distributed            RingLieAttention, GrassmannMix and shard/unshard over
+                              torch.distributed (gloo, NCCL; needs torch)
 
 docs/python.md is the reference, docs/tutorial.md a walk-through.
 """
@@ -39,10 +41,13 @@ __all__ = [
 ]
 
 
+_LAZY = ("torch", "nn", "quotient", "distributed")
+
+
 def __getattr__(name):
-    # torsor.torch imports torch, which is optional and slow to import:
-    # load it on first use only.
-    if name in ("torch", "nn"):
+    # These import torch, which is optional and slow to import: load them
+    # on first use only (`import torsor` stays light and torch-free).
+    if name in _LAZY:
         import importlib
         return importlib.import_module("." + name, __name__)
     raise AttributeError("module 'torsor' has no attribute %r" % name)

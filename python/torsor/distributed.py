@@ -166,14 +166,24 @@ class _Group:
         if self.rank < 0:
             raise InvalidArgumentError("%s: this process is not a member of the given "
                                        "process_group" % what)
-        self.nccl = str(dist.get_backend(process_group)).lower() == "nccl"
+        self.backend = str(dist.get_backend(process_group))
+        self.nccl = _device_backend(self.backend, "cuda") == "nccl"
         self.timeout = (datetime.timedelta(seconds=float(timeout)) if timeout is not None
                         else datetime.timedelta(0))  # 0: the group's own timeout
 
-    def meta_device(self):
-        if self.nccl:
-            return torch.device("cuda", torch.cuda.current_device())
-        return torch.device("cpu")
+    def meta_device(self, like):
+        """Where the metadata tensor lives for this group and input `like`."""
+        return _meta_device(self.backend, like.device)
+
+    def check_device(self, like):
+        """Raises when the group's backend cannot move `like`'s tensors
+        (after the metadata exchange: every rank has the same device type,
+        so every rank raises alike)."""
+        if like.device.type == "cpu" and not _device_backend(self.backend, "cpu"):
+            raise InvalidArgumentError(
+                "%s: the process group's backend (%s) moves CUDA tensors only, but the "
+                "tensors are on the CPU; move them to the GPU (.cuda()) or use a gloo "
+                "group for CPU tensors" % (self.what, self.backend))
 
     def wait(self, works, doing):
         """Waits for every request, with the timeout; a timeout or a failed
@@ -193,10 +203,11 @@ class _Group:
                        str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__)
                 ) from e
 
-    def all_gather_meta(self, row):
-        """Every rank's metadata row, [world size, _META] int64 on the CPU."""
+    def all_gather_meta(self, row, like):
+        """Every rank's metadata row, [world size, _META] int64 on the CPU
+        (`like`: an input, whose device decides where the row travels)."""
         t = torch.tensor(row + [0] * (_META - len(row)), dtype=torch.int64,
-                         device=self.meta_device())
+                         device=self.meta_device(like))
         if self.size == 1:
             return t.cpu()[None]
         outs = [torch.empty_like(t) for _ in range(self.size)]
@@ -208,23 +219,85 @@ class _Group:
         """Starts point-to-point transfers: sends [(peer, tensor, tag)] and
         recvs [(peer, tensor, tag)] (peers are ranks of this group; empty
         tensors are skipped, as both sides know the sizes). Returns the
-        requests, for wait()."""
-        ops = []
+        requests, for wait(). CUDA tensors on a backend without device
+        point-to-point (gloo) travel through host copies: the sends are
+        copied out now, the receives land in host buffers that wait()
+        copies to the device."""
+        ops, staged = [], []
         for peer, t, tag in sends:
             if t.numel():
+                if _stages_on_host(self.backend, t.device):
+                    t = t.cpu()
                 ops.append(self.dist.P2POp(self.dist.isend, t, group=self.pg,
                                            group_peer=peer, tag=tag))
         for peer, t, tag in recvs:
             if t.numel():
+                if _stages_on_host(self.backend, t.device):
+                    host = torch.empty(t.shape, dtype=t.dtype)
+                    staged.append((host, t))
+                    t = host
                 ops.append(self.dist.P2POp(self.dist.irecv, t, group=self.pg,
                                            group_peer=peer, tag=tag))
         if not ops:
             return []
         try:
-            return self.dist.batch_isend_irecv(ops)
+            works = self.dist.batch_isend_irecv(ops)
         except Exception as e:
             raise FailedPreconditionError("%s: rank %d: starting %s failed: %s"
                                           % (self.what, self.rank, doing, e)) from e
+        return [_HostStaged(works, staged, ops)] if staged else works
+
+
+class _HostStaged:
+    """Requests whose receives landed in host buffers: wait() waits for all
+    of them, then copies each buffer to its device tensor (once)."""
+
+    def __init__(self, works, staged, ops):
+        self.works, self.staged, self.ops = works, staged, ops  # ops keep the sends alive
+
+    def wait(self, timeout):
+        for w in self.works:
+            w.wait(timeout)
+        for host, device in self.staged:
+            device.copy_(host)
+        self.works, self.staged = [], []
+
+
+def _device_backend(backend, device_type):
+    """The backend a process group uses for tensors of `device_type`
+    ("cpu" | "cuda"): "gloo", "nccl", ..., or "" for none. `backend` is
+    torch.distributed.get_backend's string: one name for every device
+    ("gloo": CPU and, for collectives, CUDA; "nccl": CUDA only), or a
+    per-device list ("cpu:gloo,cuda:nccl")."""
+    text = backend.lower().strip()
+    if ":" in text:
+        table = dict(part.strip().split(":", 1) for part in text.split(",") if ":" in part)
+        return table.get(device_type, "")
+    if text == "nccl":
+        return "nccl" if device_type == "cuda" else ""
+    return text
+
+
+def _meta_device(backend, device, current_cuda=None):
+    """The device of the metadata tensor for tensors on `device`: the CPU
+    whenever the group has a CPU backend (gloo, mixed groups), else the
+    CUDA device (NCCL's collectives take CUDA tensors only): the input's
+    own, or the current one (current_cuda(), default
+    torch.cuda.current_device) when the input is on the CPU (the device
+    check then refuses it on every rank)."""
+    if _device_backend(backend, "cpu"):
+        return torch.device("cpu")
+    if device.type == "cuda" and device.index is not None:
+        return torch.device(device)
+    index = (current_cuda or torch.cuda.current_device)()
+    return torch.device("cuda", index)
+
+
+def _stages_on_host(backend, device):
+    """Whether a tensor on `device` must travel point-to-point through
+    host memory on this backend: a CUDA tensor that NCCL does not carry
+    (gloo's send and recv read host memory only)."""
+    return device.type != "cpu" and _device_backend(backend, device.type) != "nccl"
 
 
 def _crc(text):
@@ -304,6 +377,19 @@ def _merge(out_a, lse_a, out_b, lse_b, heads):
     return out.reshape(B, l, D), lse
 
 
+def _merge_into(out, lse, o, l, heads):
+    """_merge of (out, lse) with a block's (o, l), in place: out and lse are
+    views of the running result ([B, l, D] and [B, l, heads]); no full-size
+    temporaries beyond the weights and one product."""
+    new = torch.logaddexp(lse, l)
+    ref = new.masked_fill(torch.isneginf(new), 0.0)
+    wa = torch.exp(lse.sub_(ref))  # lse is overwritten below
+    wb = torch.exp(l - ref)
+    heads_view = out.unflatten(-1, (heads, -1))  # splitting the last dim is a view
+    heads_view.mul_(wa[..., None]).add_(o.unflatten(-1, (heads, -1)) * wb[..., None])
+    lse.copy_(new)
+
+
 def _pairs(q_segs, k_segs, causal):
     """The (q segment, k segment, causal flag) block pairs to compute:
     under a causal mask a pair whose keys all come after its queries is
@@ -363,6 +449,13 @@ def _kernel_args(mod):
     return dict(heads=mod.heads, tau=mod.tau_arg, lam=mod.lam_arg)
 
 
+def _block_tensors(cur, n):
+    """A travelling block's g [B, l, n, n] and v [B, l, D], each contiguous
+    (one copy per step; the kernels bind contiguous inputs without one)."""
+    gk, vk = _unpack(cur, n)
+    return gk.contiguous(), vk.contiguous()
+
+
 def _ring_forward(mod, grp, segs, lengths, g, v):
     fwd, _ = _block_kernels()
     P, r = grp.size, grp.rank
@@ -371,6 +464,7 @@ def _ring_forward(mod, grp, segs, lengths, g, v):
     H = mod.heads
     out = torch.zeros(B, Lr, D, dtype=v.dtype, device=v.device)
     lse = torch.full((B, Lr, H), -float("inf"), dtype=v.dtype, device=v.device)
+    filled = set()  # query segments that hold a block's result already
     cur = _pack(g, v)
     nxt, prv = (r + 1) % P, (r - 1) % P
     for s in range(P):
@@ -381,14 +475,19 @@ def _ring_forward(mod, grp, segs, lengths, g, v):
                               device=v.device)
             works = grp.exchange([(nxt, cur, _TAG_KV)], [(prv, buf, _TAG_KV)],
                                  "the forward ring's block transfer")
-        gk, vk = _unpack(cur, n)
-        for qs, ks, masked in _pairs(segs[r], segs[src], mod.causal):
+        pairs = _pairs(segs[r], segs[src], mod.causal)
+        gk, vk = _block_tensors(cur, n) if pairs else (None, None)
+        for qs, ks, masked in pairs:
             q0, ql, qo = qs
             k0, kl, ko = ks
             o, l = fwd(_rows(g, q0, ql), _rows(gk, k0, kl), _rows(vk, k0, kl), mod.group,
                        causal=masked, q_offset=qo, k_offset=ko, **_kernel_args(mod))
-            out[:, q0:q0 + ql], lse[:, q0:q0 + ql] = _merge(
-                out[:, q0:q0 + ql], lse[:, q0:q0 + ql], o.to(v.dtype), l.to(v.dtype), H)
+            o, l = o.to(v.dtype), l.to(v.dtype)
+            if qs in filled:
+                _merge_into(out[:, q0:q0 + ql], lse[:, q0:q0 + ql], o, l, H)
+            else:  # the first block of these rows: nothing to merge with
+                out[:, q0:q0 + ql], lse[:, q0:q0 + ql] = o, l
+                filled.add(qs)
         grp.wait(works, "the forward ring's block transfer (step %d of %d)" % (s + 1, P))
         if buf is not None:
             cur = buf
@@ -412,9 +511,10 @@ def _ring_backward(mod, grp, segs, lengths, g, v, out, lse, dout):
             buf = torch.empty(B, lengths[(r - s - 1) % P], W, dtype=v.dtype, device=v.device)
             kv_works = grp.exchange([(nxt, cur, _TAG_KV)], [(prv, buf, _TAG_KV)],
                                     "the backward ring's block transfer")
-        gk, vk = _unpack(cur, n)
+        pairs = _pairs(segs[r], segs[src], mod.causal)
+        gk, vk = _block_tensors(cur, n) if pairs else (None, None)
         mine = torch.zeros(B, lengths[src], W, dtype=v.dtype, device=v.device)
-        for qs, ks, masked in _pairs(segs[r], segs[src], mod.causal):
+        for qs, ks, masked in pairs:
             q0, ql, qo = qs
             k0, kl, ko = ks
             dgq, dgk, dvk = bwd(_rows(g, q0, ql), _rows(gk, k0, kl), _rows(vk, k0, kl),
@@ -426,7 +526,7 @@ def _ring_backward(mod, grp, segs, lengths, g, v, out, lse, dout):
         # The block's gradient so far comes from the rank that held it last
         # step; add this rank's part and pass it on with the block.
         grp.wait(dkv_works, "the backward ring's gradient transfer (step %d of %d)" % (s, P))
-        acc = mine if dkv_in is None else dkv_in + mine
+        acc = mine if dkv_in is None else mine.add_(dkv_in)
         dkv_in = torch.empty(B, lengths[(r - s - 1) % P], W, dtype=v.dtype, device=v.device)
         if P > 1:
             dkv_works = grp.exchange([(nxt, acc, _TAG_DKV)], [(prv, dkv_in, _TAG_DKV)],
@@ -537,8 +637,9 @@ class RingLieAttention(torch.nn.Module):
 
     def forward(self, g, v):
         grp = _Group(self.process_group, self.timeout, "RingLieAttention")
-        rows = grp.all_gather_meta(self._meta(g, v)).tolist()
+        rows = grp.all_gather_meta(self._meta(g, v), v).tolist()
         lengths = self._validate(rows, grp.size)
+        grp.check_device(v)
         _block_kernels()  # a missing kernel fails on every rank alike, before any transfer
         lead, L, D, n = v.shape[:-2], v.shape[-2], v.shape[-1], g.shape[-1]
         name, dtype = _tnn._compute_dtype(v)
@@ -751,8 +852,9 @@ class GrassmannMix(_tnn.GrassmannMix):
 
     def forward(self, h):
         grp = _Group(self.process_group, self.timeout, "GrassmannMix")
-        rows = grp.all_gather_meta(self._meta(h)).tolist()
+        rows = grp.all_gather_meta(self._meta(h), h).tolist()
         lengths = self._validate(rows, grp.size)
+        grp.check_device(h)
         lead, L = h.shape[:-2], h.shape[-2]
         segs = _segments(lengths, self.layout)
         reach = max(self.offsets) if self.offsets else 0

@@ -157,6 +157,15 @@ KERNELS = (lie_attention_block, lie_attention_block_backward)
 
 def _run_case(case, rank, world):
     import torsor.distributed as tdist
+    if case.get("stage_on_host"):
+        # Every transfer through host buffers, as gloo needs for CUDA
+        # tensors (torsor.distributed._Group.exchange), here on CPU tensors.
+        saved = tdist._stages_on_host
+        tdist._stages_on_host = lambda backend, device: True
+        try:
+            return _run_case(dict(case, stage_on_host=False), rank, world)
+        finally:
+            tdist._stages_on_host = saved
     c = dict(case)
     c.update(case.get("per_rank", {}).get(rank, {}))
     layout = c.get("layout", "contiguous")
@@ -211,13 +220,21 @@ def worker(rank, world, folder, use_reference, backend="gloo"):
         results["uninitialised"] = ("ok", None)
     except torsor.TorsorError as e:
         results["uninitialised"] = ("error", type(e).__name__, str(e))
+    # backend: "gloo" (CPU tensors), "nccl" (CUDA tensors, one GPU per
+    # rank) or "gloo-cuda" (CUDA tensors on GPU 0 for every rank over gloo:
+    # the one-GPU machine's multi-process check, which NCCL cannot do).
+    device = torch.device("cpu")
     if backend == "nccl":
-        torch.cuda.set_device(rank)
+        device = torch.device("cuda", rank)
+    elif backend == "gloo-cuda":
+        device = torch.device("cuda", 0)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
     import torch.distributed as dist
-    dist.init_process_group(backend, init_method="file://" + os.path.join(folder, "rdv"),
+    dist.init_process_group("gloo" if backend == "gloo-cuda" else backend,
+                            init_method="file://" + os.path.join(folder, "rdv"),
                             rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=60))
-    device = torch.device("cuda", rank) if backend == "nccl" else torch.device("cpu")
     try:
         for case in cases:
             if rank in case.get("absent", ()):

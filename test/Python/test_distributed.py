@@ -21,7 +21,10 @@ RingReferenceKernels) the float64 PyTorch reference of ring_reference.py is
 injected, which checks the ring, the merge and the gradient transport on
 their own. Skipped without torch or without torch.distributed's gloo.
 """
+import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -164,7 +167,11 @@ def ring_cases(world):
         3: lambda: [
             ring_case("so3_h4_causal_empty_rank", "A", 11, 5, sizes=[5, 0, 6]),
             ring_case("se3_h1_zigzag_uneven", "B", 13, 6, layout="zigzag"),
-            ring_case("se3_h4_causal_zigzag_f32", "C", 12, 7, layout="zigzag")],
+            ring_case("se3_h4_causal_zigzag_f32", "C", 12, 7, layout="zigzag"),
+            # The host-staged transfers gloo needs for CUDA tensors, forced
+            # on CPU tensors (ring_reference._run_case's stage_on_host).
+            dict(ring_case("so3_h4_causal_host_staged", "A", 10, 11, sizes=[4, 0, 6]),
+                 stage_on_host=True)],
         4: lambda: [
             ring_case("so3_h4_causal_zigzag_uneven", "A", 15, 8, layout="zigzag"),
             ring_case("se3_h1_empty_rank", "B", 12, 9, sizes=[3, 5, 0, 4]),
@@ -180,7 +187,9 @@ def grassmann_cases(world):
             grassmann_case("noncausal_zigzag", "G2", 12, 2, layout="zigzag")],
         3: lambda: [
             grassmann_case("causal_zigzag", "G1", 14, 3, layout="zigzag"),
-            grassmann_case("noncausal_empty_rank", "G2", 11, 4, sizes=[4, 0, 7])],
+            grassmann_case("noncausal_empty_rank", "G2", 11, 4, sizes=[4, 0, 7]),
+            dict(grassmann_case("causal_host_staged", "G1", 10, 8, sizes=[3, 2, 5]),
+                 stage_on_host=True)],
         # Shards shorter than the halo: rank 3's halo comes from ranks 0
         # and 1 (past the empty rank 2).
         4: lambda: [
@@ -397,6 +406,80 @@ class Sharding(unittest.TestCase):
     def test_bad_layout(self):
         with self.assertRaisesRegex(torsor.InvalidArgumentError, "layout"):
             tdist.RingLieAttention("SO3", layout="striped")
+
+
+@unittest.skipUnless(HAVE_TORCH, SKIP_REASON)
+class Devices(unittest.TestCase):
+    """Which backend moves which tensors, where the metadata tensor lives
+    (NCCL's collectives take CUDA tensors only) and when point-to-point
+    transfers go through host memory: the CUDA/NCCL choices, on CPU."""
+
+    def test_device_backend(self):
+        for backend, cpu, cuda in (("gloo", "gloo", "gloo"), ("nccl", "", "nccl"),
+                                   ("NCCL", "", "nccl"),
+                                   ("cpu:gloo,cuda:nccl", "gloo", "nccl"),
+                                   ("cuda:nccl", "", "nccl")):
+            self.assertEqual(tdist._device_backend(backend, "cpu"), cpu, backend)
+            self.assertEqual(tdist._device_backend(backend, "cuda"), cuda, backend)
+
+    def test_meta_device(self):
+        cuda1 = torch.device("cuda", 1)
+        cpu = torch.device("cpu")
+        never = lambda: self.fail("the current CUDA device is not needed here")  # noqa: E731
+        # NCCL: the input's own CUDA device, else the current one.
+        self.assertEqual(tdist._meta_device("nccl", cuda1, never), cuda1)
+        self.assertEqual(tdist._meta_device("nccl", cpu, lambda: 3), torch.device("cuda", 3))
+        self.assertEqual(tdist._meta_device("nccl", torch.device("cuda"), lambda: 2),
+                         torch.device("cuda", 2))
+        # A group with a CPU backend exchanges the metadata on the CPU.
+        for backend in ("gloo", "cpu:gloo,cuda:nccl"):
+            for dev in (cpu, cuda1):
+                self.assertEqual(tdist._meta_device(backend, dev, never), cpu)
+
+    def test_stages_on_host(self):
+        cuda = torch.device("cuda", 0)
+        self.assertTrue(tdist._stages_on_host("gloo", cuda))
+        self.assertFalse(tdist._stages_on_host("nccl", cuda))
+        self.assertFalse(tdist._stages_on_host("cpu:gloo,cuda:nccl", cuda))
+        self.assertFalse(tdist._stages_on_host("gloo", torch.device("cpu")))
+
+    def test_nccl_refuses_cpu_tensors(self):
+        grp = tdist._Group.__new__(tdist._Group)
+        grp.backend, grp.what = "nccl", "RingLieAttention"
+        with self.assertRaisesRegex(torsor.InvalidArgumentError,
+                                    r"\(nccl\) moves CUDA tensors only.*gloo"):
+            grp.check_device(torch.zeros(2))
+        grp.backend = "gloo"
+        grp.check_device(torch.zeros(2))
+
+
+class LazyImport(unittest.TestCase):
+    """`import torsor` leaves torsor.distributed (and torch) unimported;
+    `torsor.distributed` imports it on first use, as torsor.nn does."""
+
+    def run_python(self, code):
+        env = dict(os.environ)
+        package_root = os.path.dirname(os.path.dirname(os.path.abspath(torsor.__file__)))
+        env["PYTHONPATH"] = package_root + os.pathsep + env.get("PYTHONPATH", "")
+        res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             env=env, timeout=120)
+        self.assertEqual(res.returncode, 0, res.stderr)
+        return res.stdout.strip()
+
+    def test_import_torsor_stays_light(self):
+        out = self.run_python(
+            "import sys, torsor\n"
+            "print('torsor.distributed' in sys.modules, 'torch' in sys.modules)")
+        self.assertEqual(out, "False False")
+
+    @unittest.skipUnless(HAVE_TORCH, SKIP_REASON)
+    def test_attribute_imports_the_module(self):
+        out = self.run_python(
+            "import sys, torsor\n"
+            "m = torsor.distributed\n"
+            "print(m is sys.modules['torsor.distributed'], m.RingLieAttention.__name__, "
+            "m.GrassmannMix.__name__, callable(m.shard))")
+        self.assertEqual(out, "True RingLieAttention GrassmannMix True")
 
 
 if __name__ == "__main__":

@@ -43,6 +43,28 @@ func.func @attention(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x64xf
 
 // -----
 
+// The block backward of two token sets gets the backward's strategy too
+// (geo-decompose-attention-grad hands it to the flash backward it becomes).
+
+// AVX512-LABEL: func.func @cross_block_grad
+//       AVX512: geo.lie_cross_attention_grad {{.*}}torsor.strategy = #strategy.vector_attention<lanes = 16, query_rows = 4, key_tile = 64>
+// AVX2-LABEL: func.func @cross_block_grad
+//       AVX2: geo.lie_cross_attention_grad {{.*}}#strategy.vector_attention<lanes = 8, query_rows = 1, key_tile = 32>
+func.func @cross_block_grad(%gq: tensor<?x4x4xf32>, %gk: tensor<?x4x4xf32>, %v: tensor<?x64xf32>,
+                            %o: tensor<?x64xf32>, %lse: tensor<?x4xf32>, %do: tensor<?x64xf32>,
+                            %qo: index, %ko: index)
+    -> (tensor<?x4x4xf32>, tensor<?x4x4xf32>, tensor<?x64xf32>) {
+  %dgq, %dgk, %dv = geo.lie_cross_attention_grad %gq, %gk, %v, %o, %lse, %do, %qo, %ko {
+      group = #lie.group<se3>, heads = 4 : i64, tau = array<f64: 1.0, 1.0, 1.0, 1.0>,
+      lambda = array<f64: 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0>, causal}
+      : (tensor<?x4x4xf32>, tensor<?x4x4xf32>, tensor<?x64xf32>, tensor<?x64xf32>,
+         tensor<?x4xf32>, tensor<?x64xf32>, index, index)
+        -> (tensor<?x4x4xf32>, tensor<?x4x4xf32>, tensor<?x64xf32>)
+  return %dgq, %dgk, %dv : tensor<?x4x4xf32>, tensor<?x4x4xf32>, tensor<?x64xf32>
+}
+
+// -----
+
 // An op that carries a strategy keeps it: a test (or a user) can pin one,
 // and the pipelines run this pass again after passes that create ops.
 

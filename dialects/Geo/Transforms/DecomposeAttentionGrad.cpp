@@ -516,6 +516,10 @@ LogicalResult expandCrossGrad(LieCrossAttentionGradOp op) {
       kT, op.getValues(), op.getOut(), op.getOutGrad(), op.getLse(),
       op.getQueryOffset(), op.getKeyOffset(), group, op.getHeadsAttr(),
       op.getTauAttr(), op.getLambdaAttr(), op.getCausalAttr());
+  // The target's strategy, stamped on the block backward by
+  // torsor-select-strategy (without it the kernel gets the portable one).
+  if (Attribute stamp = op->getAttr(strategy::kStrategyAttrName))
+    flash->setAttr(strategy::kStrategyAttrName, stamp);
   Value dk = buildSwapLastDims(b, loc, flash.getKeysGrad());
   auto pullback = [&](lie::PullbackKind kind, Value g, Value cot) -> Value {
     return lie::PullbackOp::create(

@@ -123,6 +123,9 @@ func.func @se3_full(%q: tensor<?x12xf64>, %k: tensor<12x?xf64>, %v: tensor<?x4xf
 //   CHECK-DAG:   lie.pair_features %{{.*}} {group = #lie.group<so3>}
 //   CHECK-DAG:   lie.pair_features %{{.*}} {group = #lie.group<so3>, key}
 //       CHECK:   arith.subi %[[QO]], %[[KO]] : index
+// The target's 8 lanes (the stamp torsor-select-strategy put on the block
+// backward), not the portable 4:
+//       CHECK:   vector<8xf32>
 //       CHECK:   } {torsor.parallel}
 //       CHECK:   scf.for
 //       CHECK:     arith.maxsi
