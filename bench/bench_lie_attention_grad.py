@@ -50,7 +50,7 @@ def module(group, heads, dv, dt):
     blocks = {"so3": 1, "se3": 2, "se2": 2}[group]
     tau = ", ".join("1.0" for _ in range(heads))
     lam = ", ".join("%.3f" % (1.0 / (1 + i % blocks)) for i in range(heads * blocks))
-    attrs = "group = %s, heads = %d : i64, tau = array<f64: %s>, lambda = array<f64: %s>" % (
+    attrs = "scores = #geo.scores<group = %s, heads = %d, tau = [%s], lambda = [%s]>" % (
         g, heads, tau, lam)
     G = "tensor<?x%dx%dx%s>" % (n, n, dt)
     GM = G.replace("tensor", "memref")

@@ -107,6 +107,15 @@ Value MLIRGenImpl::emitGroupOp(const CallExpr &call, const Env &env) {
                               lambda);
 }
 
+/// The `#geo.scores` of a checked lie_attention call: its group, heads,
+/// tau, lambda (heads x blocks, row-major) and causality.
+static geo::ScoresAttr scoresAttr(const CallExpr &call, lie::GroupAttr group,
+                                  UnitAttr causal) {
+  return geo::ScoresAttr::get(
+      group, int64_t(call.getConstant("heads")), call.constants.at("tau"),
+      call.constants.at("lambda"), static_cast<bool>(causal));
+}
+
 Value MLIRGenImpl::emitCrossAttention(const CallExpr &call,
                                       ArrayRef<Value> operands,
                                       lie::GroupAttr group, UnitAttr causal,
@@ -127,14 +136,11 @@ Value MLIRGenImpl::emitCrossAttention(const CallExpr &call,
   Value ko = offset("key_offset");
   if (!qo || !ko)
     return nullptr;
-  auto heads = b.getI64IntegerAttr(int64_t(call.getConstant("heads")));
-  auto tau = b.getDenseF64ArrayAttr(call.constants.at("tau"));
-  auto lambda = b.getDenseF64ArrayAttr(call.constants.at("lambda"));
+  geo::ScoresAttr scores = scoresAttr(call, group, causal);
   if (call.callee == "lie_attention") {
     auto op = geo::LieCrossAttentionOp::create(
         b, l, tensorType(call.type), tensorType(call.extraTypes[0]),
-        operands[0], operands[1], operands[2], qo, ko, group, heads, tau,
-        lambda, causal);
+        operands[0], operands[1], operands[2], qo, ko, scores);
     extraResults[&call] = {op.getLse()};
     return op.getResult();
   }
@@ -146,7 +152,7 @@ Value MLIRGenImpl::emitCrossAttention(const CallExpr &call,
       TypeRange{operands[0].getType(), operands[1].getType(),
                 operands[2].getType()},
       operands[0], operands[1], operands[2], operands[3], operands[4],
-      operands[5], qo, ko, group, heads, tau, lambda, causal);
+      operands[5], qo, ko, scores);
   auto trivialize = [&](Value g, Value cot, const Type &type) -> Value {
     return lie::PullbackOp::create(
         b, l, tensorType(type),
@@ -194,11 +200,9 @@ Value MLIRGenImpl::emitGeoLayer(const CallExpr &call, const Env &env) {
       return nullptr;
     if (call.args.size() > 2)
       return emitCrossAttention(call, operands, group, causal, env);
-    return geo::LieAttentionOp::create(
-        b, l, resultType, operands[0], operands[1], group,
-        b.getI64IntegerAttr(int64_t(call.getConstant("heads"))),
-        b.getDenseF64ArrayAttr(call.constants.at("tau")),
-        b.getDenseF64ArrayAttr(call.constants.at("lambda")), causal);
+    return geo::LieAttentionOp::create(b, l, resultType, operands[0],
+                                       operands[1],
+                                       scoresAttr(call, group, causal));
   }
   if (name == "grassmann_mix") {
     for (StringRef kw :

@@ -23,11 +23,12 @@ using namespace mlir;
 
 void torsor::writeGroupReport(ModuleOp module, llvm::raw_ostream &os) {
   llvm::SetVector<Attribute> groups;
+  // Groups sit on ops directly or inside other attributes (#geo.scores).
   module.walk([&](Operation *op) {
-    for (NamedAttribute attr : op->getAttrs())
-      if (auto group = dyn_cast<lie::GroupAttr>(attr.getValue()))
-        if (group.isDeclared())
-          groups.insert(group);
+    op->getAttrDictionary().walk([&](lie::GroupAttr group) {
+      if (group.isDeclared())
+        groups.insert(group);
+    });
   });
   if (groups.empty()) {
     os << "no declared groups: built-in groups use their own closed forms\n";

@@ -205,9 +205,7 @@ LogicalResult lieAttentionVJP(OpBuilder &b, Operation *raw, Cots cots,
   auto flash = geo::FlashLieAttentionGradOp::create(
       b, loc, TypeRange{q.getType(), kT.getType(), op.getValues().getType()}, q,
       kT, op.getValues(), op.getResult(), cots[0], /*lse=*/Value(),
-      /*query_offset=*/Value(), /*key_offset=*/Value(), group,
-      op.getHeadsAttr(), op.getTauAttr(), op.getLambdaAttr(),
-      op.getCausalAttr());
+      /*query_offset=*/Value(), /*key_offset=*/Value(), op.getScores());
   Value dk = transpose(b, loc, flash.getKeysGrad());
   Value dq = flash.getQueriesGrad();
   Value fromQ = pullback(b, loc, lie::PullbackKind::QueryFeatures,
@@ -333,8 +331,7 @@ LogicalResult lieCrossAttentionVJP(OpBuilder &b, Operation *raw, Cots cots,
       TypeRange{op.getQueries().getType(), op.getKeys().getType(),
                 values.getType()},
       op.getQueries(), op.getKeys(), values, out, op.getLse(), dout,
-      op.getQueryOffset(), op.getKeyOffset(), op.getGroup(), op.getHeadsAttr(),
-      op.getTauAttr(), op.getLambdaAttr(), op.getCausalAttr());
+      op.getQueryOffset(), op.getKeyOffset(), op.getScores());
   grads[0] = grad.getQueriesGrad();
   grads[1] = grad.getKeysGrad();
   grads[2] = grad.getValuesGrad();
@@ -351,11 +348,14 @@ lie::GroupAttr findGroup(Value g, Attribute name) {
   if (auto group = dyn_cast_or_null<lie::GroupAttr>(name))
     return group;
   auto text = dyn_cast_or_null<StringAttr>(name);
-  for (Operation *user : g.getUsers())
-    if (auto group = user->getAttrOfType<lie::GroupAttr>("group"))
-      if (!text || group.getName() == text ||
-          group.getModel().getDisplayName() == text.getValue())
-        return group;
+  for (Operation *user : g.getUsers()) {
+    auto group = user->getAttrOfType<lie::GroupAttr>("group");
+    if (auto scores = user->getAttrOfType<geo::ScoresAttr>("scores"))
+      group = scores.getGroup();
+    if (group && (!text || group.getName() == text ||
+                  group.getModel().getDisplayName() == text.getValue()))
+      return group;
+  }
   if (!text)
     return {};
   std::string lower = text.getValue().lower();

@@ -32,11 +32,12 @@ static FailureOr<std::string> dtypeName(Type type) {
 llvm::StringMap<std::string>
 torsor::collectGroupSpecializations(ModuleOp module) {
   llvm::StringMap<std::string> result;
+  // Groups sit on ops directly or inside other attributes (#geo.scores).
   module.walk([&](Operation *op) {
-    for (NamedAttribute attr : op->getAttrs())
-      if (auto group = dyn_cast<lie::GroupAttr>(attr.getValue()))
-        if (group.isDeclared() && !group.getSpecialization().empty())
-          result[group.getName().getValue()] = group.getSpecialization().str();
+    op->getAttrDictionary().walk([&](lie::GroupAttr group) {
+      if (group.isDeclared() && !group.getSpecialization().empty())
+        result[group.getName().getValue()] = group.getSpecialization().str();
+    });
   });
   return result;
 }

@@ -41,12 +41,12 @@ SmallVector<ResidualCheck> torsor::collectResidualChecks(func::FuncOp model) {
     // The group attribute comes from the ops that use the input; an
     // unused input has none and needs no check.
     lie::GroupAttr found;
+    // On the user itself or inside another attribute (#geo.scores).
     for (Operation *user : model.getArgument(i).getUsers()) {
-      Operation *op = user;
-      for (NamedAttribute attr : op->getAttrs())
-        if (auto g = dyn_cast<lie::GroupAttr>(attr.getValue()))
-          if (g.isDeclared() && g.getName() == group)
-            found = g;
+      user->getAttrDictionary().walk([&](lie::GroupAttr g) {
+        if (g.isDeclared() && g.getName() == group)
+          found = g;
+      });
       if (found)
         break;
     }

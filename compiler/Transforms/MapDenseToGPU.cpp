@@ -23,11 +23,14 @@
 // Ragged edges: loads clamp their indices (never out of bounds), the depth
 // loop stops at K, and only outputs inside the result are stored. The
 // accumulators start from the output buffer, so a preceding fill (or a
-// bias) is kept, as linalg's semantics say.
+// bias) is kept, as linalg's semantics say. Guard, launch, tiles, barriers
+// and the host-loop emulation are the GPU kernel builder's
+// (dialects/Support/GPUKernelBuilder.h), shared with the attention kernel.
 //
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Transforms/Passes.h"
+#include "dialects/Support/GPUKernelBuilder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
@@ -130,8 +133,9 @@ private:
            map.getDimPosition(map.getNumResults() - 1) == dim;
   }
   /// One thread's code: stage, compute, store (kb is inside the kernel).
-  void buildThread(ImplicitLocOpBuilder &kb, Value blockX, Value blockY,
-                   Value blockZ, Value tid, Value aTile, Value bTile);
+  void buildThread(ImplicitLocOpBuilder &kb, const GPUKernelBuilder &kernel,
+                   Value blockX, Value blockY, Value blockZ, Value tid,
+                   Value aTile, Value bTile);
   /// The block's copy of one input's tile into `tile` ([rows][cols],
   /// row-major), rows along loop dim `rowDim` from `rowStart`, columns
   /// along `colDim` from `colStart`.
@@ -161,11 +165,10 @@ void DenseKernel::stage(ImplicitLocOpBuilder &b, OpOperand *input, Value tile,
   Value zero = idx(b, 0);
   // Emulated, each thread copies the whole tile into its own buffer (the
   // same elements the block's threads copy together).
-  scf::ForOp::create(
+  GPUKernelBuilder::buildStagingLoop(
       b, emulate ? zero : tid, idx(b, rows * cols),
-      idx(b, emulate ? 1 : t.threads()), ValueRange{},
-      [&](OpBuilder &nested, Location loc, Value i, ValueRange) {
-        ImplicitLocOpBuilder lb(loc, nested);
+      idx(b, emulate ? 1 : t.threads()),
+      [&](ImplicitLocOpBuilder &lb, Value i) {
         Value inner = arith::RemUIOp::create(lb, i, idx(lb, fast));
         Value outer = arith::DivUIOp::create(lb, i, idx(lb, fast));
         Value r = colsFastest ? outer : inner;
@@ -186,12 +189,10 @@ void DenseKernel::stage(ImplicitLocOpBuilder &b, OpOperand *input, Value tile,
         Value at = arith::AddIOp::create(
             lb, arith::MulIOp::create(lb, r, idx(lb, cols)), c);
         memref::StoreOp::create(lb, x, tile, ValueRange{at});
-        scf::YieldOp::create(lb);
       });
 }
 
 void DenseKernel::build(ImplicitLocOpBuilder &b) {
-  MLIRContext *ctx = b.getContext();
   elt = cast<MemRefType>(op.getDpsInits()[0].getType()).getElementType();
   for (Range r : op.createLoopRanges(b, b.getLoc()))
     sizes.push_back(getValueOrCreateConstantIndexOp(b, b.getLoc(), r.size));
@@ -204,71 +205,47 @@ void DenseKernel::build(ImplicitLocOpBuilder &b) {
   Value gridZ = one;
   for (unsigned bd : d.batch)
     gridZ = arith::MulIOp::create(b, gridZ, sizes[bd]);
-  // No launch for an empty output (a 0-block grid is a CUDA error); an
-  // empty depth (K = 0) launches and keeps the output as it is.
-  Value any = arith::AndIOp::create(
-      b,
-      arith::AndIOp::create(
-          b, arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, gridX, zero),
-          arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, gridY, zero)),
-      arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, gridZ, zero));
-  auto guard = scf::IfOp::create(b, any, /*withElse=*/false);
-  ImplicitLocOpBuilder gb(b.getLoc(), guard.getThenBodyBuilder());
+  // No launch for an empty output; an empty depth (K = 0) launches and
+  // keeps the output as it is.
+  GPUKernelBuilder kernel(op, emulate);
+  ImplicitLocOpBuilder gb =
+      kernel.guardNonEmptyGrid(b, ValueRange{gridX, gridY, gridZ}, zero);
 
-  // The tiles are module-level workgroup globals (outlining clones them
-  // into the kernel's module), as the attention kernel's.
-  auto module = op->getParentOfType<ModuleOp>();
-  auto workgroup =
-      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-  auto makeTile = [&](int64_t elements, StringRef name) {
-    auto type = MemRefType::get({elements}, elt, MemRefLayoutAttrInterface(),
-                                workgroup);
-    OpBuilder mb(ctx);
-    auto global = memref::GlobalOp::create(
-        mb, b.getLoc(), name, mb.getStringAttr("private"), type,
-        /*initial_value=*/Attribute(), /*constant=*/false,
-        mb.getI64IntegerAttr(16));
-    SymbolTable(module).insert(global, module.getBody()->begin());
-    return global;
-  };
   if (emulate) {
     // Blocks and threads as one host scf.parallel.
-    scf::ParallelOp::create(
+    kernel.buildHostParallel(
         gb, ValueRange{zero, zero, zero, zero},
         ValueRange{gridX, gridY, gridZ, idx(gb, t.threads())},
         ValueRange{one, one, one, one},
-        [&](OpBuilder &nested, Location loc, ValueRange ivs) {
-          ImplicitLocOpBuilder pb(loc, nested);
+        [&](ImplicitLocOpBuilder &pb, ValueRange ivs) {
           // Heap tiles, freed per thread: stack ones would grow the stack
           // every iteration of the loops the parallel becomes.
           Value aTile = memref::AllocOp::create(
               pb, MemRefType::get({t.blockRows * t.depth}, elt));
           Value bTile = memref::AllocOp::create(
               pb, MemRefType::get({t.depth * t.blockCols}, elt));
-          buildThread(pb, ivs[0], ivs[1], ivs[2], ivs[3], aTile, bTile);
+          buildThread(pb, kernel, ivs[0], ivs[1], ivs[2], ivs[3], aTile, bTile);
           memref::DeallocOp::create(pb, aTile);
           memref::DeallocOp::create(pb, bTile);
-          scf::ReduceOp::create(pb);
         });
     return;
   }
-  auto aGlobal = makeTile(t.blockRows * t.depth, "__torsor_dense_tile_a");
-  auto bGlobal = makeTile(t.depth * t.blockCols, "__torsor_dense_tile_b");
-
-  auto launch = gpu::LaunchOp::create(gb, gridX, gridY, gridZ,
-                                      idx(gb, t.threads()), one, one);
-  ImplicitLocOpBuilder kb = ImplicitLocOpBuilder::atBlockBegin(
-      gb.getLoc(), &launch.getBody().front());
-  Value aTile =
-      memref::GetGlobalOp::create(kb, aGlobal.getType(), aGlobal.getSymName());
-  Value bTile =
-      memref::GetGlobalOp::create(kb, bGlobal.getType(), bGlobal.getSymName());
-  buildThread(kb, launch.getBlockIds().x, launch.getBlockIds().y,
-              launch.getBlockIds().z, launch.getThreadIds().x, aTile, bTile);
-  gpu::TerminatorOp::create(kb);
+  // The tiles are module-level workgroup globals, as the attention
+  // kernel's.
+  memref::GlobalOp aGlobal = kernel.declareSharedTile(
+      b.getLoc(), "__torsor_dense_tile_a", t.blockRows * t.depth, elt);
+  memref::GlobalOp bGlobal = kernel.declareSharedTile(
+      b.getLoc(), "__torsor_dense_tile_b", t.depth * t.blockCols, elt);
+  kernel.buildLaunch(
+      gb, gridX, gridY, gridZ, idx(gb, t.threads()), one, {aGlobal, bGlobal},
+      [&](ImplicitLocOpBuilder &kb, const KernelIds &ids, ValueRange tiles) {
+        buildThread(kb, kernel, ids.blockX, ids.blockY, ids.blockZ, ids.thread,
+                    tiles[0], tiles[1]);
+      });
 }
 
-void DenseKernel::buildThread(ImplicitLocOpBuilder &kb, Value blockX,
+void DenseKernel::buildThread(ImplicitLocOpBuilder &kb,
+                              const GPUKernelBuilder &kernel, Value blockX,
                               Value blockY, Value blockZ, Value tid,
                               Value aTile, Value bTile) {
   batchIvs.assign(op.getNumLoops(), Value());
@@ -317,14 +294,12 @@ void DenseKernel::buildThread(ImplicitLocOpBuilder &kb, Value blockX,
       [&](OpBuilder &nested, Location loc, Value k0, ValueRange args) {
         ImplicitLocOpBuilder ib(loc, nested);
         // The previous tiles are consumed before they are overwritten.
-        if (!emulate)
-          gpu::BarrierOp::create(ib);
+        kernel.barrier(ib);
         stage(ib, aIn, aTile, tid, d.m, rowStart, t.blockRows, d.k, k0,
               t.depth);
         stage(ib, bIn, bTile, tid, d.k, k0, t.depth, d.n, colStart,
               t.blockCols);
-        if (!emulate)
-          gpu::BarrierOp::create(ib);
+        kernel.barrier(ib);
         Value kEnd = arith::MinUIOp::create(
             ib, idx(ib, t.depth), arith::SubIOp::create(ib, sizes[d.k], k0));
         auto inner = scf::ForOp::create(

@@ -42,6 +42,6 @@
 func.func @SimilarityAttention(%g: tensor<?x3x3xf64> {torsor.dims = ["L", 3, 3], torsor.group = "Sim2", torsor.kind = "input", torsor.name = "g"},
                                %x: tensor<?x4xf64> {torsor.dims = ["L", 4], torsor.kind = "input", torsor.name = "x"})
     -> (tensor<?x4xf64> {torsor.dims = ["L", 4], torsor.name = "y"}) {
-  %y = geo.lie_attention %g, %x {group = #lie.group<"Sim2", n = 3, generators = array<f64: 0.0, -1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0>, blocks = [["rotscale", 0, 1], ["trans", 2, 3]], generic>, heads = 2 : i64, lambda = array<f64: 1.0, 0.5, 1.0, 0.5>, tau = array<f64: 1.0, 1.0>, causal} : (tensor<?x3x3xf64>, tensor<?x4xf64>) -> tensor<?x4xf64>
+  %y = geo.lie_attention %g, %x {scores = #geo.scores<group = #lie.group<"Sim2", n = 3, generators = array<f64: 0.0, -1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0>, blocks = [["rotscale", 0, 1], ["trans", 2, 3]], generic>, heads = 2, tau = [1.0, 1.0], lambda = [1.0, 0.5, 1.0, 0.5], causal>} : (tensor<?x3x3xf64>, tensor<?x4xf64>) -> tensor<?x4xf64>
   return %y : tensor<?x4xf64>
 }

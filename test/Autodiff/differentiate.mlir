@@ -106,6 +106,6 @@ func.func @product(%x: tensor<4xf32> {torsor.dims = [4], torsor.kind = "input", 
 func.func @batched_attention(%g: tensor<2x?x?x4x4xf64> {torsor.dims = ["B", "C", "L", 4, 4], torsor.group = "SE3", torsor.kind = "input", torsor.name = "g"},
                              %x: tensor<2x?x?x8xf64> {torsor.dims = ["B", "C", "L", 8], torsor.kind = "input", torsor.name = "x"})
     -> (tensor<2x?x?x8xf64> {torsor.dims = ["B", "C", "L", 8], torsor.name = "y"}) {
-  %y = geo.lie_attention %g, %x {group = #lie.group<se3>, heads = 2 : i64, tau = array<f64: 1.0, 2.0>, lambda = array<f64: 1.0, 0.5, 0.25, 1.0>, causal} : (tensor<2x?x?x4x4xf64>, tensor<2x?x?x8xf64>) -> tensor<2x?x?x8xf64>
+  %y = geo.lie_attention %g, %x {scores = #geo.scores<group = #lie.group<se3>, heads = 2, tau = [1.0, 2.0], lambda = [1.0, 0.5, 0.25, 1.0], causal>} : (tensor<2x?x?x4x4xf64>, tensor<2x?x?x8xf64>) -> tensor<2x?x?x8xf64>
   return %y : tensor<2x?x?x8xf64>
 }

@@ -53,7 +53,7 @@ def build(name, nq, nk, D, heads, dtypes):
     text = []
     for causal in (False, True):
         for dt in dtypes:
-            attrs = "group = %s, heads = %d : i64, tau = array<f64: %s>, lambda = array<f64: %s>%s" % (
+            attrs = "scores = #geo.scores<group = %s, heads = %d, tau = [%s], lambda = [%s]%s>" % (
                 g, heads, tau, lam, ", causal" if causal else "")
             Q, KT, V = [None, nq], [nk, None], [None, D]
             suffix = "_%s_%s" % ("causal" if causal else "full", dt)

@@ -35,9 +35,9 @@ func.func @attention(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x64xf
                      %q64: tensor<?x9xf64>, %k64: tensor<9x?xf64>, %v64: tensor<?x8xf64>, %init64: tensor<?x8xf64>)
     -> (tensor<?x64xf32>, tensor<?x9xf32>, tensor<?x8xf64>) {
   %c0 = arith.constant 0 : index
-  %o = geo.flash_lie_attention %q, %k, %v, %c0, %init {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x64xf32>, index, tensor<?x64xf32>) -> tensor<?x64xf32>
-  %dq, %dk, %dv = geo.flash_lie_attention_grad %q, %k, %v, %o, %do {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>) -> (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x64xf32>)
-  %o64 = geo.flash_lie_attention %q64, %k64, %v64, %c0, %init64 {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>} : (tensor<?x9xf64>, tensor<9x?xf64>, tensor<?x8xf64>, index, tensor<?x8xf64>) -> tensor<?x8xf64>
+  %o = geo.flash_lie_attention %q, %k, %v, %c0, %init {scores = #geo.scores<group = #lie.group<so3>, heads = 1, tau = [1.0], lambda = [1.0]>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x64xf32>, index, tensor<?x64xf32>) -> tensor<?x64xf32>
+  %dq, %dk, %dv = geo.flash_lie_attention_grad %q, %k, %v, %o, %do {scores = #geo.scores<group = #lie.group<so3>, heads = 1, tau = [1.0], lambda = [1.0]>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>) -> (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x64xf32>)
+  %o64 = geo.flash_lie_attention %q64, %k64, %v64, %c0, %init64 {scores = #geo.scores<group = #lie.group<so3>, heads = 1, tau = [1.0], lambda = [1.0]>} : (tensor<?x9xf64>, tensor<9x?xf64>, tensor<?x8xf64>, index, tensor<?x8xf64>) -> tensor<?x8xf64>
   return %o, %dq, %o64 : tensor<?x64xf32>, tensor<?x9xf32>, tensor<?x8xf64>
 }
 
@@ -55,8 +55,8 @@ func.func @cross_block_grad(%gq: tensor<?x4x4xf32>, %gk: tensor<?x4x4xf32>, %v: 
                             %qo: index, %ko: index)
     -> (tensor<?x4x4xf32>, tensor<?x4x4xf32>, tensor<?x64xf32>) {
   %dgq, %dgk, %dv = geo.lie_cross_attention_grad %gq, %gk, %v, %o, %lse, %do, %qo, %ko {
-      group = #lie.group<se3>, heads = 4 : i64, tau = array<f64: 1.0, 1.0, 1.0, 1.0>,
-      lambda = array<f64: 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0>, causal}
+      scores = #geo.scores<group = #lie.group<se3>, heads = 4, tau = [1.0, 1.0, 1.0, 1.0],
+      lambda = [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0], causal>}
       : (tensor<?x4x4xf32>, tensor<?x4x4xf32>, tensor<?x64xf32>, tensor<?x64xf32>,
          tensor<?x4xf32>, tensor<?x64xf32>, index, index)
         -> (tensor<?x4x4xf32>, tensor<?x4x4xf32>, tensor<?x64xf32>)
@@ -76,7 +76,7 @@ func.func @cross_block_grad(%gq: tensor<?x4x4xf32>, %gk: tensor<?x4x4xf32>, %v: 
 func.func @pinned(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x64xf32>, %init: tensor<?x64xf32>) -> tensor<?x64xf32>
     attributes {torsor.strategy = #strategy.dense<vector_bits = 256, task_rows = 8, cache_cols = 64, cache_depth = 64, register_rows = 2, register_vectors = 1, pack_transposed = false, row_task_rows = 4>} {
   %c0 = arith.constant 0 : index
-  %o = geo.flash_lie_attention %q, %k, %v, %c0, %init {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>, torsor.strategy = #strategy.vector_attention<lanes = 2, query_rows = 3, key_tile = 6>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x64xf32>, index, tensor<?x64xf32>) -> tensor<?x64xf32>
+  %o = geo.flash_lie_attention %q, %k, %v, %c0, %init {scores = #geo.scores<group = #lie.group<so3>, heads = 1, tau = [1.0], lambda = [1.0]>, torsor.strategy = #strategy.vector_attention<lanes = 2, query_rows = 3, key_tile = 6>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x64xf32>, index, tensor<?x64xf32>) -> tensor<?x64xf32>
   return %o : tensor<?x64xf32>
 }
 

@@ -44,7 +44,7 @@ def module_text(name, nq, nk, blocks, dt, offsets=False):
     Q, KT, V, O, S = [None, nq], [nk, None], [None, D], [None, D], [None, HEADS]
     text = []
     for causal in (False, True):
-        attrs = "group = %s, heads = %d : i64, tau = array<f64: %s>, lambda = array<f64: %s>%s" % (
+        attrs = "scores = #geo.scores<group = %s, heads = %d, tau = [%s], lambda = [%s]%s>" % (
             g, HEADS, tau, lam, ", causal" if causal else "")
         if offsets:
             args = [(Q, dt), (KT, dt), (V, dt), ([], "i64"), ([], "i64")]

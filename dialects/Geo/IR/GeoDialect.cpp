@@ -1,7 +1,7 @@
 //===- GeoDialect.cpp - Geometric sequence dialect ------------------------===//
 //
-// Registers the geo ops. The dialect has no types or attributes of its own:
-// tensors are builtin and groups are `#lie.group<...>`.
+// Registers the geo ops and `#geo.scores` (GeoAttrs.cpp). Tensors are
+// builtin and groups are `#lie.group<...>`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,4 +33,5 @@ void GeoDialect::initialize() {
 #include "dialects/Geo/IR/GeoOps.cpp.inc"
       >();
   addInterfaces<GeoInlinerInterface>();
+  registerAttributes();
 }

@@ -26,6 +26,11 @@ def Geo_Dialect : Dialect {
   let cppNamespace = "::torsor::geo";
   // Ops carry `#lie.group<...>` attributes, so parsing geo IR needs `lie`.
   let dependentDialects = ["::torsor::lie::LieDialect"];
+  // `#geo.scores<...>` (GeoAttrs.td).
+  let useDefaultAttributePrinterParser = 1;
+  let extraClassDeclaration = [{
+    void registerAttributes();
+  }];
 }
 
 class Geo_Op<string mnemonic, list<Trait> traits = []>

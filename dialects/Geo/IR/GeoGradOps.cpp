@@ -2,7 +2,8 @@
 //
 // geo.flash_lie_attention_grad: the forward's operands ([batch...] x L x
 // F, one rank for all), its result and cotangent, the optional per-row
-// log-sum-exp, and gradients of the forward operands' types.
+// log-sum-exp, and gradients of the forward operands' types. Heads, τ and λ
+// are checked by the scores' verifier (verifyScores, GeoAttrs.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +13,8 @@ using namespace mlir;
 using namespace torsor::geo;
 
 LogicalResult FlashLieAttentionGradOp::verify() {
+  if (failed(verifyScores(*this, getScores())))
+    return failure();
   auto q = cast<RankedTensorType>(getQueries().getType());
   auto k = cast<RankedTensorType>(getKeys().getType());
   auto v = cast<RankedTensorType>(getValues().getType());
@@ -64,16 +67,10 @@ LogicalResult FlashLieAttentionGradOp::verify() {
     return emitOpError() << "expects results of the types of queries, keys "
                             "and values";
   int64_t dim = v.getDimSize(rank - 1), heads = getHeads();
-  if (heads < 1 || ShapedType::isDynamic(dim) || dim % heads != 0)
+  if (ShapedType::isDynamic(dim) || dim % heads != 0)
     return emitOpError() << "expects a static value feature dim divisible by "
                             "heads ("
                          << heads << "), got " << v;
-  unsigned blocks = model.getBlocks().size();
-  if (getTau().size() != static_cast<size_t>(heads) ||
-      getLambda().size() != static_cast<size_t>(heads * blocks))
-    return emitOpError() << "expects " << heads << " tau and " << heads * blocks
-                         << " lambda values, got " << getTau().size() << " and "
-                         << getLambda().size();
   if (Value lse = getLse()) {
     auto l = cast<RankedTensorType>(lse.getType());
     bool ok = l.getRank() == rank && l.getElementType() == v.getElementType() &&
@@ -84,8 +81,5 @@ LogicalResult FlashLieAttentionGradOp::verify() {
       return emitOpError() << "expects lse of [batch...] x L x heads (" << heads
                            << "), got " << l;
   }
-  for (double t : getTau())
-    if (!(t > 0))
-      return emitOpError() << "expects positive tau, got " << t;
   return success();
 }

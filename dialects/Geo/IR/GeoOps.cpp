@@ -2,7 +2,8 @@
 //
 // Verifiers for the sequence-level ops. They check what the lowering and the
 // fusion passes rely on (ranks, the group's n×n, the head split, weight
-// shapes, attribute lengths and signs) and say what was expected and what
+// shapes; heads, τ and λ through the one verifier of #geo.scores,
+// verifyScores) and say what was expected and what
 // was found. A `?` dim is accepted wherever a static dim is expected but not
 // needed at compile time; it is then a run-time contract.
 //
@@ -86,41 +87,9 @@ static LogicalResult verifySequence(Operation *op, RankedTensorType type) {
 // LieAttentionOp
 //===----------------------------------------------------------------------===//
 
-/// Checks `tau` (one positive entry per head) and `lambda` (heads × blocks
-/// non-negative entries) of an attention op over `model`'s group.
-static LogicalResult verifyHeadWeights(Operation *op,
-                                       const lie::GroupModel &model,
-                                       int64_t heads, ArrayRef<double> tau,
-                                       ArrayRef<double> lambda) {
-  if (static_cast<int64_t>(tau.size()) != heads)
-    return op->emitOpError() << "expects `tau` with one entry per head ("
-                             << heads << "), got " << tau.size();
-  for (auto [h, t] : llvm::enumerate(tau))
-    if (!(t > 0.0))
-      return op->emitOpError() << "expects positive `tau` entries, got " << t
-                               << " for head " << h;
-
-  ArrayRef<lie::AlgebraBlock> blocks = model.getBlocks();
-  int64_t numBlocks = blocks.size();
-  if (static_cast<int64_t>(lambda.size()) != heads * numBlocks)
-    return op->emitOpError()
-           << "expects `lambda` with heads x blocks = " << heads << " x "
-           << numBlocks << " = " << heads * numBlocks
-           << " entries (row-major; blocks of " << model.getDisplayName()
-           << ": "
-           << llvm::join(llvm::map_range(
-                             blocks,
-                             [](const lie::AlgebraBlock &b) { return b.name; }),
-                         ", ")
-           << "), got " << lambda.size();
-  for (auto [i, l] : llvm::enumerate(lambda))
-    if (!(l >= 0.0))
-      return op->emitOpError() << "expects non-negative `lambda` entries, got "
-                               << l << " at index " << i;
-  return success();
-}
-
 LogicalResult LieAttentionOp::verify() {
+  if (failed(verifyScores(*this, getScores())))
+    return failure();
   auto g = cast<RankedTensorType>(getElements().getType());
   auto v = cast<RankedTensorType>(getValues().getType());
   const lie::GroupModel &model = getGroup().getModel();
@@ -150,16 +119,13 @@ LogicalResult LieAttentionOp::verify() {
     return failure();
 
   int64_t heads = getHeads();
-  if (heads < 1)
-    return emitOpError() << "expects a positive number of heads, got " << heads;
   int64_t dim = v.getDimSize(v.getRank() - 1);
   if (ShapedType::isDynamic(dim))
     return emitOpError() << "expects a static value feature dim, got " << v;
   if (dim % heads != 0)
     return emitOpError() << "expects the value feature dim (" << dim
                          << ") to be divisible by heads (" << heads << ")";
-
-  return verifyHeadWeights(*this, model, heads, getTau(), getLambda());
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -169,12 +135,15 @@ LogicalResult LieAttentionOp::verify() {
 /// Checks the operands every cross-attention op shares: query and key
 /// group elements `gq`, `gk` ([batch...] x L x n x n of one rank, batch
 /// dims agreeing), values `v` ([batch...] x Lk x D, D static and divisible
-/// by heads) and the head weights.
-static LogicalResult
-verifyCrossOperands(Operation *op, const lie::GroupModel &model,
-                    RankedTensorType gq, RankedTensorType gk,
-                    RankedTensorType v, int64_t heads, ArrayRef<double> tau,
-                    ArrayRef<double> lambda) {
+/// by heads) and the scores.
+static LogicalResult verifyCrossOperands(Operation *op, ScoresAttr scores,
+                                         RankedTensorType gq,
+                                         RankedTensorType gk,
+                                         RankedTensorType v) {
+  if (failed(verifyScores(op, scores)))
+    return failure();
+  const lie::GroupModel &model = scores.getGroup().getModel();
+  int64_t heads = scores.getHeads();
   int64_t n = model.getMatrixSize();
   for (auto [what, g] :
        {std::pair<const char *, RankedTensorType>{"query", gq}, {"key", gk}}) {
@@ -208,15 +177,12 @@ verifyCrossOperands(Operation *op, const lie::GroupModel &model,
       gk.getElementType() != v.getElementType())
     return op->emitOpError() << "expects one element type, got " << gq << ", "
                              << gk << " and " << v;
-  if (heads < 1)
-    return op->emitOpError()
-           << "expects a positive number of heads, got " << heads;
   int64_t dim = v.getDimSize(rank - 1);
   if (ShapedType::isDynamic(dim) || dim % heads != 0)
     return op->emitOpError() << "expects a static value feature dim divisible "
                                 "by heads ("
                              << heads << "), got " << v;
-  return verifyHeadWeights(op, model, heads, tau, lambda);
+  return success();
 }
 
 /// The type of a per-query-row result of a cross attention: the query
@@ -242,8 +208,7 @@ LogicalResult LieCrossAttentionOp::verify() {
   auto gq = cast<RankedTensorType>(getQueries().getType());
   auto gk = cast<RankedTensorType>(getKeys().getType());
   auto v = cast<RankedTensorType>(getValues().getType());
-  if (failed(verifyCrossOperands(*this, getGroup().getModel(), gq, gk, v,
-                                 getHeads(), getTau(), getLambda())))
+  if (failed(verifyCrossOperands(*this, getScores(), gq, gk, v)))
     return failure();
   auto out = cast<RankedTensorType>(getResult().getType());
   auto lse = cast<RankedTensorType>(getLse().getType());
@@ -265,8 +230,7 @@ LogicalResult LieCrossAttentionGradOp::verify() {
   auto gq = cast<RankedTensorType>(getQueries().getType());
   auto gk = cast<RankedTensorType>(getKeys().getType());
   auto v = cast<RankedTensorType>(getValues().getType());
-  if (failed(verifyCrossOperands(*this, getGroup().getModel(), gq, gk, v,
-                                 getHeads(), getTau(), getLambda())))
+  if (failed(verifyCrossOperands(*this, getScores(), gq, gk, v)))
     return failure();
   RankedTensorType rows = rowResultType(gq, v.getShape().back());
   for (auto [what, value] : {std::pair<const char *, Value>{"out", getOut()},
@@ -414,6 +378,8 @@ LogicalResult RelationalNormOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult FlashLieAttentionOp::verify() {
+  if (failed(verifyScores(*this, getScores())))
+    return failure();
   auto q = cast<RankedTensorType>(getQueries().getType());
   auto k = cast<RankedTensorType>(getKeys().getType());
   auto v = cast<RankedTensorType>(getValues().getType());
@@ -453,7 +419,7 @@ LogicalResult FlashLieAttentionOp::verify() {
                          << getResult().getType();
   int64_t dim = v.getDimSize(rank - 1);
   int64_t heads = getHeads();
-  if (heads < 1 || ShapedType::isDynamic(dim) || dim % heads != 0)
+  if (ShapedType::isDynamic(dim) || dim % heads != 0)
     return emitOpError() << "expects a static value feature dim divisible by "
                             "heads ("
                          << heads << "), got " << v;
@@ -475,5 +441,5 @@ LogicalResult FlashLieAttentionOp::verify() {
   }
   if (std::optional<int64_t> tile = getKeyTile(); tile && *tile < 1)
     return emitOpError() << "expects a positive key_tile, got " << *tile;
-  return verifyHeadWeights(*this, model, heads, getTau(), getLambda());
+  return success();
 }

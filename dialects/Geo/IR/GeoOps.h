@@ -8,6 +8,7 @@
 #ifndef TORSOR_DIALECTS_GEO_IR_GEOOPS_H
 #define TORSOR_DIALECTS_GEO_IR_GEOOPS_H
 
+#include "dialects/Geo/IR/GeoAttrs.h"
 #include "dialects/Geo/IR/GeoDialect.h"
 #include "dialects/Lie/IR/LieAttrs.h"
 

@@ -9,6 +9,7 @@
 #ifndef TORSOR_GEO_OPS
 #define TORSOR_GEO_OPS
 
+include "dialects/Geo/IR/GeoAttrs.td"
 include "dialects/Geo/IR/GeoDialect.td"
 include "dialects/Lie/IR/LieAttrs.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
@@ -19,6 +20,44 @@ include "mlir/IR/CommonTypeConstraints.td"
 /// Any ranked f32/f64 tensor; ranks and shapes are checked by the verifiers,
 /// which can say what was expected.
 def Geo_FloatTensor : RankedTensorOf<[F32, F64]>;
+
+/// The fields of an attention op's `#geo.scores` under the names they had as
+/// separate attributes, so that passes read `op.getHeads()`, `op.getTau()`,
+/// `op.getCausal()`, `op.getGroup()` (and the `...Attr()` forms) unchanged.
+defvar Geo_ScoresAccessors = [{
+    ::torsor::lie::GroupAttr getGroup() { return getScores().getGroup(); }
+    int64_t getHeads() { return getScores().getHeads(); }
+    ::llvm::ArrayRef<double> getTau() {
+      return getScores().getTau().asArrayRef();
+    }
+    ::llvm::ArrayRef<double> getLambda() {
+      return getScores().getLambda().asArrayRef();
+    }
+    bool getCausal() { return getScores().getCausal(); }
+    ::mlir::IntegerAttr getHeadsAttr() {
+      return ::mlir::IntegerAttr::get(
+          ::mlir::IntegerType::get(getContext(), 64), getHeads());
+    }
+    ::mlir::DenseF64ArrayAttr getTauAttr() { return getScores().getTau(); }
+    ::mlir::DenseF64ArrayAttr getLambdaAttr() {
+      return getScores().getLambda();
+    }
+    ::mlir::UnitAttr getCausalAttr() {
+      return getCausal() ? ::mlir::UnitAttr::get(getContext())
+                         : ::mlir::UnitAttr();
+    }
+}];
+
+/// The parameters of a builder that takes the score fields one by one (the
+/// call shape from before `#geo.scores`), and the attribute they make.
+defvar Geo_ScoresBuilderArgs = (ins "::torsor::lie::GroupAttr":$group,
+    "::mlir::IntegerAttr":$heads, "::mlir::DenseF64ArrayAttr":$tau,
+    "::mlir::DenseF64ArrayAttr":$lambda, "::mlir::UnitAttr":$causal);
+defvar Geo_ScoresFromArgs = [{
+    ::torsor::geo::ScoresAttr::get($_builder.getContext(), group,
+                                   heads.getInt(), tau, lambda,
+                                   static_cast<bool>(causal))
+}];
 
 //===----------------------------------------------------------------------===//
 // LieAttentionOp
@@ -35,27 +74,34 @@ def Geo_LieAttentionOp : Geo_Op<"lie_attention", [Pure]> {
         s_ij   = −‖log(g_i⁻¹ g_j)‖²_λh / τ_h
         out_i  = Σ_j softmax_j(s_ij) · v_j        (on head h's slice)
 
-    `tau` has one temperature per head; `lambda` has one weight per head per
-    algebra block of the group (blocks in the group model's order),
-    row-major: `lambda[h * blocks + b]`. With `causal`, token i attends to
+    `scores` (`#geo.scores`) names the group, the heads, `tau` (one
+    temperature per head) and `lambda` (one weight per head per algebra
+    block of the group, blocks in the group model's order, row-major:
+    `lambda[h * blocks + b]`). With `causal`, token i attends to
     j ≤ i only. Scores depend on relative poses only, so the op is invariant
     under g_i ↦ h·g_i.
 
     ```mlir
-    %out = geo.lie_attention %g, %v {group = #lie.group<se3>, heads = 2 : i64,
-             tau = array<f64: 1.0, 2.0>,
-             lambda = array<f64: 1.0, 0.5, 1.0, 0.25>, causal}
+    %out = geo.lie_attention %g, %v {scores = #geo.scores<
+             group = #lie.group<se3>, heads = 2, tau = [1.0, 2.0],
+             lambda = [1.0, 0.5, 1.0, 0.25], causal>}
         : (tensor<?x4x4xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
     ```
   }];
   let arguments = (ins Geo_FloatTensor:$elements, Geo_FloatTensor:$values,
-                       Lie_GroupAttr:$group, I64Attr:$heads,
-                       DenseF64ArrayAttr:$tau, DenseF64ArrayAttr:$lambda,
-                       UnitAttr:$causal);
+                       Geo_ScoresAttr:$scores);
   let results = (outs Geo_FloatTensor:$result);
   let assemblyFormat = [{
     $elements `,` $values attr-dict `:` functional-type(operands, results)
   }];
+  let builders = [
+    OpBuilder<!con((ins "::mlir::Type":$result, "::mlir::Value":$elements,
+                        "::mlir::Value":$values), Geo_ScoresBuilderArgs), !strconcat([{
+      build($_builder, $_state, result, elements, values, }],
+      Geo_ScoresFromArgs, [{);
+    }])>
+  ];
+  let extraClassDeclaration = Geo_ScoresAccessors;
   let hasVerifier = 1;
 }
 
@@ -88,8 +134,8 @@ def Geo_LieCrossAttentionOp : Geo_Op<"lie_cross_attention", [Pure]> {
 
     ```mlir
     %out, %lse = geo.lie_cross_attention %gq, %gk, %v, %qo, %ko {
-          group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>,
-          lambda = array<f64: 1.0>, causal}
+          scores = #geo.scores<group = #lie.group<so3>, heads = 1,
+                               tau = [1.0], lambda = [1.0], causal>}
         : (tensor<?x3x3xf32>, tensor<?x3x3xf32>, tensor<?x8xf32>, index,
            index) -> (tensor<?x8xf32>, tensor<?x1xf32>)
     ```
@@ -97,14 +143,22 @@ def Geo_LieCrossAttentionOp : Geo_Op<"lie_cross_attention", [Pure]> {
   let arguments = (ins Geo_FloatTensor:$queries, Geo_FloatTensor:$keys,
                        Geo_FloatTensor:$values, Index:$query_offset,
                        Index:$key_offset,
-                       Lie_GroupAttr:$group, I64Attr:$heads,
-                       DenseF64ArrayAttr:$tau, DenseF64ArrayAttr:$lambda,
-                       UnitAttr:$causal);
+                       Geo_ScoresAttr:$scores);
   let results = (outs Geo_FloatTensor:$result, Geo_FloatTensor:$lse);
   let assemblyFormat = [{
     $queries `,` $keys `,` $values `,` $query_offset `,` $key_offset attr-dict
     `:` functional-type(operands, results)
   }];
+  let builders = [
+    OpBuilder<!con((ins "::mlir::Type":$result, "::mlir::Type":$lse,
+                        "::mlir::Value":$queries, "::mlir::Value":$keys,
+                        "::mlir::Value":$values, "::mlir::Value":$query_offset,
+                        "::mlir::Value":$key_offset), Geo_ScoresBuilderArgs), !strconcat([{
+      build($_builder, $_state, result, lse, queries, keys, values,
+            query_offset, key_offset, }], Geo_ScoresFromArgs, [{);
+    }])>
+  ];
+  let extraClassDeclaration = Geo_ScoresAccessors;
   let hasVerifier = 1;
 }
 
@@ -137,8 +191,8 @@ def Geo_LieCrossAttentionGradOp : Geo_Op<"lie_cross_attention_grad", [Pure]> {
 
     ```mlir
     %dgq, %dgk, %dv = geo.lie_cross_attention_grad %gq, %gk, %v, %o, %lse,
-          %do, %qo, %ko {group = #lie.group<so3>, heads = 1 : i64,
-          tau = array<f64: 1.0>, lambda = array<f64: 1.0>, causal}
+          %do, %qo, %ko {scores = #geo.scores<group = #lie.group<so3>,
+          heads = 1, tau = [1.0], lambda = [1.0], causal>}
         : (tensor<?x3x3xf32>, tensor<?x3x3xf32>, tensor<?x8xf32>,
            tensor<?x8xf32>, tensor<?x1xf32>, tensor<?x8xf32>, index, index)
           -> (tensor<?x3x3xf32>, tensor<?x3x3xf32>, tensor<?x8xf32>)
@@ -148,9 +202,7 @@ def Geo_LieCrossAttentionGradOp : Geo_Op<"lie_cross_attention_grad", [Pure]> {
                        Geo_FloatTensor:$values, Geo_FloatTensor:$out,
                        Geo_FloatTensor:$lse, Geo_FloatTensor:$out_grad,
                        Index:$query_offset, Index:$key_offset,
-                       Lie_GroupAttr:$group, I64Attr:$heads,
-                       DenseF64ArrayAttr:$tau, DenseF64ArrayAttr:$lambda,
-                       UnitAttr:$causal);
+                       Geo_ScoresAttr:$scores);
   let results = (outs Geo_FloatTensor:$queries_grad,
                       Geo_FloatTensor:$keys_grad,
                       Geo_FloatTensor:$values_grad);
@@ -159,6 +211,18 @@ def Geo_LieCrossAttentionGradOp : Geo_Op<"lie_cross_attention_grad", [Pure]> {
     $query_offset `,` $key_offset attr-dict
     `:` functional-type(operands, results)
   }];
+  let builders = [
+    OpBuilder<!con((ins "::mlir::TypeRange":$resultTypes,
+                        "::mlir::Value":$queries, "::mlir::Value":$keys,
+                        "::mlir::Value":$values, "::mlir::Value":$out,
+                        "::mlir::Value":$lse, "::mlir::Value":$out_grad,
+                        "::mlir::Value":$query_offset,
+                        "::mlir::Value":$key_offset), Geo_ScoresBuilderArgs), !strconcat([{
+      build($_builder, $_state, resultTypes, queries, keys, values, out, lse,
+            out_grad, query_offset, key_offset, }], Geo_ScoresFromArgs, [{);
+    }])>
+  ];
+  let extraClassDeclaration = Geo_ScoresAccessors;
   let hasVerifier = 1;
 }
 
@@ -203,8 +267,9 @@ def Geo_FlashLieAttentionOp : Geo_Op<"flash_lie_attention",
 
     ```mlir
     %o = geo.flash_lie_attention %q, %k, %v, %c0, %init {
-           group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>,
-           lambda = array<f64: 1.0>, key_tile = 32 : i64}
+           scores = #geo.scores<group = #lie.group<so3>, heads = 1,
+                                tau = [1.0], lambda = [1.0]>,
+           key_tile = 32 : i64}
         : (tensor<4x9xf32>, tensor<9x?xf32>, tensor<?x64xf32>, index,
            tensor<4x64xf32>) -> tensor<4x64xf32>
     ```
@@ -214,9 +279,7 @@ def Geo_FlashLieAttentionOp : Geo_Op<"flash_lie_attention",
                        Optional<Index>:$key_offset,
                        Geo_FloatTensor:$init,
                        Optional<Geo_FloatTensor>:$lse_init,
-                       Lie_GroupAttr:$group, I64Attr:$heads,
-                       DenseF64ArrayAttr:$tau, DenseF64ArrayAttr:$lambda,
-                       UnitAttr:$causal, OptionalAttr<I64Attr>:$key_tile);
+                       Geo_ScoresAttr:$scores, OptionalAttr<I64Attr>:$key_tile);
   let results = (outs Geo_FloatTensor:$result,
                       Optional<Geo_FloatTensor>:$lse);
   let assemblyFormat = [{
@@ -224,6 +287,19 @@ def Geo_FlashLieAttentionOp : Geo_Op<"flash_lie_attention",
     (`key_offset` $key_offset^)? `,` $init
     (`lse` $lse_init^)? attr-dict `:` functional-type(operands, results)
   }];
+  let builders = [
+    OpBuilder<!con((ins "::mlir::Type":$result, "::mlir::Type":$lse,
+                        "::mlir::Value":$queries, "::mlir::Value":$keys,
+                        "::mlir::Value":$values, "::mlir::Value":$query_offset,
+                        "::mlir::Value":$key_offset, "::mlir::Value":$init,
+                        "::mlir::Value":$lse_init), Geo_ScoresBuilderArgs,
+                   (ins "::mlir::IntegerAttr":$key_tile)), !strconcat([{
+      build($_builder, $_state, result, lse, queries, keys, values,
+            query_offset, key_offset, init, lse_init, }],
+      Geo_ScoresFromArgs, [{, key_tile);
+    }])>
+  ];
+  let extraClassDeclaration = Geo_ScoresAccessors;
   let hasVerifier = 1;
 }
 
@@ -269,8 +345,8 @@ def Geo_FlashLieAttentionGradOp : Geo_Op<"flash_lie_attention_grad",
 
     ```mlir
     %dq, %dk, %dv = geo.flash_lie_attention_grad %q, %k, %v, %o, %do {
-           group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>,
-           lambda = array<f64: 1.0>}
+           scores = #geo.scores<group = #lie.group<so3>, heads = 1,
+                                tau = [1.0], lambda = [1.0]>}
         : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x64xf32>,
            tensor<?x64xf32>, tensor<?x64xf32>)
           -> (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x64xf32>)
@@ -282,9 +358,7 @@ def Geo_FlashLieAttentionGradOp : Geo_Op<"flash_lie_attention_grad",
                        Optional<Geo_FloatTensor>:$lse,
                        Optional<Index>:$query_offset,
                        Optional<Index>:$key_offset,
-                       Lie_GroupAttr:$group, I64Attr:$heads,
-                       DenseF64ArrayAttr:$tau, DenseF64ArrayAttr:$lambda,
-                       UnitAttr:$causal);
+                       Geo_ScoresAttr:$scores);
   let results = (outs Geo_FloatTensor:$queries_grad,
                       Geo_FloatTensor:$keys_grad,
                       Geo_FloatTensor:$values_grad);
@@ -293,6 +367,19 @@ def Geo_FlashLieAttentionGradOp : Geo_Op<"flash_lie_attention_grad",
     (`offsets` `(` $query_offset^ `,` $key_offset `)`)?
     attr-dict `:` functional-type(operands, results)
   }];
+  let builders = [
+    OpBuilder<!con((ins "::mlir::TypeRange":$resultTypes,
+                        "::mlir::Value":$queries, "::mlir::Value":$keys,
+                        "::mlir::Value":$values, "::mlir::Value":$out,
+                        "::mlir::Value":$out_grad, "::mlir::Value":$lse,
+                        "::mlir::Value":$query_offset,
+                        "::mlir::Value":$key_offset), Geo_ScoresBuilderArgs), !strconcat([{
+      build($_builder, $_state, resultTypes, queries, keys, values, out,
+            out_grad, lse, query_offset, key_offset, }],
+      Geo_ScoresFromArgs, [{);
+    }])>
+  ];
+  let extraClassDeclaration = Geo_ScoresAccessors;
   let hasVerifier = 1;
 }
 

@@ -59,9 +59,7 @@ FlashLieAttentionGradOp findGradient(LieAttentionOp op) {
     auto grad = dyn_cast<FlashLieAttentionGradOp>(user);
     if (grad && grad.getOut() == op.getResult() && !grad.getLse() &&
         grad.getValues() == op.getValues() &&
-        grad.getGroup() == op.getGroup() && grad.getHeads() == op.getHeads() &&
-        grad.getTau() == op.getTau() && grad.getLambda() == op.getLambda() &&
-        grad.getCausal() == op.getCausal() &&
+        grad.getScores() == op.getScores() &&
         isPairFeaturesOf(grad.getQueries(), op.getElements(), false) &&
         isPairFeaturesOf(grad.getKeys(), op.getElements(), true))
       return grad;
@@ -124,8 +122,7 @@ struct FuseLieAttention : OpRewritePattern<LieAttentionOp> {
     }
     auto flash = FlashLieAttentionOp::create(
         rewriter, loc, op.getType(), lseType, queries, keysT, v, zero,
-        /*key_offset=*/Value(), init, lseInit, group, op.getHeadsAttr(),
-        op.getTauAttr(), op.getLambdaAttr(), op.getCausalAttr(),
+        /*key_offset=*/Value(), init, lseInit, op.getScores(),
         /*key_tile=*/IntegerAttr());
     if (grad)
       rewriter.modifyOpInPlace(
@@ -168,8 +165,7 @@ struct FuseLieCrossAttention : OpRewritePattern<LieCrossAttentionOp> {
     auto flash = FlashLieAttentionOp::create(
         rewriter, loc, init.getType(), lseInit.getType(), queries, keys,
         op.getValues(), op.getQueryOffset(), op.getKeyOffset(), init, lseInit,
-        op.getGroup(), op.getHeadsAttr(), op.getTauAttr(), op.getLambdaAttr(),
-        op.getCausalAttr(), /*key_tile=*/IntegerAttr());
+        op.getScores(), /*key_tile=*/IntegerAttr());
     auto cast = [&](Value v, Type type) -> Value {
       return v.getType() == type
                  ? v

@@ -22,8 +22,10 @@
 // The same builder also emits the block/thread structure as host loops
 // (`cpu-emulation`): the per-thread code is identical, only the barriers
 // become loop boundaries and the registers that live across them a stack
-// array. That form runs through the CPU pipeline, so the kernel's math,
-// tiling and masks are tested against -O0 without a GPU.
+// array. Launch, shared tile, barriers and the host loops are the GPU
+// kernel builder's (dialects/Support/GPUKernelBuilder.h), shared with
+// torsor-map-dense-to-gpu. That form runs through the CPU pipeline, so the
+// kernel's math, tiling and masks are tested against -O0 without a GPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,6 +33,7 @@
 #include "dialects/Geo/Transforms/AttentionKernel.h"
 #include "dialects/Geo/Transforms/KernelMath.h"
 #include "dialects/Geo/Transforms/Passes.h"
+#include "dialects/Support/GPUKernelBuilder.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -246,10 +249,8 @@ void GPUSchedule::stage(ImplicitLocOpBuilder &b, const BlockContext &bc,
   Value lastKey = arith::SubIOp::create(b, keyLen, idx(b, 1));
   Value step = idx(b, threads);
   auto copy = [&](int64_t count, int64_t inner, bool featureMajor) {
-    scf::ForOp::create(
-        b, tid, idx(b, count), step, ValueRange{},
-        [&](OpBuilder &nested, Location loc, Value i, ValueRange) {
-          ImplicitLocOpBuilder lb(loc, nested);
+    GPUKernelBuilder::buildStagingLoop(
+        b, tid, idx(b, count), step, [&](ImplicitLocOpBuilder &lb, Value i) {
           Value outer = arith::DivUIOp::create(lb, i, idx(lb, inner));
           Value in = arith::RemUIOp::create(lb, i, idx(lb, inner));
           // feature-major: (feature, key); else (key, column).
@@ -265,7 +266,6 @@ void GPUSchedule::stage(ImplicitLocOpBuilder &b, const BlockContext &bc,
                          ? arith::AddIOp::create(lb, i, idx(lb, keyTile * dim))
                          : i;
           memref::StoreOp::create(lb, x, tile, ValueRange{to});
-          scf::YieldOp::create(lb);
         });
   };
   copy(keyTile * dim, dim, /*featureMajor=*/false);
@@ -383,63 +383,51 @@ void GPUSchedule::finish(ImplicitLocOpBuilder &b, const BlockContext &bc,
 
 void GPUSchedule::buildLaunch(ImplicitLocOpBuilder &gb, Value gridX,
                               Value gridY) {
-  MLIRContext *ctx = gb.getContext();
-  // The shared tile is a module-level workgroup global rather than a
-  // launch attribution: only a global carries an alignment, and the
-  // 16-byte value loads need one (kernel outlining clones it into the
-  // kernel's module).
-  auto shared = MemRefType::get(
-      {tileElements()}, elt, MemRefLayoutAttrInterface(),
-      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
-  auto module = op->getParentOfType<ModuleOp>();
-  OpBuilder mb(ctx); // detached: the symbol table inserts (and renames)
-  auto global = memref::GlobalOp::create(
-      mb, gb.getLoc(), "__torsor_attention_tile", mb.getStringAttr("private"),
-      shared, /*initial_value=*/Attribute(),
-      /*constant=*/false, mb.getI64IntegerAttr(16));
-  SymbolTable(module).insert(global, module.getBody()->begin());
+  GPUKernelBuilder kernel(op, /*emulate=*/false);
+  memref::GlobalOp global = kernel.declareSharedTile(
+      gb.getLoc(), "__torsor_attention_tile", tileElements(), elt);
   Value one = idx(gb, 1);
-  auto launch =
-      gpu::LaunchOp::create(gb, gridX, gridY, one, idx(gb, threads), one, one);
-  ImplicitLocOpBuilder kb = ImplicitLocOpBuilder::atBlockBegin(
-      gb.getLoc(), &launch.getBody().front());
-  Value tile = memref::GetGlobalOp::create(kb, shared, global.getSymName());
-  Value tid = launch.getThreadIds().x;
-  BlockContext bc =
-      blockContext(kb, launch.getBlockIds().x, launch.getBlockIds().y);
-  ThreadContext tc = threadContext(kb, bc, tid);
-  auto keyLoop = [&](Value lb, Value ub, const SoftmaxState &state,
-                     bool masked) {
-    auto loop = scf::ForOp::create(
-        kb, lb, ub, idx(kb, keyTile), state.pack(),
-        [&](OpBuilder &nested, Location loc, Value first, ValueRange args) {
-          ImplicitLocOpBuilder ib(loc, nested);
-          // The previous tile is consumed before it is overwritten.
-          gpu::BarrierOp::create(ib);
-          stage(ib, bc, tid, first, tile, masked);
-          gpu::BarrierOp::create(ib);
-          SoftmaxState next =
-              compute(ib, tc, first, tile, unpack(args), masked);
-          scf::YieldOp::create(ib, next.pack());
-        });
-    return unpack(loop.getResults());
-  };
-  SoftmaxState state = keyLoop(idx(kb, 0), bc.keys.unmaskedEnd,
-                               initialState(kb), /*masked=*/false);
-  state = keyLoop(bc.keys.unmaskedEnd, bc.keys.end, state, /*masked=*/true);
-  finish(kb, bc, tc, state);
-  gpu::TerminatorOp::create(kb);
+  kernel.buildLaunch(
+      gb, gridX, gridY, one, idx(gb, threads), one, {global},
+      [&](ImplicitLocOpBuilder &kb, const KernelIds &ids, ValueRange tiles) {
+        Value tile = tiles[0];
+        Value tid = ids.thread;
+        BlockContext bc = blockContext(kb, ids.blockX, ids.blockY);
+        ThreadContext tc = threadContext(kb, bc, tid);
+        auto keyLoop = [&](Value lb, Value ub, const SoftmaxState &state,
+                           bool masked) {
+          auto loop = scf::ForOp::create(
+              kb, lb, ub, idx(kb, keyTile), state.pack(),
+              [&](OpBuilder &nested, Location loc, Value first,
+                  ValueRange args) {
+                ImplicitLocOpBuilder ib(loc, nested);
+                // The previous tile is consumed before it is overwritten.
+                kernel.barrier(ib);
+                stage(ib, bc, tid, first, tile, masked);
+                kernel.barrier(ib);
+                SoftmaxState next =
+                    compute(ib, tc, first, tile, unpack(args), masked);
+                scf::YieldOp::create(ib, next.pack());
+              });
+          return unpack(loop.getResults());
+        };
+        SoftmaxState state = keyLoop(idx(kb, 0), bc.keys.unmaskedEnd,
+                                     initialState(kb), /*masked=*/false);
+        state =
+            keyLoop(bc.keys.unmaskedEnd, bc.keys.end, state, /*masked=*/true);
+        finish(kb, bc, tc, state);
+      });
 }
 
 void GPUSchedule::buildEmulated(ImplicitLocOpBuilder &gb, Value gridX,
                                 Value gridY) {
+  GPUKernelBuilder kernel(op, /*emulate=*/true);
   Value zero = idx(gb, 0);
   // Host loops: blocks in parallel, threads one phase at a time.
-  scf::ParallelOp::create(
+  Value stepX = idx(gb, 1), stepY = idx(gb, 1);
+  kernel.buildHostParallel(
       gb, ValueRange{zero, zero}, ValueRange{gridX, gridY},
-      ValueRange{idx(gb, 1), idx(gb, 1)},
-      [&](OpBuilder &nested, Location loc, ValueRange ivs) {
-        ImplicitLocOpBuilder pb(loc, nested);
+      ValueRange{stepX, stepY}, [&](ImplicitLocOpBuilder &pb, ValueRange ivs) {
         Value tile =
             memref::AllocaOp::create(pb, MemRefType::get({tileElements()}, elt),
                                      pb.getI64IntegerAttr(16));
@@ -447,18 +435,6 @@ void GPUSchedule::buildEmulated(ImplicitLocOpBuilder &gb, Value gridX,
         Value spill = memref::AllocaOp::create(
             pb, MemRefType::get({threads * size}, elt));
         BlockContext bc = blockContext(pb, ivs[0], ivs[1]);
-        // One loop over the threads at `ob`'s insertion point.
-        auto forThreads =
-            [&](ImplicitLocOpBuilder &ob,
-                function_ref<void(ImplicitLocOpBuilder &, Value)> body) {
-              scf::ForOp::create(
-                  ob, idx(ob, 0), idx(ob, threads), idx(ob, 1), ValueRange{},
-                  [&](OpBuilder &tb, Location tloc, Value tid, ValueRange) {
-                    ImplicitLocOpBuilder ib(tloc, tb);
-                    body(ib, tid);
-                    scf::YieldOp::create(ib);
-                  });
-            };
         auto at = [&](ImplicitLocOpBuilder &ib, Value tid, int64_t i) {
           return arith::AddIOp::create(
               ib, arith::MulIOp::create(ib, tid, idx(ib, size)), idx(ib, i));
@@ -475,34 +451,37 @@ void GPUSchedule::buildEmulated(ImplicitLocOpBuilder &gb, Value gridX,
                 memref::LoadOp::create(ib, spill, ValueRange{at(ib, tid, i)}));
           return unpack(all);
         };
-        forThreads(pb, [&](ImplicitLocOpBuilder &ib, Value tid) {
-          save(ib, tid, initialState(ib));
-        });
+        kernel.buildThreadLoop(pb, threads,
+                               [&](ImplicitLocOpBuilder &ib, Value tid) {
+                                 save(ib, tid, initialState(ib));
+                               });
         auto keyLoop = [&](Value lb, Value ub, bool masked) {
           scf::ForOp::create(
               pb, lb, ub, idx(pb, keyTile), ValueRange{},
               [&](OpBuilder &kb, Location kloc, Value first, ValueRange) {
                 ImplicitLocOpBuilder ib(kloc, kb);
                 // Barrier, stage, barrier, compute: one loop per phase.
-                forThreads(ib, [&](ImplicitLocOpBuilder &tb, Value tid) {
-                  stage(tb, bc, tid, first, tile, masked);
-                });
-                forThreads(ib, [&](ImplicitLocOpBuilder &tb, Value tid) {
-                  ThreadContext tc = threadContext(tb, bc, tid);
-                  SoftmaxState s =
-                      compute(tb, tc, first, tile, restore(tb, tid), masked);
-                  save(tb, tid, s);
-                });
+                kernel.buildThreadLoop(
+                    ib, threads, [&](ImplicitLocOpBuilder &tb, Value tid) {
+                      stage(tb, bc, tid, first, tile, masked);
+                    });
+                kernel.buildThreadLoop(
+                    ib, threads, [&](ImplicitLocOpBuilder &tb, Value tid) {
+                      ThreadContext tc = threadContext(tb, bc, tid);
+                      SoftmaxState s = compute(tb, tc, first, tile,
+                                               restore(tb, tid), masked);
+                      save(tb, tid, s);
+                    });
                 scf::YieldOp::create(ib);
               });
         };
         keyLoop(idx(pb, 0), bc.keys.unmaskedEnd, /*masked=*/false);
         keyLoop(bc.keys.unmaskedEnd, bc.keys.end, /*masked=*/true);
-        forThreads(pb, [&](ImplicitLocOpBuilder &tb, Value tid) {
-          ThreadContext tc = threadContext(tb, bc, tid);
-          finish(tb, bc, tc, restore(tb, tid));
-        });
-        scf::ReduceOp::create(pb);
+        kernel.buildThreadLoop(pb, threads,
+                               [&](ImplicitLocOpBuilder &tb, Value tid) {
+                                 ThreadContext tc = threadContext(tb, bc, tid);
+                                 finish(tb, bc, tc, restore(tb, tid));
+                               });
       });
 }
 
@@ -567,14 +546,10 @@ std::pair<Value, Value> GPUSchedule::build(ImplicitLocOpBuilder &b,
   int64_t blockRows = threads * rowsPerThread;
   Value gridX =
       arith::CeilDivUIOp::create(b, queryLen, idx(b, blockRows)).getResult();
-  // No launch for empty sequences or batches (a 0-block grid is a CUDA
-  // error).
-  Value zero = idx(b, 0);
-  Value any = arith::AndIOp::create(
-      b, arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, gridX, zero),
-      arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, gridY, zero));
-  auto guard = scf::IfOp::create(b, any, /*withElse=*/false);
-  ImplicitLocOpBuilder gb(b.getLoc(), guard.getThenBodyBuilder());
+  // No launch for empty sequences or batches.
+  ImplicitLocOpBuilder gb =
+      GPUKernelBuilder(op, emulate)
+          .guardNonEmptyGrid(b, ValueRange{gridX, gridY}, idx(b, 0));
 
   if (emulate)
     buildEmulated(gb, gridX, gridY);

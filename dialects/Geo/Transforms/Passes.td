@@ -31,8 +31,8 @@ def GeoFuseAttention : Pass<"geo-fuse-attention"> {
 
     Before:
     ```mlir
-    %o = geo.lie_attention %g, %v {group = #lie.group<so3>, heads = 1 : i64,
-           tau = array<f64: 1.0>, lambda = array<f64: 1.0>}
+    %o = geo.lie_attention %g, %v {scores = #geo.scores<
+           group = #lie.group<so3>, heads = 1, tau = [1.0], lambda = [1.0]>}
         : (tensor<?x3x3xf32>, tensor<?x64xf32>) -> tensor<?x64xf32>
     ```
     After:

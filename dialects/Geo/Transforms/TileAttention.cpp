@@ -96,9 +96,8 @@ SmallVector<Value> buildTileLoop(OpBuilder &b, Location loc,
             arith::AddIOp::create(lb, nloc, op.getQueryOffset(), row);
         auto tileOp = FlashLieAttentionOp::create(
             lb, nloc, dest.getType(), lseDest ? lseDest.getType() : Type(), q,
-            k, v, offset, op.getKeyOffset(), dest, lseDest, op.getGroup(),
-            op.getHeadsAttr(), op.getTauAttr(), op.getLambdaAttr(),
-            op.getCausalAttr(), lb.getI64IntegerAttr(keyTile));
+            k, v, offset, op.getKeyOffset(), dest, lseDest, op.getScores(),
+            lb.getI64IntegerAttr(keyTile));
         tileOp->setAttr(strategy::kStrategyAttrName,
                         op->getAttr(strategy::kStrategyAttrName));
 

@@ -278,8 +278,8 @@ for group, heads, causal in (("so2", 1, False), ("so2", 2, True),
     sample, blocks, vee = GROUPS[group]
     tau = rng.uniform(0.5, 2.0, heads)
     lam = rng.uniform(0.1, 1.5, (heads, len(blocks)))
-    attrs = ("group = #lie.group<%s>, heads = %d : i64, tau = array<f64: %s>, "
-             "lambda = array<f64: %s>%s") % (
+    attrs = ("scores = #geo.scores<group = #lie.group<%s>, heads = %d, "
+             "tau = [%s], lambda = [%s]%s>") % (
         group, heads, ", ".join("%.17g" % x for x in tau),
         ", ".join("%.17g" % x for x in lam.ravel()), ", causal" if causal else "")
     check_dtypes("lie_attention %s %d heads%s" % (group, heads,

@@ -43,8 +43,7 @@
 //       CHECK:   %[[O:.*]] = tensor.collapse_shape %[[O4]] {{\[}}[0], [1, 2]] : tensor<?x2x4xf32> into tensor<?x8xf32>
 //       CHECK:   return %[[O]]
 func.func @lie_attention_causal(%g: tensor<?x2x2xf32>, %v: tensor<?x8xf32>) -> tensor<?x8xf32> {
-  %out = geo.lie_attention %g, %v {group = #lie.group<so2>, heads = 2 : i64,
-           tau = array<f64: 1.0, 2.0>, lambda = array<f64: 1.0, 0.5>, causal}
+  %out = geo.lie_attention %g, %v {scores = #geo.scores<group = #lie.group<so2>, heads = 2, tau = [1.0, 2.0], lambda = [1.0, 0.5], causal>}
       : (tensor<?x2x2xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
   return %out : tensor<?x8xf32>
 }
@@ -60,8 +59,7 @@ func.func @lie_attention_causal(%g: tensor<?x2x2xf32>, %v: tensor<?x8xf32>) -> t
 //       CHECK:   tensor.expand_shape {{.*}} : tensor<3x?x4xf64> into tensor<3x?x1x4xf64>
 //       CHECK:   tensor.collapse_shape {{.*}} : tensor<3x?x1x4xf64> into tensor<3x?x4xf64>
 func.func @lie_attention_batched(%g: tensor<3x?x2x2xf64>, %v: tensor<3x?x4xf64>) -> tensor<3x?x4xf64> {
-  %out = geo.lie_attention %g, %v {group = #lie.group<so2>, heads = 1 : i64,
-           tau = array<f64: 0.5>, lambda = array<f64: 1.0>}
+  %out = geo.lie_attention %g, %v {scores = #geo.scores<group = #lie.group<so2>, heads = 1, tau = [0.5], lambda = [1.0]>}
       : (tensor<3x?x2x2xf64>, tensor<3x?x4xf64>) -> tensor<3x?x4xf64>
   return %out : tensor<3x?x4xf64>
 }
@@ -72,8 +70,7 @@ func.func @lie_attention_batched(%g: tensor<3x?x2x2xf64>, %v: tensor<3x?x4xf64>)
 //       CHECK:   lie.log {{.*}} : tensor<?x3x3xf32> -> tensor<?x3xf32>
 //       CHECK:   arith.constant dense<{{\[}}[-1.000000e+00, -5.000000e-01, -5.000000e-01], [-1.000000e+00, -2.000000e+00, -2.000000e+00]]> : tensor<2x3xf32>
 func.func @lie_attention_blocks(%g: tensor<?x3x3xf32>, %v: tensor<?x4xf32>) -> tensor<?x4xf32> {
-  %out = geo.lie_attention %g, %v {group = #lie.group<se2>, heads = 2 : i64,
-           tau = array<f64: 1.0, 2.0>, lambda = array<f64: 1.0, 0.5, 2.0, 4.0>}
+  %out = geo.lie_attention %g, %v {scores = #geo.scores<group = #lie.group<se2>, heads = 2, tau = [1.0, 2.0], lambda = [1.0, 0.5, 2.0, 4.0]>}
       : (tensor<?x3x3xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
   return %out : tensor<?x4xf32>
 }
@@ -241,9 +238,7 @@ func.func @relational_norm(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
 //       CHECK:   return %{{.*}}, %{{.*}} : tensor<?x4xf64>, tensor<?x1xf64>
 func.func @lie_cross_attention(%gq: tensor<?x3x3xf64>, %gk: tensor<?x3x3xf64>, %v: tensor<?x4xf64>,
                                %qo: index, %ko: index) -> (tensor<?x4xf64>, tensor<?x1xf64>) {
-  %out, %lse = geo.lie_cross_attention %gq, %gk, %v, %qo, %ko {
-      group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>,
-      lambda = array<f64: 1.0>, causal}
+  %out, %lse = geo.lie_cross_attention %gq, %gk, %v, %qo, %ko {scores = #geo.scores<group = #lie.group<so3>, heads = 1, tau = [1.0], lambda = [1.0], causal>}
       : (tensor<?x3x3xf64>, tensor<?x3x3xf64>, tensor<?x4xf64>, index, index)
         -> (tensor<?x4xf64>, tensor<?x1xf64>)
   return %out, %lse : tensor<?x4xf64>, tensor<?x1xf64>

@@ -32,23 +32,7 @@
 //   CHECK-NOT:   math.atan2
 //       CHECK:   return
 func.func @so3_causal(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32>, %o: tensor<?x8xf32>, %do: tensor<?x8xf32>) -> (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>) {
-  %dq, %dk, %dv = geo.flash_lie_attention_grad %q, %k, %v, %o, %do {group = #lie.group<so3>, heads = 2 : i64, tau = array<f64: 1.0, 2.0>, lambda = array<f64: 1.0, 0.5>, causal} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>) -> (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>)
-  return %dq, %dk, %dv : tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>
-}
-
-// -----
-
-// A negative λ (the grad op allows it; geo.lie_attention does not): scores
-// may be positive, so the stats loop keeps the online softmax's running
-// max (one scalar per row and head, a max reduction per key vector).
-// CHECK-LABEL: func.func @so3_negative_lambda
-//       CHECK:   scf.for
-//       CHECK:     scf.for {{.*}} -> (f32, f32, f32, f32, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
-//       CHECK:       vector.reduction <maximumf>
-//       CHECK:   } {torsor.parallel}
-//       CHECK:   return
-func.func @so3_negative_lambda(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32>, %o: tensor<?x8xf32>, %do: tensor<?x8xf32>) -> (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>) {
-  %dq, %dk, %dv = geo.flash_lie_attention_grad %q, %k, %v, %o, %do {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: -0.5>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>) -> (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>)
+  %dq, %dk, %dv = geo.flash_lie_attention_grad %q, %k, %v, %o, %do {scores = #geo.scores<group = #lie.group<so3>, heads = 2, tau = [1.0, 2.0], lambda = [1.0, 0.5], causal>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>) -> (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>)
   return %dq, %dk, %dv : tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>
 }
 
@@ -66,7 +50,7 @@ func.func @so3_negative_lambda(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: ten
 //       CHECK:   } {torsor.parallel}
 //       CHECK:   return
 func.func @so3_given_lse(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32>, %o: tensor<?x8xf32>, %do: tensor<?x8xf32>, %lse: tensor<?x2xf32>) -> (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>) {
-  %dq, %dk, %dv = geo.flash_lie_attention_grad %q, %k, %v, %o, %do lse %lse {group = #lie.group<so3>, heads = 2 : i64, tau = array<f64: 1.0, 2.0>, lambda = array<f64: 1.0, 0.5>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x2xf32>) -> (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>)
+  %dq, %dk, %dv = geo.flash_lie_attention_grad %q, %k, %v, %o, %do lse %lse {scores = #geo.scores<group = #lie.group<so3>, heads = 2, tau = [1.0, 2.0], lambda = [1.0, 0.5]>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x2xf32>) -> (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>)
   return %dq, %dk, %dv : tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>
 }
 
@@ -91,7 +75,7 @@ func.func @so3_given_lse(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x
 //   CHECK-NOT:   geo.flash_lie_attention_grad
 //       CHECK:   return
 func.func @so3_batched(%q: tensor<2x?x?x9xf32>, %k: tensor<2x?x9x?xf32>, %v: tensor<2x?x?x8xf32>, %o: tensor<2x?x?x8xf32>, %do: tensor<2x?x?x8xf32>) -> (tensor<2x?x?x9xf32>, tensor<2x?x9x?xf32>, tensor<2x?x?x8xf32>) {
-  %dq, %dk, %dv = geo.flash_lie_attention_grad %q, %k, %v, %o, %do {group = #lie.group<so3>, heads = 2 : i64, tau = array<f64: 1.0, 2.0>, lambda = array<f64: 1.0, 0.5>, causal} : (tensor<2x?x?x9xf32>, tensor<2x?x9x?xf32>, tensor<2x?x?x8xf32>, tensor<2x?x?x8xf32>, tensor<2x?x?x8xf32>) -> (tensor<2x?x?x9xf32>, tensor<2x?x9x?xf32>, tensor<2x?x?x8xf32>)
+  %dq, %dk, %dv = geo.flash_lie_attention_grad %q, %k, %v, %o, %do {scores = #geo.scores<group = #lie.group<so3>, heads = 2, tau = [1.0, 2.0], lambda = [1.0, 0.5], causal>} : (tensor<2x?x?x9xf32>, tensor<2x?x9x?xf32>, tensor<2x?x?x8xf32>, tensor<2x?x?x8xf32>, tensor<2x?x?x8xf32>) -> (tensor<2x?x?x9xf32>, tensor<2x?x9x?xf32>, tensor<2x?x?x8xf32>)
   return %dq, %dk, %dv : tensor<2x?x?x9xf32>, tensor<2x?x9x?xf32>, tensor<2x?x?x8xf32>
 }
 
@@ -107,7 +91,7 @@ func.func @so3_batched(%q: tensor<2x?x?x9xf32>, %k: tensor<2x?x9x?xf32>, %v: ten
 //   CHECK-NOT:   tensor<?x?x
 //       CHECK:   return
 func.func @se3_full(%q: tensor<?x12xf64>, %k: tensor<12x?xf64>, %v: tensor<?x4xf64>, %o: tensor<?x4xf64>, %do: tensor<?x4xf64>) -> (tensor<?x12xf64>, tensor<12x?xf64>, tensor<?x4xf64>) {
-  %dq, %dk, %dv = geo.flash_lie_attention_grad %q, %k, %v, %o, %do {group = #lie.group<se3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0, 0.25>} : (tensor<?x12xf64>, tensor<12x?xf64>, tensor<?x4xf64>, tensor<?x4xf64>, tensor<?x4xf64>) -> (tensor<?x12xf64>, tensor<12x?xf64>, tensor<?x4xf64>)
+  %dq, %dk, %dv = geo.flash_lie_attention_grad %q, %k, %v, %o, %do {scores = #geo.scores<group = #lie.group<se3>, heads = 1, tau = [1.0], lambda = [1.0, 0.25]>} : (tensor<?x12xf64>, tensor<12x?xf64>, tensor<?x4xf64>, tensor<?x4xf64>, tensor<?x4xf64>) -> (tensor<?x12xf64>, tensor<12x?xf64>, tensor<?x4xf64>)
   return %dq, %dk, %dv : tensor<?x12xf64>, tensor<12x?xf64>, tensor<?x4xf64>
 }
 
@@ -141,9 +125,7 @@ func.func @cross_block(%gq: tensor<?x3x3xf32>, %gk: tensor<?x3x3xf32>, %v: tenso
                        %o: tensor<?x8xf32>, %lse: tensor<?x2xf32>, %do: tensor<?x8xf32>,
                        %qo: index, %ko: index)
     -> (tensor<?x3x3xf32>, tensor<?x3x3xf32>, tensor<?x8xf32>) {
-  %dgq, %dgk, %dv = geo.lie_cross_attention_grad %gq, %gk, %v, %o, %lse, %do, %qo, %ko {
-      group = #lie.group<so3>, heads = 2 : i64, tau = array<f64: 1.0, 2.0>,
-      lambda = array<f64: 1.0, 0.5>, causal}
+  %dgq, %dgk, %dv = geo.lie_cross_attention_grad %gq, %gk, %v, %o, %lse, %do, %qo, %ko {scores = #geo.scores<group = #lie.group<so3>, heads = 2, tau = [1.0, 2.0], lambda = [1.0, 0.5], causal>}
       : (tensor<?x3x3xf32>, tensor<?x3x3xf32>, tensor<?x8xf32>, tensor<?x8xf32>,
          tensor<?x2xf32>, tensor<?x8xf32>, index, index)
         -> (tensor<?x3x3xf32>, tensor<?x3x3xf32>, tensor<?x8xf32>)

@@ -57,7 +57,7 @@
 //   COPIES-NOT: math.sqrt
 //       COPIES: return
 func.func @so3_causal(%q: tensor<2x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32>, %init: tensor<2x8xf32>, %off: index) -> tensor<2x8xf32> {
-  %o = geo.flash_lie_attention %q, %k, %v, %off, %init {group = #lie.group<so3>, heads = 2 : i64, tau = array<f64: 1.0, 2.0>, lambda = array<f64: 1.0, 0.5>, causal, key_tile = 8 : i64} : (tensor<2x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, index, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %o = geo.flash_lie_attention %q, %k, %v, %off, %init {scores = #geo.scores<group = #lie.group<so3>, heads = 2, tau = [1.0, 2.0], lambda = [1.0, 0.5], causal>, key_tile = 8 : i64} : (tensor<2x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, index, tensor<2x8xf32>) -> tensor<2x8xf32>
   return %o : tensor<2x8xf32>
 }
 
@@ -68,7 +68,7 @@ func.func @so3_causal(%q: tensor<2x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf
 //       CHECK:   math.atan2 {{.*}} : vector<4xf64>
 //       CHECK:   math.exp {{.*}} : vector<4xf64>
 func.func @se2_f64(%q: tensor<1x4xf64>, %k: tensor<4x?xf64>, %v: tensor<?x4xf64>, %init: tensor<1x4xf64>, %off: index) -> tensor<1x4xf64> {
-  %o = geo.flash_lie_attention %q, %k, %v, %off, %init {group = #lie.group<se2>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0, 1.0>, key_tile = 4 : i64} : (tensor<1x4xf64>, tensor<4x?xf64>, tensor<?x4xf64>, index, tensor<1x4xf64>) -> tensor<1x4xf64>
+  %o = geo.flash_lie_attention %q, %k, %v, %off, %init {scores = #geo.scores<group = #lie.group<se2>, heads = 1, tau = [1.0], lambda = [1.0, 1.0]>, key_tile = 4 : i64} : (tensor<1x4xf64>, tensor<4x?xf64>, tensor<?x4xf64>, index, tensor<1x4xf64>) -> tensor<1x4xf64>
   return %o : tensor<1x4xf64>
 }
 
@@ -77,7 +77,7 @@ func.func @se2_f64(%q: tensor<1x4xf64>, %k: tensor<4x?xf64>, %v: tensor<?x4xf64>
 // An untiled op is an error: decomposition needs static rows and key_tile.
 func.func @untiled(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32>, %init: tensor<?x8xf32>, %off: index) -> tensor<?x8xf32> {
   // expected-error @+1 {{must be tiled (geo-tile-attention) before it is decomposed}}
-  %o = geo.flash_lie_attention %q, %k, %v, %off, %init {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, index, tensor<?x8xf32>) -> tensor<?x8xf32>
+  %o = geo.flash_lie_attention %q, %k, %v, %off, %init {scores = #geo.scores<group = #lie.group<so3>, heads = 1, tau = [1.0], lambda = [1.0]>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, index, tensor<?x8xf32>) -> tensor<?x8xf32>
   return %o : tensor<?x8xf32>
 }
 
@@ -93,7 +93,7 @@ func.func @untiled(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32>
 //       CHECK:   return
 func.func @with_lse(%q: tensor<2x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32>, %init: tensor<2x8xf32>, %lse0: tensor<2x2xf32>) -> (tensor<2x8xf32>, tensor<2x2xf32>) {
   %c0 = arith.constant 0 : index
-  %o, %lse = geo.flash_lie_attention %q, %k, %v, %c0, %init lse %lse0 {group = #lie.group<so3>, heads = 2 : i64, tau = array<f64: 1.0, 2.0>, lambda = array<f64: 1.0, 0.5>, key_tile = 8 : i64} : (tensor<2x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, index, tensor<2x8xf32>, tensor<2x2xf32>) -> (tensor<2x8xf32>, tensor<2x2xf32>)
+  %o, %lse = geo.flash_lie_attention %q, %k, %v, %c0, %init lse %lse0 {scores = #geo.scores<group = #lie.group<so3>, heads = 2, tau = [1.0, 2.0], lambda = [1.0, 0.5]>, key_tile = 8 : i64} : (tensor<2x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, index, tensor<2x8xf32>, tensor<2x2xf32>) -> (tensor<2x8xf32>, tensor<2x2xf32>)
   return %o, %lse : tensor<2x8xf32>, tensor<2x2xf32>
 }
 
@@ -113,7 +113,7 @@ func.func @with_lse(%q: tensor<2x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32
 //       CHECK: func.func private @torsor_pair_norms_Sim2_f64
 //       CHECK:   scf.while
 func.func @declared_per_lane(%q: tensor<1x9xf64>, %k: tensor<9x?xf64>, %v: tensor<?x4xf64>, %init: tensor<1x4xf64>, %off: index) -> tensor<1x4xf64> {
-  %o = geo.flash_lie_attention %q, %k, %v, %off, %init {group = #lie.group<"Sim2", n = 3, generators = array<f64: 0.0, -1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0>, blocks = [["rotscale", 0, 1], ["trans", 2, 3]], generic>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0, 0.5>, causal, key_tile = 4 : i64} : (tensor<1x9xf64>, tensor<9x?xf64>, tensor<?x4xf64>, index, tensor<1x4xf64>) -> tensor<1x4xf64>
+  %o = geo.flash_lie_attention %q, %k, %v, %off, %init {scores = #geo.scores<group = #lie.group<"Sim2", n = 3, generators = array<f64: 0.0, -1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0>, blocks = [["rotscale", 0, 1], ["trans", 2, 3]], generic>, heads = 1, tau = [1.0], lambda = [1.0, 0.5], causal>, key_tile = 4 : i64} : (tensor<1x9xf64>, tensor<9x?xf64>, tensor<?x4xf64>, index, tensor<1x4xf64>) -> tensor<1x4xf64>
   return %o : tensor<1x4xf64>
 }
 
@@ -135,6 +135,6 @@ func.func @declared_per_lane(%q: tensor<1x9xf64>, %k: tensor<9x?xf64>, %v: tenso
 //       CHECK:   arith.select
 //   CHECK-NOT:   geo.flash_lie_attention
 func.func @cross_offsets(%q: tensor<2x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32>, %init: tensor<2x8xf32>, %lse0: tensor<2x1xf32>, %qo: index, %ko: index) -> (tensor<2x8xf32>, tensor<2x1xf32>) {
-  %o, %lse = geo.flash_lie_attention %q, %k, %v, %qo key_offset %ko, %init lse %lse0 {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>, causal, key_tile = 8 : i64} : (tensor<2x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, index, index, tensor<2x8xf32>, tensor<2x1xf32>) -> (tensor<2x8xf32>, tensor<2x1xf32>)
+  %o, %lse = geo.flash_lie_attention %q, %k, %v, %qo key_offset %ko, %init lse %lse0 {scores = #geo.scores<group = #lie.group<so3>, heads = 1, tau = [1.0], lambda = [1.0], causal>, key_tile = 8 : i64} : (tensor<2x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, index, index, tensor<2x8xf32>, tensor<2x1xf32>) -> (tensor<2x8xf32>, tensor<2x1xf32>)
   return %o, %lse : tensor<2x8xf32>, tensor<2x1xf32>
 }

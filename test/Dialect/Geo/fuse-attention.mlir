@@ -9,12 +9,12 @@
 //   CHECK-DAG:   %[[Q:.*]] = lie.pair_features %[[G]] {group = #lie.group<so3>} : tensor<?x3x3xf32> -> tensor<?x9xf32>
 //   CHECK-DAG:   %[[K:.*]] = lie.pair_features %[[G]] {group = #lie.group<so3>, key} : tensor<?x3x3xf32> -> tensor<?x9xf32>
 //       CHECK:   %[[KT:.*]] = linalg.transpose ins(%[[K]] : tensor<?x9xf32>) outs(%{{.*}} : tensor<9x?xf32>) permutation = [1, 0]
-//       CHECK:   %[[O:.*]] = geo.flash_lie_attention %[[Q]], %[[KT]], %[[V]], %[[ZERO]], %{{.*}} {causal, group = #lie.group<so3>, heads = 2 : i64
+//       CHECK:   %[[O:.*]] = geo.flash_lie_attention %[[Q]], %[[KT]], %[[V]], %[[ZERO]], %{{.*}} {scores = #geo.scores<group = #lie.group<so3>, heads = 2, {{.*}}, causal>}
 //   CHECK-NOT:   key_tile
 //   CHECK-NOT:   geo.lie_attention
 //       CHECK:   return %[[O]]
 func.func @so3(%g: tensor<?x3x3xf32>, %v: tensor<?x64xf32>) -> tensor<?x64xf32> {
-  %o = geo.lie_attention %g, %v {group = #lie.group<so3>, heads = 2 : i64, tau = array<f64: 1.0, 2.0>, lambda = array<f64: 1.0, 0.5>, causal} : (tensor<?x3x3xf32>, tensor<?x64xf32>) -> tensor<?x64xf32>
+  %o = geo.lie_attention %g, %v {scores = #geo.scores<group = #lie.group<so3>, heads = 2, tau = [1.0, 2.0], lambda = [1.0, 0.5], causal>} : (tensor<?x3x3xf32>, tensor<?x64xf32>) -> tensor<?x64xf32>
   return %o : tensor<?x64xf32>
 }
 
@@ -27,7 +27,7 @@ func.func @so3(%g: tensor<?x3x3xf32>, %v: tensor<?x64xf32>) -> tensor<?x64xf32> 
 //       CHECK:   linalg.transpose ins(%{{.*}} : tensor<2x?x12xf64>) outs(%{{.*}} : tensor<2x12x?xf64>) permutation = [0, 2, 1]
 //       CHECK:   geo.flash_lie_attention {{.*}} : (tensor<2x?x12xf64>, tensor<2x12x?xf64>, tensor<2x?x8xf64>, index, tensor<2x?x8xf64>) -> tensor<2x?x8xf64>
 func.func @se3_batch(%g: tensor<2x?x4x4xf64>, %v: tensor<2x?x8xf64>) -> tensor<2x?x8xf64> {
-  %o = geo.lie_attention %g, %v {group = #lie.group<se3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0, 0.25>} : (tensor<2x?x4x4xf64>, tensor<2x?x8xf64>) -> tensor<2x?x8xf64>
+  %o = geo.lie_attention %g, %v {scores = #geo.scores<group = #lie.group<se3>, heads = 1, tau = [1.0], lambda = [1.0, 0.25]>} : (tensor<2x?x4x4xf64>, tensor<2x?x8xf64>) -> tensor<2x?x8xf64>
   return %o : tensor<2x?x8xf64>
 }
 
@@ -39,7 +39,7 @@ func.func @se3_batch(%g: tensor<2x?x4x4xf64>, %v: tensor<2x?x8xf64>) -> tensor<2
 //       CHECK:   lie.pair_features %{{.*}} {group = #lie.group<aff2>} : tensor<?x3x3xf32> -> tensor<?x7xf32>
 //       CHECK:   geo.flash_lie_attention
 func.func @aff2(%g: tensor<?x3x3xf32>, %v: tensor<?x4xf32>) -> tensor<?x4xf32> {
-  %o = geo.lie_attention %g, %v {group = #lie.group<aff2>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0, 1.0>} : (tensor<?x3x3xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
+  %o = geo.lie_attention %g, %v {scores = #geo.scores<group = #lie.group<aff2>, heads = 1, tau = [1.0], lambda = [1.0, 1.0]>} : (tensor<?x3x3xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
   return %o : tensor<?x4xf32>
 }
 
@@ -58,14 +58,14 @@ func.func @aff2(%g: tensor<?x3x3xf32>, %v: tensor<?x4xf32>) -> tensor<?x4xf32> {
 //   NOLSE-NOT:   lse
 //       NOLSE:   return
 func.func @with_gradient(%g: tensor<2x?x3x3xf32>, %v: tensor<2x?x8xf32>, %do: tensor<2x?x8xf32>) -> (tensor<2x?x9xf32>, tensor<2x9x?xf32>, tensor<2x?x8xf32>) {
-  %o = geo.lie_attention %g, %v {group = #lie.group<so3>, heads = 2 : i64, tau = array<f64: 1.0, 2.0>, lambda = array<f64: 1.0, 0.5>} : (tensor<2x?x3x3xf32>, tensor<2x?x8xf32>) -> tensor<2x?x8xf32>
+  %o = geo.lie_attention %g, %v {scores = #geo.scores<group = #lie.group<so3>, heads = 2, tau = [1.0, 2.0], lambda = [1.0, 0.5]>} : (tensor<2x?x3x3xf32>, tensor<2x?x8xf32>) -> tensor<2x?x8xf32>
   %q = lie.pair_features %g {group = #lie.group<so3>} : tensor<2x?x3x3xf32> -> tensor<2x?x9xf32>
   %k = lie.pair_features %g {group = #lie.group<so3>, key} : tensor<2x?x3x3xf32> -> tensor<2x?x9xf32>
   %c1 = arith.constant 1 : index
   %n = tensor.dim %g, %c1 : tensor<2x?x3x3xf32>
   %e = tensor.empty(%n) : tensor<2x9x?xf32>
   %kt = linalg.transpose ins(%k : tensor<2x?x9xf32>) outs(%e : tensor<2x9x?xf32>) permutation = [0, 2, 1]
-  %dq, %dk, %dv = geo.flash_lie_attention_grad %q, %kt, %v, %o, %do {group = #lie.group<so3>, heads = 2 : i64, tau = array<f64: 1.0, 2.0>, lambda = array<f64: 1.0, 0.5>} : (tensor<2x?x9xf32>, tensor<2x9x?xf32>, tensor<2x?x8xf32>, tensor<2x?x8xf32>, tensor<2x?x8xf32>) -> (tensor<2x?x9xf32>, tensor<2x9x?xf32>, tensor<2x?x8xf32>)
+  %dq, %dk, %dv = geo.flash_lie_attention_grad %q, %kt, %v, %o, %do {scores = #geo.scores<group = #lie.group<so3>, heads = 2, tau = [1.0, 2.0], lambda = [1.0, 0.5]>} : (tensor<2x?x9xf32>, tensor<2x9x?xf32>, tensor<2x?x8xf32>, tensor<2x?x8xf32>, tensor<2x?x8xf32>) -> (tensor<2x?x9xf32>, tensor<2x9x?xf32>, tensor<2x?x8xf32>)
   return %dq, %dk, %dv : tensor<2x?x9xf32>, tensor<2x9x?xf32>, tensor<2x?x8xf32>
 }
 
@@ -78,14 +78,14 @@ func.func @with_gradient(%g: tensor<2x?x3x3xf32>, %v: tensor<2x?x8xf32>, %do: te
 //   CHECK-NOT:   lse
 //       CHECK:   return
 func.func @other_gradient(%g: tensor<?x3x3xf32>, %v: tensor<?x8xf32>, %do: tensor<?x8xf32>) -> (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>) {
-  %o = geo.lie_attention %g, %v {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>} : (tensor<?x3x3xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  %o = geo.lie_attention %g, %v {scores = #geo.scores<group = #lie.group<so3>, heads = 1, tau = [1.0], lambda = [1.0]>} : (tensor<?x3x3xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
   %q = lie.pair_features %g {group = #lie.group<so3>} : tensor<?x3x3xf32> -> tensor<?x9xf32>
   %k = lie.pair_features %g {group = #lie.group<so3>, key} : tensor<?x3x3xf32> -> tensor<?x9xf32>
   %c0 = arith.constant 0 : index
   %n = tensor.dim %g, %c0 : tensor<?x3x3xf32>
   %e = tensor.empty(%n) : tensor<9x?xf32>
   %kt = linalg.transpose ins(%k : tensor<?x9xf32>) outs(%e : tensor<9x?xf32>) permutation = [1, 0]
-  %dq, %dk, %dv = geo.flash_lie_attention_grad %q, %kt, %v, %o, %do {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 2.0>, lambda = array<f64: 1.0>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>) -> (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>)
+  %dq, %dk, %dv = geo.flash_lie_attention_grad %q, %kt, %v, %o, %do {scores = #geo.scores<group = #lie.group<so3>, heads = 1, tau = [2.0], lambda = [1.0]>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>) -> (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>)
   return %dq, %dk, %dv : tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>
 }
 
@@ -98,16 +98,14 @@ func.func @other_gradient(%g: tensor<?x3x3xf32>, %v: tensor<?x8xf32>, %do: tenso
 //   CHECK-DAG:   %[[Q:.*]] = lie.pair_features %[[GQ]] {group = #lie.group<so3>}
 //   CHECK-DAG:   %[[K:.*]] = lie.pair_features %[[GK]] {group = #lie.group<so3>, key}
 //       CHECK:   %[[KT:.*]] = linalg.transpose ins(%[[K]]
-//       CHECK:   %[[O:.*]], %[[LSE:.*]] = geo.flash_lie_attention %[[Q]], %[[KT]], %[[V]], %[[QO]] key_offset %[[KO]], %{{.*}} lse %{{.*}} {causal
+//       CHECK:   %[[O:.*]], %[[LSE:.*]] = geo.flash_lie_attention %[[Q]], %[[KT]], %[[V]], %[[QO]] key_offset %[[KO]], %{{.*}} lse %{{.*}} {scores = #geo.scores<group = #lie.group<so3>, heads = 2, tau = [1.0, 2.0], lambda = [1.0, 0.5], causal>}
 //   CHECK-NOT:   geo.lie_cross_attention
 //       CHECK:   return %[[O]], %[[LSE]]
 // NOLSE-LABEL: func.func @cross
 //       NOLSE:   geo.flash_lie_attention {{.*}} key_offset {{.*}} lse
 func.func @cross(%gq: tensor<?x3x3xf32>, %gk: tensor<?x3x3xf32>, %v: tensor<?x8xf32>,
                  %qo: index, %ko: index) -> (tensor<?x8xf32>, tensor<?x2xf32>) {
-  %out, %lse = geo.lie_cross_attention %gq, %gk, %v, %qo, %ko {
-      group = #lie.group<so3>, heads = 2 : i64, tau = array<f64: 1.0, 2.0>,
-      lambda = array<f64: 1.0, 0.5>, causal}
+  %out, %lse = geo.lie_cross_attention %gq, %gk, %v, %qo, %ko {scores = #geo.scores<group = #lie.group<so3>, heads = 2, tau = [1.0, 2.0], lambda = [1.0, 0.5], causal>}
       : (tensor<?x3x3xf32>, tensor<?x3x3xf32>, tensor<?x8xf32>, index, index)
         -> (tensor<?x8xf32>, tensor<?x2xf32>)
   return %out, %lse : tensor<?x8xf32>, tensor<?x2xf32>

@@ -8,8 +8,7 @@
 
 func.func @lie_attention_rank(%g: tensor<2x2xf32>, %v: tensor<8xf32>) -> tensor<8xf32> {
   // expected-error @+1 {{expects group elements of rank >= 3 ([batch...] x L x n x n), got 'tensor<2x2xf32>'}}
-  %o = geo.lie_attention %g, %v {group = #lie.group<so2>, heads = 1 : i64,
-         tau = array<f64: 1.0>, lambda = array<f64: 1.0>}
+  %o = geo.lie_attention %g, %v {scores = #geo.scores<group = #lie.group<so2>, heads = 1, tau = [1.0], lambda = [1.0]>}
       : (tensor<2x2xf32>, tensor<8xf32>) -> tensor<8xf32>
   return %o : tensor<8xf32>
 }
@@ -18,8 +17,7 @@ func.func @lie_attention_rank(%g: tensor<2x2xf32>, %v: tensor<8xf32>) -> tensor<
 
 func.func @lie_attention_matrix_size(%g: tensor<?x3x3xf32>, %v: tensor<?x8xf32>) -> tensor<?x8xf32> {
   // expected-error @+1 {{expects group elements with trailing dims 2x2 for group SO2, got 'tensor<?x3x3xf32>'}}
-  %o = geo.lie_attention %g, %v {group = #lie.group<so2>, heads = 1 : i64,
-         tau = array<f64: 1.0>, lambda = array<f64: 1.0>}
+  %o = geo.lie_attention %g, %v {scores = #geo.scores<group = #lie.group<so2>, heads = 1, tau = [1.0], lambda = [1.0]>}
       : (tensor<?x3x3xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
   return %o : tensor<?x8xf32>
 }
@@ -28,8 +26,7 @@ func.func @lie_attention_matrix_size(%g: tensor<?x3x3xf32>, %v: tensor<?x8xf32>)
 
 func.func @lie_attention_values_rank(%g: tensor<?x2x2xf32>, %v: tensor<2x?x8xf32>) -> tensor<2x?x8xf32> {
   // expected-error @+1 {{expects values of rank 2 (one less than the group elements), got 'tensor<2x?x8xf32>'}}
-  %o = geo.lie_attention %g, %v {group = #lie.group<so2>, heads = 1 : i64,
-         tau = array<f64: 1.0>, lambda = array<f64: 1.0>}
+  %o = geo.lie_attention %g, %v {scores = #geo.scores<group = #lie.group<so2>, heads = 1, tau = [1.0], lambda = [1.0]>}
       : (tensor<?x2x2xf32>, tensor<2x?x8xf32>) -> tensor<2x?x8xf32>
   return %o : tensor<2x?x8xf32>
 }
@@ -38,8 +35,7 @@ func.func @lie_attention_values_rank(%g: tensor<?x2x2xf32>, %v: tensor<2x?x8xf32
 
 func.func @lie_attention_length(%g: tensor<5x2x2xf32>, %v: tensor<6x8xf32>) -> tensor<6x8xf32> {
   // expected-error @+1 {{expects values and group elements to agree on batch and sequence dims, got 'tensor<6x8xf32>' and 'tensor<5x2x2xf32>'}}
-  %o = geo.lie_attention %g, %v {group = #lie.group<so2>, heads = 1 : i64,
-         tau = array<f64: 1.0>, lambda = array<f64: 1.0>}
+  %o = geo.lie_attention %g, %v {scores = #geo.scores<group = #lie.group<so2>, heads = 1, tau = [1.0], lambda = [1.0]>}
       : (tensor<5x2x2xf32>, tensor<6x8xf32>) -> tensor<6x8xf32>
   return %o : tensor<6x8xf32>
 }
@@ -48,8 +44,7 @@ func.func @lie_attention_length(%g: tensor<5x2x2xf32>, %v: tensor<6x8xf32>) -> t
 
 func.func @lie_attention_element_type(%g: tensor<?x2x2xf64>, %v: tensor<?x8xf32>) -> tensor<?x8xf32> {
   // expected-error @+1 {{expects values and group elements of the same element type, got 'f32' and 'f64'}}
-  %o = geo.lie_attention %g, %v {group = #lie.group<so2>, heads = 1 : i64,
-         tau = array<f64: 1.0>, lambda = array<f64: 1.0>}
+  %o = geo.lie_attention %g, %v {scores = #geo.scores<group = #lie.group<so2>, heads = 1, tau = [1.0], lambda = [1.0]>}
       : (tensor<?x2x2xf64>, tensor<?x8xf32>) -> tensor<?x8xf32>
   return %o : tensor<?x8xf32>
 }
@@ -58,8 +53,7 @@ func.func @lie_attention_element_type(%g: tensor<?x2x2xf64>, %v: tensor<?x8xf32>
 
 func.func @lie_attention_result(%g: tensor<?x2x2xf32>, %v: tensor<?x8xf32>) -> tensor<?x4xf32> {
   // expected-error @+1 {{expects result type 'tensor<?x8xf32>' (the values type), got 'tensor<?x4xf32>'}}
-  %o = geo.lie_attention %g, %v {group = #lie.group<so2>, heads = 1 : i64,
-         tau = array<f64: 1.0>, lambda = array<f64: 1.0>}
+  %o = geo.lie_attention %g, %v {scores = #geo.scores<group = #lie.group<so2>, heads = 1, tau = [1.0], lambda = [1.0]>}
       : (tensor<?x2x2xf32>, tensor<?x8xf32>) -> tensor<?x4xf32>
   return %o : tensor<?x4xf32>
 }
@@ -68,8 +62,7 @@ func.func @lie_attention_result(%g: tensor<?x2x2xf32>, %v: tensor<?x8xf32>) -> t
 
 func.func @lie_attention_heads(%g: tensor<?x2x2xf32>, %v: tensor<?x8xf32>) -> tensor<?x8xf32> {
   // expected-error @+1 {{expects a positive number of heads, got 0}}
-  %o = geo.lie_attention %g, %v {group = #lie.group<so2>, heads = 0 : i64,
-         tau = array<f64>, lambda = array<f64>}
+  %o = geo.lie_attention %g, %v {scores = #geo.scores<group = #lie.group<so2>, heads = 0, tau = [], lambda = []>}
       : (tensor<?x2x2xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
   return %o : tensor<?x8xf32>
 }
@@ -78,8 +71,7 @@ func.func @lie_attention_heads(%g: tensor<?x2x2xf32>, %v: tensor<?x8xf32>) -> te
 
 func.func @lie_attention_dynamic_dim(%g: tensor<?x2x2xf32>, %v: tensor<?x?xf32>) -> tensor<?x?xf32> {
   // expected-error @+1 {{expects a static value feature dim, got 'tensor<?x?xf32>'}}
-  %o = geo.lie_attention %g, %v {group = #lie.group<so2>, heads = 1 : i64,
-         tau = array<f64: 1.0>, lambda = array<f64: 1.0>}
+  %o = geo.lie_attention %g, %v {scores = #geo.scores<group = #lie.group<so2>, heads = 1, tau = [1.0], lambda = [1.0]>}
       : (tensor<?x2x2xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
   return %o : tensor<?x?xf32>
 }
@@ -88,9 +80,7 @@ func.func @lie_attention_dynamic_dim(%g: tensor<?x2x2xf32>, %v: tensor<?x?xf32>)
 
 func.func @lie_attention_head_split(%g: tensor<?x2x2xf32>, %v: tensor<?x10xf32>) -> tensor<?x10xf32> {
   // expected-error @+1 {{expects the value feature dim (10) to be divisible by heads (4)}}
-  %o = geo.lie_attention %g, %v {group = #lie.group<so2>, heads = 4 : i64,
-         tau = array<f64: 1.0, 1.0, 1.0, 1.0>,
-         lambda = array<f64: 1.0, 1.0, 1.0, 1.0>}
+  %o = geo.lie_attention %g, %v {scores = #geo.scores<group = #lie.group<so2>, heads = 4, tau = [1.0, 1.0, 1.0, 1.0], lambda = [1.0, 1.0, 1.0, 1.0]>}
       : (tensor<?x2x2xf32>, tensor<?x10xf32>) -> tensor<?x10xf32>
   return %o : tensor<?x10xf32>
 }
@@ -99,8 +89,7 @@ func.func @lie_attention_head_split(%g: tensor<?x2x2xf32>, %v: tensor<?x10xf32>)
 
 func.func @lie_attention_tau_count(%g: tensor<?x2x2xf32>, %v: tensor<?x8xf32>) -> tensor<?x8xf32> {
   // expected-error @+1 {{expects `tau` with one entry per head (2), got 3}}
-  %o = geo.lie_attention %g, %v {group = #lie.group<so2>, heads = 2 : i64,
-         tau = array<f64: 1.0, 1.0, 1.0>, lambda = array<f64: 1.0, 1.0>}
+  %o = geo.lie_attention %g, %v {scores = #geo.scores<group = #lie.group<so2>, heads = 2, tau = [1.0, 1.0, 1.0], lambda = [1.0, 1.0]>}
       : (tensor<?x2x2xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
   return %o : tensor<?x8xf32>
 }
@@ -108,9 +97,8 @@ func.func @lie_attention_tau_count(%g: tensor<?x2x2xf32>, %v: tensor<?x8xf32>) -
 // -----
 
 func.func @lie_attention_tau_sign(%g: tensor<?x2x2xf32>, %v: tensor<?x8xf32>) -> tensor<?x8xf32> {
-  // expected-error @+1 {{expects positive `tau` entries, got 0.000000e+00 for head 1}}
-  %o = geo.lie_attention %g, %v {group = #lie.group<so2>, heads = 2 : i64,
-         tau = array<f64: 1.0, 0.0>, lambda = array<f64: 1.0, 1.0>}
+  // expected-error @+1 {{expects positive, finite `tau` entries, got 0.000000e+00 for head 1}}
+  %o = geo.lie_attention %g, %v {scores = #geo.scores<group = #lie.group<so2>, heads = 2, tau = [1.0, 0.0], lambda = [1.0, 1.0]>}
       : (tensor<?x2x2xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
   return %o : tensor<?x8xf32>
 }
@@ -119,8 +107,7 @@ func.func @lie_attention_tau_sign(%g: tensor<?x2x2xf32>, %v: tensor<?x8xf32>) ->
 
 func.func @lie_attention_lambda_count(%g: tensor<?x3x3xf32>, %v: tensor<?x8xf32>) -> tensor<?x8xf32> {
   // expected-error @+1 {{expects `lambda` with heads x blocks = 2 x 2 = 4 entries (row-major; blocks of SE2: rot, trans), got 3}}
-  %o = geo.lie_attention %g, %v {group = #lie.group<se2>, heads = 2 : i64,
-         tau = array<f64: 1.0, 1.0>, lambda = array<f64: 1.0, 1.0, 1.0>}
+  %o = geo.lie_attention %g, %v {scores = #geo.scores<group = #lie.group<se2>, heads = 2, tau = [1.0, 1.0], lambda = [1.0, 1.0, 1.0]>}
       : (tensor<?x3x3xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
   return %o : tensor<?x8xf32>
 }
@@ -128,9 +115,66 @@ func.func @lie_attention_lambda_count(%g: tensor<?x3x3xf32>, %v: tensor<?x8xf32>
 // -----
 
 func.func @lie_attention_lambda_sign(%g: tensor<?x2x2xf32>, %v: tensor<?x8xf32>) -> tensor<?x8xf32> {
-  // expected-error @+1 {{expects non-negative `lambda` entries, got -1.000000e+00 at index 1}}
-  %o = geo.lie_attention %g, %v {group = #lie.group<so2>, heads = 2 : i64,
-         tau = array<f64: 1.0, 1.0>, lambda = array<f64: 1.0, -1.0>}
+  // expected-error @+1 {{expects non-negative, finite `lambda` entries, got -1.000000e+00 at index 1 (head 1)}}
+  %o = geo.lie_attention %g, %v {scores = #geo.scores<group = #lie.group<so2>, heads = 2, tau = [1.0, 1.0], lambda = [1.0, -1.0]>}
+      : (tensor<?x2x2xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  return %o : tensor<?x8xf32>
+}
+
+// -----
+
+// #geo.scores is checked where it is parsed, on every attention op alike.
+
+func.func @scores_tau_infinite(%g: tensor<?x2x2xf32>, %v: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{expects positive, finite `tau` entries, got INF for head 0}}
+  %o = geo.lie_attention %g, %v {scores = #geo.scores<group = #lie.group<so2>, heads = 1, tau = [0x7FF0000000000000], lambda = [1.0]>}
+      : (tensor<?x2x2xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  return %o : tensor<?x8xf32>
+}
+
+// -----
+
+func.func @scores_lambda_nan(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{expects non-negative, finite `lambda` entries, got nan at index 1 (head 1)}}
+  %o = geo.flash_lie_attention %q, %k, %v, %c0, %v {scores = #geo.scores<group = #lie.group<so3>, heads = 2, tau = [1.0, 1.0], lambda = [1.0, 0x7FF8000000000000]>}
+      : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, index, tensor<?x8xf32>) -> tensor<?x8xf32>
+  return %o : tensor<?x8xf32>
+}
+
+// -----
+
+func.func @scores_missing_field(%g: tensor<?x2x2xf32>, %v: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{expects `tau = ...` here (#geo.scores<group = #lie.group<...>, heads = H, tau = [...], lambda = [...][, causal]>)}}
+  %o = geo.lie_attention %g, %v {scores = #geo.scores<group = #lie.group<so2>, heads = 1, lambda = [1.0]>}
+      : (tensor<?x2x2xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  return %o : tensor<?x8xf32>
+}
+
+// -----
+
+func.func @scores_trailing(%g: tensor<?x2x2xf32>, %v: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{expects `causal` or `>` after `lambda`}}
+  %o = geo.lie_attention %g, %v {scores = #geo.scores<group = #lie.group<so2>, heads = 1, tau = [1.0], lambda = [1.0], casual>}
+      : (tensor<?x2x2xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  return %o : tensor<?x8xf32>
+}
+
+// -----
+
+func.func @scores_integer_literal(%g: tensor<?x2x2xf32>, %v: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  // expected-error @+2 {{unexpected decimal integer literal for a floating point value}}
+  // expected-note @+1 {{add a trailing dot to make the literal a float}}
+  %o = geo.lie_attention %g, %v {scores = #geo.scores<group = #lie.group<so2>, heads = 1, tau = [1], lambda = [1.0]>}
+      : (tensor<?x2x2xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  return %o : tensor<?x8xf32>
+}
+
+// -----
+
+func.func @scores_not_a_group(%g: tensor<?x2x2xf32>, %v: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{invalid kind of attribute specified}}
+  %o = geo.lie_attention %g, %v {scores = #geo.scores<group = 1.0, heads = 1, tau = [1.0], lambda = [1.0]>}
       : (tensor<?x2x2xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
   return %o : tensor<?x8xf32>
 }
@@ -333,7 +377,7 @@ func.func @relational_norm_eps(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
 
 func.func @cross_groups(%gq: tensor<?x3x3xf32>, %gk: tensor<?x4x4xf32>, %v: tensor<?x8xf32>, %o: index) {
   // expected-error @+1 {{expects key group elements with trailing dims 3x3 for group SO3, got 'tensor<?x4x4xf32>'}}
-  %out, %lse = geo.lie_cross_attention %gq, %gk, %v, %o, %o {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>} : (tensor<?x3x3xf32>, tensor<?x4x4xf32>, tensor<?x8xf32>, index, index) -> (tensor<?x8xf32>, tensor<?x1xf32>)
+  %out, %lse = geo.lie_cross_attention %gq, %gk, %v, %o, %o {scores = #geo.scores<group = #lie.group<so3>, heads = 1, tau = [1.0], lambda = [1.0]>} : (tensor<?x3x3xf32>, tensor<?x4x4xf32>, tensor<?x8xf32>, index, index) -> (tensor<?x8xf32>, tensor<?x1xf32>)
   return
 }
 
@@ -341,7 +385,7 @@ func.func @cross_groups(%gq: tensor<?x3x3xf32>, %gk: tensor<?x4x4xf32>, %v: tens
 
 func.func @cross_values(%gq: tensor<?x3x3xf32>, %gk: tensor<5x3x3xf32>, %v: tensor<4x8xf32>, %o: index) {
   // expected-error @+1 {{expects one value per key, got 'tensor<5x3x3xf32>' and 'tensor<4x8xf32>'}}
-  %out, %lse = geo.lie_cross_attention %gq, %gk, %v, %o, %o {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>} : (tensor<?x3x3xf32>, tensor<5x3x3xf32>, tensor<4x8xf32>, index, index) -> (tensor<?x8xf32>, tensor<?x1xf32>)
+  %out, %lse = geo.lie_cross_attention %gq, %gk, %v, %o, %o {scores = #geo.scores<group = #lie.group<so3>, heads = 1, tau = [1.0], lambda = [1.0]>} : (tensor<?x3x3xf32>, tensor<5x3x3xf32>, tensor<4x8xf32>, index, index) -> (tensor<?x8xf32>, tensor<?x1xf32>)
   return
 }
 
@@ -349,7 +393,7 @@ func.func @cross_values(%gq: tensor<?x3x3xf32>, %gk: tensor<5x3x3xf32>, %v: tens
 
 func.func @cross_result(%gq: tensor<3x3x3xf32>, %gk: tensor<?x3x3xf32>, %v: tensor<?x8xf32>, %o: index) {
   // expected-error @+1 {{expects a result of [batch...] x Lq x D ('tensor<3x8xf32>'), got 'tensor<4x8xf32>'}}
-  %out, %lse = geo.lie_cross_attention %gq, %gk, %v, %o, %o {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>} : (tensor<3x3x3xf32>, tensor<?x3x3xf32>, tensor<?x8xf32>, index, index) -> (tensor<4x8xf32>, tensor<?x1xf32>)
+  %out, %lse = geo.lie_cross_attention %gq, %gk, %v, %o, %o {scores = #geo.scores<group = #lie.group<so3>, heads = 1, tau = [1.0], lambda = [1.0]>} : (tensor<3x3x3xf32>, tensor<?x3x3xf32>, tensor<?x8xf32>, index, index) -> (tensor<4x8xf32>, tensor<?x1xf32>)
   return
 }
 
@@ -357,7 +401,7 @@ func.func @cross_result(%gq: tensor<3x3x3xf32>, %gk: tensor<?x3x3xf32>, %v: tens
 
 func.func @cross_lse(%gq: tensor<?x3x3xf32>, %gk: tensor<?x3x3xf32>, %v: tensor<?x8xf32>, %o: index) {
   // expected-error @+1 {{expects an lse of [batch...] x Lq x heads ('tensor<?x2xf32>'), got 'tensor<?x1xf32>'}}
-  %out, %lse = geo.lie_cross_attention %gq, %gk, %v, %o, %o {group = #lie.group<so3>, heads = 2 : i64, tau = array<f64: 1.0, 1.0>, lambda = array<f64: 1.0, 1.0>} : (tensor<?x3x3xf32>, tensor<?x3x3xf32>, tensor<?x8xf32>, index, index) -> (tensor<?x8xf32>, tensor<?x1xf32>)
+  %out, %lse = geo.lie_cross_attention %gq, %gk, %v, %o, %o {scores = #geo.scores<group = #lie.group<so3>, heads = 2, tau = [1.0, 1.0], lambda = [1.0, 1.0]>} : (tensor<?x3x3xf32>, tensor<?x3x3xf32>, tensor<?x8xf32>, index, index) -> (tensor<?x8xf32>, tensor<?x1xf32>)
   return
 }
 
@@ -365,6 +409,6 @@ func.func @cross_lse(%gq: tensor<?x3x3xf32>, %gk: tensor<?x3x3xf32>, %v: tensor<
 
 func.func @cross_grad_out(%g: tensor<?x3x3xf32>, %v: tensor<?x8xf32>, %o: tensor<?x4xf32>, %lse: tensor<?x1xf32>, %i: index) {
   // expected-error @+1 {{expects out of [batch...] x Lq x D ('tensor<?x8xf32>'), got 'tensor<?x4xf32>'}}
-  %a:3 = geo.lie_cross_attention_grad %g, %g, %v, %o, %lse, %o, %i, %i {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>} : (tensor<?x3x3xf32>, tensor<?x3x3xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x1xf32>, tensor<?x4xf32>, index, index) -> (tensor<?x3x3xf32>, tensor<?x3x3xf32>, tensor<?x8xf32>)
+  %a:3 = geo.lie_cross_attention_grad %g, %g, %v, %o, %lse, %o, %i, %i {scores = #geo.scores<group = #lie.group<so3>, heads = 1, tau = [1.0], lambda = [1.0]>} : (tensor<?x3x3xf32>, tensor<?x3x3xf32>, tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x1xf32>, tensor<?x4xf32>, index, index) -> (tensor<?x3x3xf32>, tensor<?x3x3xf32>, tensor<?x8xf32>)
   return
 }

@@ -37,12 +37,12 @@
 
 func.func @so3_causal(%q: tensor<?x?x9xf32>, %k: tensor<?x9x?xf32>, %v: tensor<?x?x64xf32>, %init: tensor<?x?x64xf32>) -> tensor<?x?x64xf32> {
   %c0 = arith.constant 0 : index
-  %o = geo.flash_lie_attention %q, %k, %v, %c0, %init {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>, causal} : (tensor<?x?x9xf32>, tensor<?x9x?xf32>, tensor<?x?x64xf32>, index, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+  %o = geo.flash_lie_attention %q, %k, %v, %c0, %init {scores = #geo.scores<group = #lie.group<so3>, heads = 1, tau = [1.0], lambda = [1.0], causal>} : (tensor<?x?x9xf32>, tensor<?x9x?xf32>, tensor<?x?x64xf32>, index, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
   return %o : tensor<?x?x64xf32>
 }
 
 func.func @se3(%q: tensor<?x12xf32>, %k: tensor<12x?xf32>, %v: tensor<?x64xf32>, %init: tensor<?x64xf32>) -> tensor<?x64xf32> {
   %c0 = arith.constant 0 : index
-  %o = geo.flash_lie_attention %q, %k, %v, %c0, %init {group = #lie.group<se3>, heads = 2 : i64, tau = array<f64: 1.0, 0.5>, lambda = array<f64: 1.0, 1.0, 2.0, 0.5>} : (tensor<?x12xf32>, tensor<12x?xf32>, tensor<?x64xf32>, index, tensor<?x64xf32>) -> tensor<?x64xf32>
+  %o = geo.flash_lie_attention %q, %k, %v, %c0, %init {scores = #geo.scores<group = #lie.group<se3>, heads = 2, tau = [1.0, 0.5], lambda = [1.0, 1.0, 2.0, 0.5]>} : (tensor<?x12xf32>, tensor<12x?xf32>, tensor<?x64xf32>, index, tensor<?x64xf32>) -> tensor<?x64xf32>
   return %o : tensor<?x64xf32>
 }

@@ -15,7 +15,7 @@
 module {
   func.func @so3(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x64xf32>, %init: tensor<?x64xf32>) -> tensor<?x64xf32> {
     %c0 = arith.constant 0 : index
-    %o = geo.flash_lie_attention %q, %k, %v, %c0, %init {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>, torsor.strategy = #strategy.gpu_attention<threads = 32, rows_per_thread = 2, key_tile = 32, score_chunk = 8, shared_memory_bytes = 49152>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x64xf32>, index, tensor<?x64xf32>) -> tensor<?x64xf32>
+    %o = geo.flash_lie_attention %q, %k, %v, %c0, %init {scores = #geo.scores<group = #lie.group<so3>, heads = 1, tau = [1.0], lambda = [1.0]>, torsor.strategy = #strategy.gpu_attention<threads = 32, rows_per_thread = 2, key_tile = 32, score_chunk = 8, shared_memory_bytes = 49152>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x64xf32>, index, tensor<?x64xf32>) -> tensor<?x64xf32>
     return %o : tensor<?x64xf32>
   }
 }

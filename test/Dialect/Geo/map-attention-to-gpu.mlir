@@ -69,7 +69,7 @@
 //   EMU-NOT:   gpu.
 func.func @so3_causal(%q: tensor<?x?x9xf32>, %k: tensor<?x9x?xf32>, %v: tensor<?x?x64xf32>, %init: tensor<?x?x64xf32>) -> tensor<?x?x64xf32> {
   %c0 = arith.constant 0 : index
-  %o = geo.flash_lie_attention %q, %k, %v, %c0, %init {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>, causal} : (tensor<?x?x9xf32>, tensor<?x9x?xf32>, tensor<?x?x64xf32>, index, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+  %o = geo.flash_lie_attention %q, %k, %v, %c0, %init {scores = #geo.scores<group = #lie.group<so3>, heads = 1, tau = [1.0], lambda = [1.0], causal>} : (tensor<?x?x9xf32>, tensor<?x9x?xf32>, tensor<?x?x64xf32>, index, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
   return %o : tensor<?x?x64xf32>
 }
 
@@ -88,8 +88,8 @@ func.func @so3_causal(%q: tensor<?x?x9xf32>, %k: tensor<?x9x?xf32>, %v: tensor<?
 //   CHECK-NOT:   geo.flash_lie_attention
 func.func @se3_two_heads_f64(%q: tensor<?x12xf64>, %k: tensor<12x?xf64>, %v: tensor<?x32xf64>, %init: tensor<?x32xf64>) -> (tensor<?x32xf64>, tensor<?x32xf64>) {
   %c0 = arith.constant 0 : index
-  %a = geo.flash_lie_attention %q, %k, %v, %c0, %init {group = #lie.group<se3>, heads = 2 : i64, tau = array<f64: 1.0, 2.0>, lambda = array<f64: 1.0, 0.5, 2.0, 0.25>} : (tensor<?x12xf64>, tensor<12x?xf64>, tensor<?x32xf64>, index, tensor<?x32xf64>) -> tensor<?x32xf64>
-  %b = geo.flash_lie_attention %q, %k, %v, %c0, %init {group = #lie.group<se3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0, 1.0>, causal} : (tensor<?x12xf64>, tensor<12x?xf64>, tensor<?x32xf64>, index, tensor<?x32xf64>) -> tensor<?x32xf64>
+  %a = geo.flash_lie_attention %q, %k, %v, %c0, %init {scores = #geo.scores<group = #lie.group<se3>, heads = 2, tau = [1.0, 2.0], lambda = [1.0, 0.5, 2.0, 0.25]>} : (tensor<?x12xf64>, tensor<12x?xf64>, tensor<?x32xf64>, index, tensor<?x32xf64>) -> tensor<?x32xf64>
+  %b = geo.flash_lie_attention %q, %k, %v, %c0, %init {scores = #geo.scores<group = #lie.group<se3>, heads = 1, tau = [1.0], lambda = [1.0, 1.0], causal>} : (tensor<?x12xf64>, tensor<12x?xf64>, tensor<?x32xf64>, index, tensor<?x32xf64>) -> tensor<?x32xf64>
   return %a, %b : tensor<?x32xf64>, tensor<?x32xf64>
 }
 
@@ -99,7 +99,7 @@ func.func @se3_two_heads_f64(%q: tensor<?x12xf64>, %k: tensor<12x?xf64>, %v: ten
 func.func @already_tiled(%q: tensor<4x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32>, %init: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %c0 = arith.constant 0 : index
   // expected-error @+1 {{is already tiled for the CPU (geo-tile-attention); map the untiled op}}
-  %o = geo.flash_lie_attention %q, %k, %v, %c0, %init {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>, key_tile = 8 : i64} : (tensor<4x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, index, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %o = geo.flash_lie_attention %q, %k, %v, %c0, %init {scores = #geo.scores<group = #lie.group<so3>, heads = 1, tau = [1.0], lambda = [1.0]>, key_tile = 8 : i64} : (tensor<4x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, index, tensor<4x8xf32>) -> tensor<4x8xf32>
   return %o : tensor<4x8xf32>
 }
 
@@ -122,7 +122,7 @@ func.func @already_tiled(%q: tensor<4x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x
 //       CHECK:   return %[[O]], %[[LT]]
 func.func @with_lse(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32>, %init: tensor<?x8xf32>, %lse0: tensor<?x1xf32>) -> (tensor<?x8xf32>, tensor<?x1xf32>) {
   %c0 = arith.constant 0 : index
-  %o, %lse = geo.flash_lie_attention %q, %k, %v, %c0, %init lse %lse0 {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, index, tensor<?x8xf32>, tensor<?x1xf32>) -> (tensor<?x8xf32>, tensor<?x1xf32>)
+  %o, %lse = geo.flash_lie_attention %q, %k, %v, %c0, %init lse %lse0 {scores = #geo.scores<group = #lie.group<so3>, heads = 1, tau = [1.0], lambda = [1.0]>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, index, tensor<?x8xf32>, tensor<?x1xf32>) -> (tensor<?x8xf32>, tensor<?x1xf32>)
   return %o, %lse : tensor<?x8xf32>, tensor<?x1xf32>
 }
 
@@ -142,7 +142,7 @@ func.func @with_lse(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32
 //       CHECK:       arith.cmpi sle
 //       CHECK:     gpu.terminator
 func.func @cross(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32>, %init: tensor<?x8xf32>, %lse0: tensor<?x1xf32>, %qo: index, %ko: index) -> (tensor<?x8xf32>, tensor<?x1xf32>) {
-  %o, %lse = geo.flash_lie_attention %q, %k, %v, %qo key_offset %ko, %init lse %lse0 {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>, causal} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, index, index, tensor<?x8xf32>, tensor<?x1xf32>) -> (tensor<?x8xf32>, tensor<?x1xf32>)
+  %o, %lse = geo.flash_lie_attention %q, %k, %v, %qo key_offset %ko, %init lse %lse0 {scores = #geo.scores<group = #lie.group<so3>, heads = 1, tau = [1.0], lambda = [1.0], causal>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, index, index, tensor<?x8xf32>, tensor<?x1xf32>) -> (tensor<?x8xf32>, tensor<?x1xf32>)
   return %o, %lse : tensor<?x8xf32>, tensor<?x1xf32>
 }
 
@@ -159,7 +159,7 @@ func.func @cross(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32>, 
 //   CHECK-NOT:   math.exp
 func.func @declared_per_thread(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32>, %init: tensor<?x8xf32>) -> tensor<?x8xf32> {
   %c0 = arith.constant 0 : index
-  %o = geo.flash_lie_attention %q, %k, %v, %c0, %init {group = #lie.group<"Sim2", n = 3, generators = array<f64: 0.0, -1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0>, blocks = [["rotscale", 0, 1], ["trans", 2, 3]], generic>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0, 0.5>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, index, tensor<?x8xf32>) -> tensor<?x8xf32>
+  %o = geo.flash_lie_attention %q, %k, %v, %c0, %init {scores = #geo.scores<group = #lie.group<"Sim2", n = 3, generators = array<f64: 0.0, -1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0>, blocks = [["rotscale", 0, 1], ["trans", 2, 3]], generic>, heads = 1, tau = [1.0], lambda = [1.0, 0.5]>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, index, tensor<?x8xf32>) -> tensor<?x8xf32>
   return %o : tensor<?x8xf32>
 }
 
@@ -179,6 +179,6 @@ func.func @cross_device_offsets(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: te
   %qo = arith.index_cast %q64 : i64 to index
   %k64 = tensor.extract %kt[] : tensor<i64>
   %ko = arith.index_cast %k64 : i64 to index
-  %o, %lse = geo.flash_lie_attention %q, %k, %v, %qo key_offset %ko, %init lse %lse0 {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>, causal} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, index, index, tensor<?x8xf32>, tensor<?x1xf32>) -> (tensor<?x8xf32>, tensor<?x1xf32>)
+  %o, %lse = geo.flash_lie_attention %q, %k, %v, %qo key_offset %ko, %init lse %lse0 {scores = #geo.scores<group = #lie.group<so3>, heads = 1, tau = [1.0], lambda = [1.0], causal>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, index, index, tensor<?x8xf32>, tensor<?x1xf32>) -> (tensor<?x8xf32>, tensor<?x1xf32>)
   return %o, %lse : tensor<?x8xf32>, tensor<?x1xf32>
 }

@@ -6,17 +6,12 @@
 // CHECK-LABEL: func.func @lie_attention
 //  CHECK-SAME:   (%[[G:.*]]: tensor<?x4x4xf32>, %[[V:.*]]: tensor<?x8xf32>)
 //       CHECK:   %[[OUT:.*]] = geo.lie_attention %[[G]], %[[V]]
-//  CHECK-SAME:     causal
-//  CHECK-SAME:     group = #lie.group<se3>
-//  CHECK-SAME:     heads = 2 : i64
-//  CHECK-SAME:     lambda = array<f64: 1.000000e+00, 5.000000e-01, 1.000000e+00, 2.500000e-01>
-//  CHECK-SAME:     tau = array<f64: 1.000000e+00, 2.000000e+00>
+//  CHECK-SAME:     {scores = #geo.scores<group = #lie.group<se3>, heads = 2,
+//  CHECK-SAME:     tau = [1.0, 2.0], lambda = [1.0, 0.5, 1.0, 0.25], causal>}
 //  CHECK-SAME:     : (tensor<?x4x4xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
 //       CHECK:   return %[[OUT]]
 func.func @lie_attention(%g: tensor<?x4x4xf32>, %v: tensor<?x8xf32>) -> tensor<?x8xf32> {
-  %out = geo.lie_attention %g, %v {group = #lie.group<se3>, heads = 2 : i64,
-           tau = array<f64: 1.0, 2.0>, lambda = array<f64: 1.0, 0.5, 1.0, 0.25>,
-           causal}
+  %out = geo.lie_attention %g, %v {scores = #geo.scores<group = #lie.group<se3>, heads = 2, tau = [1.0, 2.0], lambda = [1.0, 0.5, 1.0, 0.25], causal>}
       : (tensor<?x4x4xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
   return %out : tensor<?x8xf32>
 }
@@ -27,8 +22,7 @@ func.func @lie_attention(%g: tensor<?x4x4xf32>, %v: tensor<?x8xf32>) -> tensor<?
 //  CHECK-SAME:     group = #lie.group<so2>
 //  CHECK-SAME:     : (tensor<3x?x2x2xf64>, tensor<3x?x4xf64>) -> tensor<3x?x4xf64>
 func.func @lie_attention_batched(%g: tensor<3x?x2x2xf64>, %v: tensor<3x?x4xf64>) -> tensor<3x?x4xf64> {
-  %out = geo.lie_attention %g, %v {group = #lie.group<so2>, heads = 1 : i64,
-           tau = array<f64: 0.5>, lambda = array<f64: 1.0>}
+  %out = geo.lie_attention %g, %v {scores = #geo.scores<group = #lie.group<so2>, heads = 1, tau = [0.5], lambda = [1.0]>}
       : (tensor<3x?x2x2xf64>, tensor<3x?x4xf64>) -> tensor<3x?x4xf64>
   return %out : tensor<3x?x4xf64>
 }
@@ -85,15 +79,15 @@ func.func @relational_norm(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
 // The fused forward with its optional log-sum-exp, and the flash backward
 // taking it, with a batch dim.
 // CHECK-LABEL: func.func @flash_with_lse
-//       CHECK:   %[[O:.*]], %[[LSE:.*]] = geo.flash_lie_attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} lse %{{.*}} {group = #lie.group<so3>
-//       CHECK:   geo.flash_lie_attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %[[O]], %{{.*}} lse %[[LSE]] {group = #lie.group<so3>
+//       CHECK:   %[[O:.*]], %[[LSE:.*]] = geo.flash_lie_attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} lse %{{.*}} {scores = #geo.scores<group = #lie.group<so3>, heads = 1, tau = [1.0], lambda = [1.0]>}
+//       CHECK:   geo.flash_lie_attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %[[O]], %{{.*}} lse %[[LSE]] {scores = #geo.scores<group = #lie.group<so3>, heads = 1, tau = [1.0], lambda = [1.0]>}
 func.func @flash_with_lse(%q: tensor<2x?x9xf32>, %k: tensor<2x9x?xf32>, %v: tensor<2x?x8xf32>,
                           %do: tensor<2x?x8xf32>, %lse0: tensor<2x?x1xf32>)
     -> (tensor<2x?x9xf32>, tensor<2x9x?xf32>, tensor<2x?x8xf32>) {
   %c0 = arith.constant 0 : index
-  %o, %lse = geo.flash_lie_attention %q, %k, %v, %c0, %v lse %lse0 {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>}
+  %o, %lse = geo.flash_lie_attention %q, %k, %v, %c0, %v lse %lse0 {scores = #geo.scores<group = #lie.group<so3>, heads = 1, tau = [1.0], lambda = [1.0]>}
       : (tensor<2x?x9xf32>, tensor<2x9x?xf32>, tensor<2x?x8xf32>, index, tensor<2x?x8xf32>, tensor<2x?x1xf32>) -> (tensor<2x?x8xf32>, tensor<2x?x1xf32>)
-  %dq, %dk, %dv = geo.flash_lie_attention_grad %q, %k, %v, %o, %do lse %lse {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>}
+  %dq, %dk, %dv = geo.flash_lie_attention_grad %q, %k, %v, %o, %do lse %lse {scores = #geo.scores<group = #lie.group<so3>, heads = 1, tau = [1.0], lambda = [1.0]>}
       : (tensor<2x?x9xf32>, tensor<2x9x?xf32>, tensor<2x?x8xf32>, tensor<2x?x8xf32>, tensor<2x?x8xf32>, tensor<2x?x1xf32>) -> (tensor<2x?x9xf32>, tensor<2x9x?xf32>, tensor<2x?x8xf32>)
   return %dq, %dk, %dv : tensor<2x?x9xf32>, tensor<2x9x?xf32>, tensor<2x?x8xf32>
 }
@@ -107,9 +101,7 @@ func.func @flash_with_lse(%q: tensor<2x?x9xf32>, %k: tensor<2x9x?xf32>, %v: tens
 func.func @lie_cross_attention(%gq: tensor<?x3x3xf32>, %gk: tensor<?x3x3xf32>,
                                %v: tensor<?x8xf32>, %qo: index, %ko: index)
     -> (tensor<?x8xf32>, tensor<?x2xf32>) {
-  %out, %lse = geo.lie_cross_attention %gq, %gk, %v, %qo, %ko {
-      group = #lie.group<so3>, heads = 2 : i64, tau = array<f64: 1.0, 2.0>,
-      lambda = array<f64: 1.0, 0.5>, causal}
+  %out, %lse = geo.lie_cross_attention %gq, %gk, %v, %qo, %ko {scores = #geo.scores<group = #lie.group<so3>, heads = 2, tau = [1.0, 2.0], lambda = [1.0, 0.5], causal>}
       : (tensor<?x3x3xf32>, tensor<?x3x3xf32>, tensor<?x8xf32>, index, index)
         -> (tensor<?x8xf32>, tensor<?x2xf32>)
   return %out, %lse : tensor<?x8xf32>, tensor<?x2xf32>
@@ -123,8 +115,7 @@ func.func @lie_cross_attention_grad(%gq: tensor<2x?x4x4xf64>, %gk: tensor<2x?x4x
     %do: tensor<2x?x4xf64>, %qo: index, %ko: index)
     -> (tensor<2x?x4x4xf64>, tensor<2x?x4x4xf64>, tensor<2x?x4xf64>) {
   %dgq, %dgk, %dv = geo.lie_cross_attention_grad %gq, %gk, %v, %o, %lse, %do,
-      %qo, %ko {group = #lie.group<se3>, heads = 1 : i64, tau = array<f64: 1.0>,
-      lambda = array<f64: 1.0, 1.0>}
+      %qo, %ko {scores = #geo.scores<group = #lie.group<se3>, heads = 1, tau = [1.0], lambda = [1.0, 1.0]>}
       : (tensor<2x?x4x4xf64>, tensor<2x?x4x4xf64>, tensor<2x?x4xf64>,
          tensor<2x?x4xf64>, tensor<2x?x1xf64>, tensor<2x?x4xf64>, index, index)
         -> (tensor<2x?x4x4xf64>, tensor<2x?x4x4xf64>, tensor<2x?x4xf64>)
@@ -138,14 +129,11 @@ func.func @flash_cross(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8x
                        %qo: index, %ko: index, %init: tensor<?x8xf32>,
                        %lseInit: tensor<?x1xf32>, %do: tensor<?x8xf32>)
     -> (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>) {
-  %o, %lse = geo.flash_lie_attention %q, %k, %v, %qo key_offset %ko, %init lse %lseInit {
-      group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>,
-      lambda = array<f64: 1.0>, causal}
+  %o, %lse = geo.flash_lie_attention %q, %k, %v, %qo key_offset %ko, %init lse %lseInit {scores = #geo.scores<group = #lie.group<so3>, heads = 1, tau = [1.0], lambda = [1.0], causal>}
       : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, index, index,
          tensor<?x8xf32>, tensor<?x1xf32>) -> (tensor<?x8xf32>, tensor<?x1xf32>)
   %dq, %dk, %dv = geo.flash_lie_attention_grad %q, %k, %v, %o, %do lse %lse
-      offsets(%qo, %ko) {group = #lie.group<so3>, heads = 1 : i64,
-      tau = array<f64: 1.0>, lambda = array<f64: 1.0>, causal}
+      offsets(%qo, %ko) {scores = #geo.scores<group = #lie.group<so3>, heads = 1, tau = [1.0], lambda = [1.0], causal>}
       : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, tensor<?x8xf32>,
          tensor<?x8xf32>, tensor<?x1xf32>, index, index)
         -> (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>)

@@ -24,7 +24,7 @@
 //      AVX2:   return
 func.func @tiles(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x64xf32>, %init: tensor<?x64xf32>) -> tensor<?x64xf32> {
   %c0 = arith.constant 0 : index
-  %o = geo.flash_lie_attention %q, %k, %v, %c0, %init {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x64xf32>, index, tensor<?x64xf32>) -> tensor<?x64xf32>
+  %o = geo.flash_lie_attention %q, %k, %v, %c0, %init {scores = #geo.scores<group = #lie.group<so3>, heads = 1, tau = [1.0], lambda = [1.0]>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x64xf32>, index, tensor<?x64xf32>) -> tensor<?x64xf32>
   return %o : tensor<?x64xf32>
 }
 
@@ -49,7 +49,7 @@ func.func @tiles(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x64xf32>,
 //       CHECK:     geo.flash_lie_attention {{.*}}key_tile = 32 : i64{{.*}} -> tensor<4x16xf64>
 func.func @batch(%q: tensor<3x?x12xf64>, %k: tensor<3x12x?xf64>, %v: tensor<3x?x16xf64>, %init: tensor<3x?x16xf64>) -> tensor<3x?x16xf64> {
   %c0 = arith.constant 0 : index
-  %o = geo.flash_lie_attention %q, %k, %v, %c0, %init {group = #lie.group<se3>, heads = 2 : i64, tau = array<f64: 1.0, 1.0>, lambda = array<f64: 1.0, 1.0, 1.0, 1.0>, causal} : (tensor<3x?x12xf64>, tensor<3x12x?xf64>, tensor<3x?x16xf64>, index, tensor<3x?x16xf64>) -> tensor<3x?x16xf64>
+  %o = geo.flash_lie_attention %q, %k, %v, %c0, %init {scores = #geo.scores<group = #lie.group<se3>, heads = 2, tau = [1.0, 1.0], lambda = [1.0, 1.0, 1.0, 1.0], causal>} : (tensor<3x?x12xf64>, tensor<3x12x?xf64>, tensor<3x?x16xf64>, index, tensor<3x?x16xf64>) -> tensor<3x?x16xf64>
   return %o : tensor<3x?x16xf64>
 }
 
@@ -60,7 +60,7 @@ func.func @batch(%q: tensor<3x?x12xf64>, %k: tensor<3x12x?xf64>, %v: tensor<3x?x
 //   CHECK-NOT:   scf.for
 //       CHECK:   geo.flash_lie_attention {{.*}}key_tile = 8 : i64
 func.func @tiled(%q: tensor<2x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x4xf32>, %init: tensor<2x4xf32>, %off: index) -> tensor<2x4xf32> {
-  %o = geo.flash_lie_attention %q, %k, %v, %off, %init {group = #lie.group<so3>, heads = 1 : i64, tau = array<f64: 1.0>, lambda = array<f64: 1.0>, key_tile = 8 : i64} : (tensor<2x9xf32>, tensor<9x?xf32>, tensor<?x4xf32>, index, tensor<2x4xf32>) -> tensor<2x4xf32>
+  %o = geo.flash_lie_attention %q, %k, %v, %off, %init {scores = #geo.scores<group = #lie.group<so3>, heads = 1, tau = [1.0], lambda = [1.0]>, key_tile = 8 : i64} : (tensor<2x9xf32>, tensor<9x?xf32>, tensor<?x4xf32>, index, tensor<2x4xf32>) -> tensor<2x4xf32>
   return %o : tensor<2x4xf32>
 }
 
@@ -82,6 +82,6 @@ func.func @tiled(%q: tensor<2x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x4xf32>, 
 //       AVX2:   geo.flash_lie_attention {{.*}} -> (tensor<1x64xf32>, tensor<1x2xf32>)
 func.func @with_lse(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x64xf32>, %init: tensor<?x64xf32>, %lse0: tensor<?x2xf32>) -> (tensor<?x64xf32>, tensor<?x2xf32>) {
   %c0 = arith.constant 0 : index
-  %o, %lse = geo.flash_lie_attention %q, %k, %v, %c0, %init lse %lse0 {group = #lie.group<so3>, heads = 2 : i64, tau = array<f64: 1.0, 1.0>, lambda = array<f64: 1.0, 1.0>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x64xf32>, index, tensor<?x64xf32>, tensor<?x2xf32>) -> (tensor<?x64xf32>, tensor<?x2xf32>)
+  %o, %lse = geo.flash_lie_attention %q, %k, %v, %c0, %init lse %lse0 {scores = #geo.scores<group = #lie.group<so3>, heads = 2, tau = [1.0, 1.0], lambda = [1.0, 1.0]>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x64xf32>, index, tensor<?x64xf32>, tensor<?x2xf32>) -> (tensor<?x64xf32>, tensor<?x2xf32>)
   return %o, %lse : tensor<?x64xf32>, tensor<?x2xf32>
 }
