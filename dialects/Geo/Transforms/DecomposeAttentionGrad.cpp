@@ -45,6 +45,7 @@
 #include "dialects/Lie/IR/LieOps.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
@@ -65,14 +66,21 @@ namespace {
 struct GradTiles {
   int64_t lanes;        ///< keys per vector
   int64_t registerRows; ///< query rows whose state fits the registers
+  int64_t keyTile;      ///< keys per block of the one-pass schedule
 };
+
+/// The most key chunks of the one-pass schedule: its parallel loop runs
+/// over (batch element, chunk), and each chunk keeps a partial dq of the
+/// query rows, [chunks, Lq, Fq]. Eight keep two to eight threads busy
+/// (the runtime splits the iterations evenly) at 8 · Lq · Fq scalars.
+constexpr int64_t kMaxKeyChunks = 8;
 
 /// The schedule's one read of the target strategy.
 GradTiles strategyTiles(FlashLieAttentionGradOp op) {
   auto vType = cast<RankedTensorType>(op.getValues().getType());
   strategy::VectorAttentionAttr tiles = strategy::vectorAttentionOf(
       op, vType.getElementTypeBitWidth(), vType.getShape().back());
-  return {tiles.getLanes(), tiles.getQueryRows()};
+  return {tiles.getLanes(), tiles.getQueryRows(), tiles.getKeyTile()};
 }
 
 /// Builds the backward kernel of one flash_lie_attention_grad. Both
@@ -95,6 +103,11 @@ public:
     rows = chooseQueryRows(model, tiles.registerRows);
     numQ = model.getQueryFeatureCount();
     numK = model.getKeyFeatureCount();
+    keyVectors = std::max<int64_t>(tiles.keyTile / lanes, 1);
+    // Vectors of one lane are a GPU thread's (Target::gpuThread): there
+    // the two passes give one thread per query row and per key, where the
+    // one-pass schedule would give one per key chunk.
+    onePass = lanes > 1;
   }
 
   /// Builds the kernel before `op`; returns (dq, dkᵀ, dv).
@@ -162,14 +175,29 @@ private:
   /// Pass B over batch elements × key vectors; carries (dkT, dvT).
   SmallVector<Value> buildPassB(ImplicitLocOpBuilder &b, ValueRange state,
                                 Value lse, Value dsum);
+  /// The one-pass schedule over batch elements × key chunks; carries
+  /// (dq partials [batch..., chunk, Lq, Fq], dkT, dvT).
+  SmallVector<Value> buildOnePass(ImplicitLocOpBuilder &b, ValueRange state,
+                                  Value chunks, Value lse, Value dsum);
+  /// The query rows [first, last) of one key block at `j0`, `tileRows` at
+  /// a time, against its first `kvEnd` key vectors: dk and dv accumulate
+  /// in `buffer`, dq per lane over the block and then into chunk `chunk`'s
+  /// partial; returns the partials.
+  Value onePassRows(ImplicitLocOpBuilder &b, Value partial, ValueRange batch,
+                    Value chunk, Value j0, Value kvEnd, Value first, Value last,
+                    int64_t tileRows, Value lse, Value dsum, Value buffer);
+  /// dq = Σ over chunks of the partials.
+  Value reduceChunks(ImplicitLocOpBuilder &b, Value partial, Value chunks);
 
   FlashLieAttentionGradOp op;
   const lie::GroupModel &model;
   ScoreCoefficients coefs;
   FloatType elt;
   PairFormEvaluator pairs;
-  int64_t dim, heads, headDim, lanes, rows;
+  int64_t dim, heads, headDim, lanes, rows, keyVectors;
   unsigned numQ, numK;
+  /// One pass over key blocks (the CPU's), or pass A then pass B.
+  bool onePass;
   // Built in build(): the operands, the batch extents, their product,
   // the sequence length and the values feature-major.
   Value queries, keys, values, out, outGrad, givenLse;
@@ -266,6 +294,18 @@ SmallVector<Value> GradSchedule::passATile(ImplicitLocOpBuilder &b,
     for (int64_t rh = 0; rh < tileRows * heads; ++rh)
       lseRow[rh] = buildLogSumExp(sm, knownMax ? Value() : final.max[rh],
                                   buildLaneSum(b, final.sum[rh]));
+  }
+
+  // The one-pass schedule takes the statistics only; dq comes from its
+  // key-block loop.
+  if (onePass) {
+    for (int64_t r = 0; r < tileRows; ++r)
+      for (int64_t h = 0; h < heads; ++h) {
+        SmallVector<Value> at = withBatch(batch, {rowIdx[r], idx(b, h)});
+        lse = tensor::InsertOp::create(b, lseRow[r * heads + h], lse, at);
+        dsum = tensor::InsertOp::create(b, dvec[r][h], dsum, at);
+      }
+    return {dq, lse, dsum};
   }
 
   // Grads: dq accumulated per lane, reduced once.
@@ -431,6 +471,265 @@ SmallVector<Value> GradSchedule::buildPassB(ImplicitLocOpBuilder &b,
   return SmallVector<Value>(loop.getResults());
 }
 
+Value GradSchedule::onePassRows(ImplicitLocOpBuilder &b, Value partial,
+                                ValueRange batch, Value chunk, Value j0,
+                                Value kvEnd, Value first, Value last,
+                                int64_t tileRows, Value lse, Value dsum,
+                                Value buffer) {
+  int64_t perVector = (numK + dim) * lanes;
+  auto loop = scf::ForOp::create(
+      b, first, last, idx(b, tileRows), ValueRange{partial},
+      [&](OpBuilder &nested, Location loc, Value row0, ValueRange args) {
+        ImplicitLocOpBuilder rb(loc, nested);
+        ScalarBuilder rvm(rb, elt, lanes);
+        // Per row: query features (splats), dO (scalars), lse and D per
+        // head, and (causal) its key position: the same for every key
+        // vector of the block.
+        SmallVector<Value> rowIdx(tileRows), lastKey(tileRows);
+        SmallVector<Scalars> qSplat(tileRows), dOut(tileRows);
+        SmallVector<SmallVector<Value>> lseRow(tileRows), dRow(tileRows);
+        for (int64_t r = 0; r < tileRows; ++r) {
+          rowIdx[r] = arith::AddIOp::create(rb, row0, idx(rb, r));
+          for (unsigned f = 0; f < numQ; ++f)
+            qSplat[r].push_back(
+                rvm.splat(at(rb, queries, batch, rowIdx[r], idx(rb, f))));
+          for (int64_t d = 0; d < dim; ++d)
+            dOut[r].push_back(at(rb, outGrad, batch, rowIdx[r], idx(rb, d)));
+          for (int64_t h = 0; h < heads; ++h) {
+            lseRow[r].push_back(at(rb, lse, batch, rowIdx[r], idx(rb, h)));
+            dRow[r].push_back(at(rb, dsum, batch, rowIdx[r], idx(rb, h)));
+          }
+          if (op.getCausal())
+            lastKey[r] = keyPosition(rb, rowIdx[r]);
+        }
+        // dq per row and lane over the block's key vectors.
+        SmallVector<Value> init(tileRows * numQ, rvm.c(0.0));
+        auto vectors = scf::ForOp::create(
+            rb, idx(rb, 0), kvEnd, idx(rb, 1), init,
+            [&](OpBuilder &nested2, Location loc2, Value kv, ValueRange dq) {
+              ImplicitLocOpBuilder ib(loc2, nested2);
+              ScalarBuilder ivm(ib, elt, lanes);
+              Value jv = arith::AddIOp::create(
+                  ib, j0, arith::MulIOp::create(ib, kv, idx(ib, lanes)));
+              Scalars k;
+              for (unsigned f = 0; f < numK; ++f)
+                k.push_back(loadKeys(ib, keys, batch, f, jv));
+              SmallVector<Value> vcol;
+              for (int64_t d = 0; d < dim; ++d)
+                vcol.push_back(loadKeys(ib, valuesT, batch, d, jv));
+              // This key vector's dk then dv, per lane, from the buffer.
+              Value base = arith::MulIOp::create(ib, kv, idx(ib, perVector));
+              auto slot = [&](int64_t i) -> Value {
+                return arith::AddIOp::create(ib, base, idx(ib, i * lanes));
+              };
+              SmallVector<Value> kAcc;
+              for (int64_t i = 0; i < numK + dim; ++i)
+                kAcc.push_back(
+                    vector::LoadOp::create(ib, vec(), buffer, slot(i)));
+              SmallVector<Value> next(dq);
+              for (int64_t r = 0; r < tileRows; ++r) {
+                Value mask = buildKeyMask(ib, lanes, jv, len, lastKey[r]);
+                PairEvaluation pair = pairs.evaluate(ivm, qSplat[r], k);
+                SmallVector<Value> s = coefs.buildScores(ivm, pair.norms);
+                SmallVector<Value> ds;
+                for (int64_t h = 0; h < heads; ++h) {
+                  Value p = buildProbability(ivm, s[h], lseRow[r][h], mask);
+                  Value dp = ivm.c(0.0);
+                  for (int64_t d = h * headDim; d < (h + 1) * headDim; ++d) {
+                    Value g = ivm.splat(dOut[r][d]);
+                    dp = ivm.fma(g, vcol[d], dp);
+                    kAcc[numK + d] = ivm.fma(p, g, kAcc[numK + d]);
+                  }
+                  ds.push_back(buildScoreBar(ivm, p, dp, dRow[r][h]));
+                }
+                auto vjp =
+                    pairs.evaluateVJP(ivm, pair, qSplat[r], k,
+                                      coefs.buildNormBars(ivm, ds), mask);
+                if (failed(vjp)) {
+                  failedVJP = true;
+                  break;
+                }
+                for (unsigned f = 0; f < numQ; ++f)
+                  next[r * numQ + f] =
+                      ivm.add(next[r * numQ + f], vjp->first[f]);
+                for (unsigned f = 0; f < numK; ++f)
+                  kAcc[f] = ivm.add(kAcc[f], vjp->second[f]);
+              }
+              for (int64_t i = 0; i < numK + dim; ++i)
+                vector::StoreOp::create(ib, kAcc[i], buffer, slot(i));
+              scf::YieldOp::create(ib, next);
+            });
+        // The block's dq into this chunk's partials: one lane sum per row
+        // and feature per block.
+        Value out = args[0];
+        ScalarBuilder rsm(rb, elt);
+        for (int64_t r = 0; r < tileRows; ++r)
+          for (unsigned f = 0; f < numQ; ++f) {
+            SmallVector<Value> pos =
+                withBatch(batch, {chunk, rowIdx[r], idx(rb, f)});
+            Value sum =
+                rsm.add(tensor::ExtractOp::create(rb, out, pos),
+                        buildLaneSum(rb, vectors.getResult(r * numQ + f)));
+            out = tensor::InsertOp::create(rb, sum, out, pos);
+          }
+        scf::YieldOp::create(rb, out);
+      });
+  return loop.getResult(0);
+}
+
+SmallVector<Value> GradSchedule::buildOnePass(ImplicitLocOpBuilder &b,
+                                              ValueRange state, Value chunks,
+                                              Value lse, Value dsum) {
+  int64_t blockKeys = keyVectors * lanes, perVector = (numK + dim) * lanes;
+  Value blocks = arith::DivUIOp::create(
+      b, arith::AddIOp::create(b, len, idx(b, blockKeys - 1)),
+      idx(b, blockKeys));
+  Value trips = arith::MulIOp::create(b, batches, chunks);
+  auto loop = scf::ForOp::create(
+      b, idx(b, 0), trips, idx(b, 1), state,
+      [&](OpBuilder &nested, Location loc, Value t, ValueRange args) {
+        ImplicitLocOpBuilder lb(loc, nested);
+        auto [batch, chunk] = delinearize(lb, t, chunks);
+        if (cross)
+          diagonal = diagonalHere(lb);
+        // dk and dv of one key block, [key vector][feature][lane]: in L1
+        // while every query row that sees the block visits it.
+        Value buffer = memref::AllocaOp::create(
+            lb, MemRefType::get({keyVectors * perVector}, elt));
+        // Chunk c takes key blocks c, c + C, c + 2C, ...: under a causal
+        // mask (early keys see more rows) every chunk gets blocks from the
+        // whole sequence, so contiguous runs of chunks are balanced.
+        auto blockLoop = scf::ForOp::create(
+            lb, chunk, blocks, chunks, args,
+            [&](OpBuilder &nested2, Location loc2, Value block,
+                ValueRange acc) {
+              ImplicitLocOpBuilder kb(loc2, nested2);
+              ScalarBuilder kvm(kb, elt, lanes);
+              Value j0 = arith::MulIOp::create(kb, block, idx(kb, blockKeys));
+              // The block's key vectors that hold keys.
+              Value kvEnd = arith::MinUIOp::create(
+                  kb, idx(kb, keyVectors),
+                  arith::DivUIOp::create(
+                      kb,
+                      arith::AddIOp::create(kb,
+                                            arith::SubIOp::create(kb, len, j0),
+                                            idx(kb, lanes - 1)),
+                      idx(kb, lanes)));
+              Value zero = kvm.c(0.0);
+              scf::ForOp::create(
+                  kb, idx(kb, 0), idx(kb, keyVectors * perVector),
+                  idx(kb, lanes), ValueRange{},
+                  [&](OpBuilder &zb, Location zl, Value i, ValueRange) {
+                    vector::StoreOp::create(zb, zl, zero, buffer, i);
+                    scf::YieldOp::create(zb, zl);
+                  });
+              // Rows that may see the block: all, or (causal) from the
+              // block's first key on (with offsets from j0 − diagonal,
+              // clamped to the query rows); R at a time, then one.
+              Value first = idx(kb, 0);
+              if (op.getCausal() && !cross)
+                first = arith::MinUIOp::create(kb, j0, queryLen);
+              else if (op.getCausal())
+                first = arith::MaxSIOp::create(
+                    kb, idx(kb, 0),
+                    arith::MinSIOp::create(
+                        kb, queryLen, arith::SubIOp::create(kb, j0, diagonal)));
+              Value partial = acc[0];
+              if (rows > 1) {
+                Value full = arith::AddIOp::create(
+                    kb, first,
+                    arith::MulIOp::create(
+                        kb,
+                        arith::DivUIOp::create(
+                            kb, arith::SubIOp::create(kb, queryLen, first),
+                            idx(kb, rows)),
+                        idx(kb, rows)));
+                partial = onePassRows(kb, partial, batch, chunk, j0, kvEnd,
+                                      first, full, rows, lse, dsum, buffer);
+                first = full;
+              }
+              partial = onePassRows(kb, partial, batch, chunk, j0, kvEnd, first,
+                                    queryLen, 1, lse, dsum, buffer);
+              // The block's dk and dv, feature-major.
+              auto flush = [&](Value t, int64_t from, int64_t count) {
+                auto outer = scf::ForOp::create(
+                    kb, idx(kb, 0), kvEnd, idx(kb, 1), ValueRange{t},
+                    [&](OpBuilder &n3, Location l3, Value kv, ValueRange o) {
+                      ImplicitLocOpBuilder fb(l3, n3);
+                      Value jv = arith::AddIOp::create(
+                          fb, j0,
+                          arith::MulIOp::create(fb, kv, idx(fb, lanes)));
+                      Value base =
+                          arith::MulIOp::create(fb, kv, idx(fb, perVector));
+                      auto inner = scf::ForOp::create(
+                          fb, idx(fb, 0), idx(fb, count), idx(fb, 1), o,
+                          [&](OpBuilder &n4, Location l4, Value f,
+                              ValueRange o2) {
+                            ImplicitLocOpBuilder wb(l4, n4);
+                            Value at = arith::AddIOp::create(
+                                wb, base,
+                                arith::MulIOp::create(
+                                    wb,
+                                    arith::AddIOp::create(wb, f, idx(wb, from)),
+                                    idx(wb, lanes)));
+                            Value v =
+                                vector::LoadOp::create(wb, vec(), buffer, at);
+                            Value w =
+                                vector::TransferWriteOp::create(
+                                    wb, v, o2[0], withBatch(batch, {f, jv}),
+                                    ArrayRef<bool>{false})
+                                    .getResult();
+                            scf::YieldOp::create(wb, w);
+                          });
+                      scf::YieldOp::create(fb, inner.getResults());
+                    });
+                return outer.getResult(0);
+              };
+              Value dkT = flush(acc[1], 0, numK);
+              Value dvT = flush(acc[2], numK, dim);
+              scf::YieldOp::create(kb, ValueRange{partial, dkT, dvT});
+            });
+        scf::YieldOp::create(lb, blockLoop.getResults());
+      });
+  // Chunks write their own partials and their own key blocks' columns of
+  // dkᵀ and dvᵀ only.
+  loop->setAttr(kParallelLoopAttr, b.getUnitAttr());
+  return SmallVector<Value>(loop.getResults());
+}
+
+Value GradSchedule::reduceChunks(ImplicitLocOpBuilder &b, Value partial,
+                                 Value chunks) {
+  SmallVector<OpFoldResult> sizes =
+      tensor::getMixedSizes(b, b.getLoc(), queries);
+  Value dq = tensor::EmptyOp::create(b, sizes, elt);
+  Value trips = arith::MulIOp::create(b, batches, queryLen);
+  auto loop = scf::ForOp::create(
+      b, idx(b, 0), trips, idx(b, 1), ValueRange{dq},
+      [&](OpBuilder &nested, Location loc, Value t, ValueRange args) {
+        ImplicitLocOpBuilder lb(loc, nested);
+        ScalarBuilder lsm(lb, elt);
+        auto [batch, row] = delinearize(lb, t, queryLen);
+        Value out = args[0];
+        for (unsigned f = 0; f < numQ; ++f) {
+          auto sum = scf::ForOp::create(
+              lb, idx(lb, 0), chunks, idx(lb, 1), ValueRange{lsm.c(0.0)},
+              [&](OpBuilder &n2, Location l2, Value c, ValueRange acc) {
+                ImplicitLocOpBuilder cb(l2, n2);
+                ScalarBuilder csm(cb, elt);
+                Value x = tensor::ExtractOp::create(
+                    cb, partial, withBatch(batch, {c, row, idx(cb, f)}));
+                scf::YieldOp::create(cb, csm.add(acc[0], x));
+              });
+          out = tensor::InsertOp::create(lb, sum.getResult(0), out,
+                                         withBatch(batch, {row, idx(lb, f)}));
+        }
+        scf::YieldOp::create(lb, out);
+      });
+  // Rows write their own dq only.
+  loop->setAttr(kParallelLoopAttr, b.getUnitAttr());
+  return loop.getResult(0);
+}
+
 FailureOr<SmallVector<Value>> GradSchedule::build(ImplicitLocOpBuilder &b) {
   queries = op.getQueries();
   keys = op.getKeys();
@@ -489,7 +788,30 @@ FailureOr<SmallVector<Value>> GradSchedule::build(ImplicitLocOpBuilder &b) {
         .getResult(0);
   };
   SmallVector<Value> kv = {zeros(keys), zeros(valuesT)};
-  kv = buildPassB(b, kv, lse, dsum);
+  if (onePass) {
+    // Partials of dq, [batch..., chunks, Lq, Fq], zero where a chunk sees
+    // no key of a row (causal).
+    int64_t blockKeys = keyVectors * lanes;
+    Value blocks = arith::DivUIOp::create(
+        b, arith::AddIOp::create(b, len, idx(b, blockKeys - 1)),
+        idx(b, blockKeys));
+    Value chunks = arith::MinUIOp::create(b, blocks, idx(b, kMaxKeyChunks));
+    SmallVector<OpFoldResult> sizes =
+        tensor::getMixedSizes(b, b.getLoc(), queries);
+    sizes.insert(sizes.end() - 2, chunks);
+    Value partial = linalg::FillOp::create(
+                        b, ValueRange{sm.c(0.0)},
+                        ValueRange{tensor::EmptyOp::create(b, sizes, elt)})
+                        .getResult(0);
+    SmallVector<Value> grads =
+        buildOnePass(b, {partial, kv[0], kv[1]}, chunks, lse, dsum);
+    if (failedVJP)
+      return failure();
+    dq = reduceChunks(b, grads[0], chunks);
+    kv = {grads[1], grads[2]};
+  } else {
+    kv = buildPassB(b, kv, lse, dsum);
+  }
   if (failedVJP)
     return failure();
   return SmallVector<Value>{dq, kv[0], transposed(kv[1])};

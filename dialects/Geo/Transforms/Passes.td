@@ -163,6 +163,7 @@ def GeoDecomposeAttentionGrad : Pass<"geo-decompose-attention-grad"> {
                            "::mlir::vector::VectorDialect",
                            "::mlir::math::MathDialect",
                            "::mlir::linalg::LinalgDialect",
+                           "::mlir::memref::MemRefDialect",
                            "::mlir::tensor::TensorDialect",
                            "::mlir::arith::ArithDialect",
                            "::torsor::strategy::StrategyDialect"];
