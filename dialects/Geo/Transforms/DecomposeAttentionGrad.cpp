@@ -517,16 +517,20 @@ Value GradSchedule::onePassRows(ImplicitLocOpBuilder &b, Value partial,
               SmallVector<Value> vcol;
               for (int64_t d = 0; d < dim; ++d)
                 vcol.push_back(loadKeys(ib, valuesT, batch, d, jv));
-              // This key vector's dk then dv, per lane, from the buffer.
+              // This key vector's dk then dv, per lane, in the buffer.
               Value base = arith::MulIOp::create(ib, kv, idx(ib, perVector));
               auto slot = [&](int64_t i) -> Value {
                 return arith::AddIOp::create(ib, base, idx(ib, i * lanes));
               };
-              SmallVector<Value> kAcc;
-              for (int64_t i = 0; i < numK + dim; ++i)
-                kAcc.push_back(
-                    vector::LoadOp::create(ib, vec(), buffer, slot(i)));
+              SmallVector<Value> dk;
+              for (unsigned f = 0; f < numK; ++f)
+                dk.push_back(
+                    vector::LoadOp::create(ib, vec(), buffer, slot(f)));
               SmallVector<Value> next(dq);
+              // Per row: P, dP = dO·v, dS and the pair form's adjoint; the
+              // rows' P are kept for dv, which is updated after the last
+              // row, so that only dk's accumulators cross the rows.
+              SmallVector<SmallVector<Value>> probs(tileRows);
               for (int64_t r = 0; r < tileRows; ++r) {
                 Value mask = buildKeyMask(ib, lanes, jv, len, lastKey[r]);
                 PairEvaluation pair = pairs.evaluate(ivm, qSplat[r], k);
@@ -534,12 +538,10 @@ Value GradSchedule::onePassRows(ImplicitLocOpBuilder &b, Value partial,
                 SmallVector<Value> ds;
                 for (int64_t h = 0; h < heads; ++h) {
                   Value p = buildProbability(ivm, s[h], lseRow[r][h], mask);
+                  probs[r].push_back(p);
                   Value dp = ivm.c(0.0);
-                  for (int64_t d = h * headDim; d < (h + 1) * headDim; ++d) {
-                    Value g = ivm.splat(dOut[r][d]);
-                    dp = ivm.fma(g, vcol[d], dp);
-                    kAcc[numK + d] = ivm.fma(p, g, kAcc[numK + d]);
-                  }
+                  for (int64_t d = h * headDim; d < (h + 1) * headDim; ++d)
+                    dp = ivm.fma(ivm.splat(dOut[r][d]), vcol[d], dp);
                   ds.push_back(buildScoreBar(ivm, p, dp, dRow[r][h]));
                 }
                 auto vjp =
@@ -553,10 +555,20 @@ Value GradSchedule::onePassRows(ImplicitLocOpBuilder &b, Value partial,
                   next[r * numQ + f] =
                       ivm.add(next[r * numQ + f], vjp->first[f]);
                 for (unsigned f = 0; f < numK; ++f)
-                  kAcc[f] = ivm.add(kAcc[f], vjp->second[f]);
+                  dk[f] = ivm.add(dk[f], vjp->second[f]);
               }
-              for (int64_t i = 0; i < numK + dim; ++i)
-                vector::StoreOp::create(ib, kAcc[i], buffer, slot(i));
+              for (unsigned f = 0; f < numK; ++f)
+                vector::StoreOp::create(ib, dk[f], buffer, slot(f));
+              // dv_j += Σ_r P_rj dO_r: each accumulator loaded and stored
+              // once per row block.
+              for (int64_t d = 0; d < dim && !failedVJP; ++d) {
+                Value acc =
+                    vector::LoadOp::create(ib, vec(), buffer, slot(numK + d));
+                for (int64_t r = 0; r < tileRows; ++r)
+                  acc = ivm.fma(probs[r][d / headDim], ivm.splat(dOut[r][d]),
+                                acc);
+                vector::StoreOp::create(ib, acc, buffer, slot(numK + d));
+              }
               scf::YieldOp::create(ib, next);
             });
         // The block's dq into this chunk's partials: one lane sum per row
@@ -790,15 +802,12 @@ FailureOr<SmallVector<Value>> GradSchedule::build(ImplicitLocOpBuilder &b) {
   SmallVector<Value> kv = {zeros(keys), zeros(valuesT)};
   if (onePass) {
     // Partials of dq, [batch..., chunks, Lq, Fq], zero where a chunk sees
-    // no key of a row (causal).
-    int64_t blockKeys = keyVectors * lanes;
-    Value blocks = arith::DivUIOp::create(
-        b, arith::AddIOp::create(b, len, idx(b, blockKeys - 1)),
-        idx(b, blockKeys));
-    Value chunks = arith::MinUIOp::create(b, blocks, idx(b, kMaxKeyChunks));
+    // no key of a row (causal, or fewer key blocks than chunks). The chunk
+    // count is static: the scratch is O(Lq), whatever the sequence.
+    Value chunks = idx(b, kMaxKeyChunks);
     SmallVector<OpFoldResult> sizes =
         tensor::getMixedSizes(b, b.getLoc(), queries);
-    sizes.insert(sizes.end() - 2, chunks);
+    sizes.insert(sizes.end() - 2, b.getIndexAttr(kMaxKeyChunks));
     Value partial = linalg::FillOp::create(
                         b, ValueRange{sm.c(0.0)},
                         ValueRange{tensor::EmptyOp::create(b, sizes, elt)})
