@@ -164,6 +164,14 @@ mlir::Value buildLogSumExp(lie::ScalarBuilder &sm, mlir::Value max,
 mlir::Value buildProbability(lie::ScalarBuilder &vm, mlir::Value score,
                              mlir::Value lse, mlir::Value mask);
 
+/// The backward's probability of a key with the known max 0 (the self
+/// form, every score ≤ 0, ScoreCoefficients::allNonPositive): P = e^s ·
+/// `invSum`, with `invSum` = e^{−lse} of the row (≤ 1, since the self pair
+/// makes lse ≥ 0), 0 off `mask`. Heads with equal coefficients have equal
+/// scores and so share one e^s, where e^{s − lse} needs one per head.
+mlir::Value buildKnownMaxProbability(lie::ScalarBuilder &vm, mlir::Value score,
+                                     mlir::Value invSum, mlir::Value mask);
+
 /// The score's cotangent dS = P (dP − D), with dP = dO·v and D = ⟨dO, O⟩
 /// the row's (a scalar).
 mlir::Value buildScoreBar(lie::ScalarBuilder &vm, mlir::Value prob,

@@ -108,6 +108,12 @@ public:
     // the two passes give one thread per query row and per key, where the
     // one-pass schedule would give one per key chunk.
     onePass = lanes > 1;
+    scratch.perVector = (numK + dim) * lanes;
+    scratch.probs = keyVectors * scratch.perVector;
+    scratch.dq = scratch.probs + rows * heads * lanes;
+    scratch.query = scratch.dq + rows * numQ * lanes;
+    scratch.outGrad = scratch.query + rows * numQ;
+    scratch.size = scratch.outGrad + rows * dim;
   }
 
   /// Builds the kernel before `op`; returns (dq, dkᵀ, dv).
@@ -198,6 +204,16 @@ private:
   unsigned numQ, numK;
   /// One pass over key blocks (the CPU's), or pass A then pass B.
   bool onePass;
+  /// Self form with every score ≤ 0: the one-pass schedule's P = e^s ·
+  /// e^{−lse} (buildKnownMaxProbability).
+  bool knownMax = false;
+  /// The one-pass schedule's scratch (one stack buffer per chunk, in
+  /// elements): per key vector of the block its dk then dv per lane
+  /// (`perVector` each, from 0); then per row of a row block P per head and
+  /// lane, dq per feature and lane, the query features and dO.
+  struct Scratch {
+    int64_t perVector, probs, dq, query, outGrad, size;
+  } scratch;
   // Built in build(): the operands, the batch extents, their product,
   // the sequence length and the values feature-major.
   Value queries, keys, values, out, outGrad, givenLse;
@@ -476,112 +492,151 @@ Value GradSchedule::onePassRows(ImplicitLocOpBuilder &b, Value partial,
                                 Value kvEnd, Value first, Value last,
                                 int64_t tileRows, Value lse, Value dsum,
                                 Value buffer) {
-  int64_t perVector = (numK + dim) * lanes;
+  const Scratch &sc = scratch;
+  auto at1 = [&](ImplicitLocOpBuilder &lb, int64_t i) { return idx(lb, i); };
   auto loop = scf::ForOp::create(
       b, first, last, idx(b, tileRows), ValueRange{partial},
       [&](OpBuilder &nested, Location loc, Value row0, ValueRange args) {
         ImplicitLocOpBuilder rb(loc, nested);
-        ScalarBuilder rvm(rb, elt, lanes);
-        // Per row: query features (splats), dO (scalars), lse and D per
-        // head, and (causal) its key position: the same for every key
-        // vector of the block.
+        ScalarBuilder rsm(rb, elt), rvm(rb, elt, lanes);
+        // Per row: lse (with the known max, e^{−lse}) and D per head and
+        // (causal) its key position; its
+        // query features and dO go into the scratch, where the key loop
+        // reads them as broadcast operands (LLVM would otherwise hoist
+        // R · (Fq + D) splats out of it and spill them); dq's per-lane
+        // accumulators start at zero there.
         SmallVector<Value> rowIdx(tileRows), lastKey(tileRows);
-        SmallVector<Scalars> qSplat(tileRows), dOut(tileRows);
         SmallVector<SmallVector<Value>> lseRow(tileRows), dRow(tileRows);
         for (int64_t r = 0; r < tileRows; ++r) {
           rowIdx[r] = arith::AddIOp::create(rb, row0, idx(rb, r));
           for (unsigned f = 0; f < numQ; ++f)
-            qSplat[r].push_back(
-                rvm.splat(at(rb, queries, batch, rowIdx[r], idx(rb, f))));
+            memref::StoreOp::create(
+                rb, at(rb, queries, batch, rowIdx[r], idx(rb, f)), buffer,
+                at1(rb, sc.query + r * numQ + f));
           for (int64_t d = 0; d < dim; ++d)
-            dOut[r].push_back(at(rb, outGrad, batch, rowIdx[r], idx(rb, d)));
+            memref::StoreOp::create(
+                rb, at(rb, outGrad, batch, rowIdx[r], idx(rb, d)), buffer,
+                at1(rb, sc.outGrad + r * dim + d));
+          for (unsigned f = 0; f < numQ; ++f)
+            vector::StoreOp::create(rb, rvm.c(0.0), buffer,
+                                    at1(rb, sc.dq + (r * numQ + f) * lanes));
           for (int64_t h = 0; h < heads; ++h) {
-            lseRow[r].push_back(at(rb, lse, batch, rowIdx[r], idx(rb, h)));
+            Value l = at(rb, lse, batch, rowIdx[r], idx(rb, h));
+            lseRow[r].push_back(knownMax ? rsm.exp(rsm.neg(l)) : l);
             dRow[r].push_back(at(rb, dsum, batch, rowIdx[r], idx(rb, h)));
           }
           if (op.getCausal())
             lastKey[r] = keyPosition(rb, rowIdx[r]);
         }
-        // dq per row and lane over the block's key vectors.
-        SmallVector<Value> init(tileRows * numQ, rvm.c(0.0));
-        auto vectors = scf::ForOp::create(
-            rb, idx(rb, 0), kvEnd, idx(rb, 1), init,
-            [&](OpBuilder &nested2, Location loc2, Value kv, ValueRange dq) {
+        scf::ForOp::create(
+            rb, idx(rb, 0), kvEnd, idx(rb, 1), ValueRange{},
+            [&](OpBuilder &nested2, Location loc2, Value kv, ValueRange) {
               ImplicitLocOpBuilder ib(loc2, nested2);
               ScalarBuilder ivm(ib, elt, lanes);
+              auto scalar = [&](int64_t i) {
+                return memref::LoadOp::create(ib, buffer, at1(ib, i))
+                    .getResult();
+              };
+              auto vload = [&](Value i) {
+                return vector::LoadOp::create(ib, vec(), buffer, i).getResult();
+              };
+              auto vstore = [&](Value v, Value i) {
+                vector::StoreOp::create(ib, v, buffer, i);
+              };
               Value jv = arith::AddIOp::create(
                   ib, j0, arith::MulIOp::create(ib, kv, idx(ib, lanes)));
               Scalars k;
               for (unsigned f = 0; f < numK; ++f)
                 k.push_back(loadKeys(ib, keys, batch, f, jv));
-              SmallVector<Value> vcol;
-              for (int64_t d = 0; d < dim; ++d)
-                vcol.push_back(loadKeys(ib, valuesT, batch, d, jv));
-              // This key vector's dk then dv, per lane, in the buffer.
-              Value base = arith::MulIOp::create(ib, kv, idx(ib, perVector));
+              // This key vector's dk, then dv, per lane in the scratch.
+              Value base = arith::MulIOp::create(ib, kv, idx(ib, sc.perVector));
               auto slot = [&](int64_t i) -> Value {
                 return arith::AddIOp::create(ib, base, idx(ib, i * lanes));
               };
+              auto prob = [&](int64_t r, int64_t h) {
+                return at1(ib, sc.probs + (r * heads + h) * lanes);
+              };
+              // 1. Per row: the pair form, the scores and P (kept in the
+              // scratch for dv and dS).
+              SmallVector<Scalars> q(tileRows);
+              SmallVector<Value> masks(tileRows);
+              std::vector<PairEvaluation> evals(tileRows);
+              for (int64_t r = 0; r < tileRows; ++r) {
+                for (unsigned f = 0; f < numQ; ++f)
+                  q[r].push_back(ivm.splat(scalar(sc.query + r * numQ + f)));
+                masks[r] = buildKeyMask(ib, lanes, jv, len, lastKey[r]);
+                evals[r] = pairs.evaluate(ivm, q[r], k);
+                SmallVector<Value> s = coefs.buildScores(ivm, evals[r].norms);
+                for (int64_t h = 0; h < heads; ++h)
+                  vstore(knownMax ? buildKnownMaxProbability(
+                                        ivm, s[h], lseRow[r][h], masks[r])
+                                  : buildProbability(ivm, s[h], lseRow[r][h],
+                                                     masks[r]),
+                         prob(r, h));
+              }
+              // 2. dP = dO·v for every row, each v column loaded once;
+              // then dv_j += Σ_r P_rj dO_r, each accumulator loaded and
+              // stored once per row block.
+              SmallVector<SmallVector<Value>> dps(
+                  tileRows, SmallVector<Value>(heads, ivm.c(0.0)));
+              for (int64_t d = 0; d < dim; ++d) {
+                Value v = loadKeys(ib, valuesT, batch, d, jv);
+                for (int64_t r = 0; r < tileRows; ++r)
+                  dps[r][d / headDim] =
+                      ivm.fma(ivm.splat(scalar(sc.outGrad + r * dim + d)), v,
+                              dps[r][d / headDim]);
+              }
+              for (int64_t h = 0; h < heads; ++h) {
+                SmallVector<Value> p;
+                for (int64_t r = 0; r < tileRows; ++r)
+                  p.push_back(vload(prob(r, h)));
+                for (int64_t d = h * headDim; d < (h + 1) * headDim; ++d) {
+                  Value acc = vload(slot(numK + d));
+                  for (int64_t r = 0; r < tileRows; ++r)
+                    acc = ivm.fma(
+                        p[r], ivm.splat(scalar(sc.outGrad + r * dim + d)), acc);
+                  vstore(acc, slot(numK + d));
+                }
+              }
+              // 3. Per row: dS = P (dP − D) and the pair form's adjoint,
+              // into dq's and dk's accumulators.
               SmallVector<Value> dk;
               for (unsigned f = 0; f < numK; ++f)
-                dk.push_back(
-                    vector::LoadOp::create(ib, vec(), buffer, slot(f)));
-              SmallVector<Value> next(dq);
-              // Per row: P, dP = dO·v, dS and the pair form's adjoint; the
-              // rows' P are kept for dv, which is updated after the last
-              // row, so that only dk's accumulators cross the rows.
-              SmallVector<SmallVector<Value>> probs(tileRows);
-              for (int64_t r = 0; r < tileRows; ++r) {
-                Value mask = buildKeyMask(ib, lanes, jv, len, lastKey[r]);
-                PairEvaluation pair = pairs.evaluate(ivm, qSplat[r], k);
-                SmallVector<Value> s = coefs.buildScores(ivm, pair.norms);
+                dk.push_back(vload(slot(f)));
+              for (int64_t r = 0; r < tileRows && !failedVJP; ++r) {
                 SmallVector<Value> ds;
-                for (int64_t h = 0; h < heads; ++h) {
-                  Value p = buildProbability(ivm, s[h], lseRow[r][h], mask);
-                  probs[r].push_back(p);
-                  Value dp = ivm.c(0.0);
-                  for (int64_t d = h * headDim; d < (h + 1) * headDim; ++d)
-                    dp = ivm.fma(ivm.splat(dOut[r][d]), vcol[d], dp);
-                  ds.push_back(buildScoreBar(ivm, p, dp, dRow[r][h]));
-                }
+                for (int64_t h = 0; h < heads; ++h)
+                  ds.push_back(buildScoreBar(ivm, vload(prob(r, h)), dps[r][h],
+                                             dRow[r][h]));
                 auto vjp =
-                    pairs.evaluateVJP(ivm, pair, qSplat[r], k,
-                                      coefs.buildNormBars(ivm, ds), mask);
+                    pairs.evaluateVJP(ivm, evals[r], q[r], k,
+                                      coefs.buildNormBars(ivm, ds), masks[r]);
                 if (failed(vjp)) {
                   failedVJP = true;
                   break;
                 }
-                for (unsigned f = 0; f < numQ; ++f)
-                  next[r * numQ + f] =
-                      ivm.add(next[r * numQ + f], vjp->first[f]);
+                for (unsigned f = 0; f < numQ; ++f) {
+                  Value i = at1(ib, sc.dq + (r * numQ + f) * lanes);
+                  vstore(ivm.add(vload(i), vjp->first[f]), i);
+                }
                 for (unsigned f = 0; f < numK; ++f)
                   dk[f] = ivm.add(dk[f], vjp->second[f]);
               }
               for (unsigned f = 0; f < numK; ++f)
-                vector::StoreOp::create(ib, dk[f], buffer, slot(f));
-              // dv_j += Σ_r P_rj dO_r: each accumulator loaded and stored
-              // once per row block.
-              for (int64_t d = 0; d < dim && !failedVJP; ++d) {
-                Value acc =
-                    vector::LoadOp::create(ib, vec(), buffer, slot(numK + d));
-                for (int64_t r = 0; r < tileRows; ++r)
-                  acc = ivm.fma(probs[r][d / headDim], ivm.splat(dOut[r][d]),
-                                acc);
-                vector::StoreOp::create(ib, acc, buffer, slot(numK + d));
-              }
-              scf::YieldOp::create(ib, next);
+                vstore(dk[f], slot(f));
+              scf::YieldOp::create(ib);
             });
         // The block's dq into this chunk's partials: one lane sum per row
         // and feature per block.
         Value out = args[0];
-        ScalarBuilder rsm(rb, elt);
         for (int64_t r = 0; r < tileRows; ++r)
           for (unsigned f = 0; f < numQ; ++f) {
             SmallVector<Value> pos =
                 withBatch(batch, {chunk, rowIdx[r], idx(rb, f)});
-            Value sum =
-                rsm.add(tensor::ExtractOp::create(rb, out, pos),
-                        buildLaneSum(rb, vectors.getResult(r * numQ + f)));
+            Value lanesDq = vector::LoadOp::create(
+                rb, vec(), buffer, at1(rb, sc.dq + (r * numQ + f) * lanes));
+            Value sum = rsm.add(tensor::ExtractOp::create(rb, out, pos),
+                                buildLaneSum(rb, lanesDq));
             out = tensor::InsertOp::create(rb, sum, out, pos);
           }
         scf::YieldOp::create(rb, out);
@@ -606,8 +661,8 @@ SmallVector<Value> GradSchedule::buildOnePass(ImplicitLocOpBuilder &b,
           diagonal = diagonalHere(lb);
         // dk and dv of one key block, [key vector][feature][lane]: in L1
         // while every query row that sees the block visits it.
-        Value buffer = memref::AllocaOp::create(
-            lb, MemRefType::get({keyVectors * perVector}, elt));
+        Value buffer =
+            memref::AllocaOp::create(lb, MemRefType::get({scratch.size}, elt));
         // Chunk c takes key blocks c, c + C, c + 2C, ...: under a causal
         // mask (early keys see more rows) every chunk gets blocks from the
         // whole sequence, so contiguous runs of chunks are balanced.
@@ -761,6 +816,7 @@ FailureOr<SmallVector<Value>> GradSchedule::build(ImplicitLocOpBuilder &b) {
     cross = true;
     queryLen = tensor::DimOp::create(b, queries, rank - 2);
   }
+  knownMax = coefs.allNonPositive() && !cross;
   auto transposed = [&](Value t) {
     SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, b.getLoc(), t);
     std::swap(sizes[rank - 2], sizes[rank - 1]);
