@@ -8,9 +8,9 @@
 //
 //   geo-decompose-attention       CPU forward: lanes over keys, register
 //                                 tiles of query rows;
-//   geo-decompose-attention-grad  backward: lanes over keys (pass A) or
-//                                 over keys' gradients (pass B), on the
-//                                 CPU's thread pool or on GPU threads;
+//   geo-decompose-attention-grad  backward: lanes over keys; on the CPU
+//                                 one pass over key chunks, on GPU
+//                                 threads pass A (rows) and pass B (keys);
 //   geo-map-attention-to-gpu      GPU forward: threads over query rows,
 //                                 shared-memory key tiles.
 //

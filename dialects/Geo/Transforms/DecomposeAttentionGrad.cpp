@@ -1,27 +1,38 @@
 //===- DecomposeAttentionGrad.cpp - Flash backward to vector loops --------===//
 //
-// geo-decompose-attention-grad: lowers geo.flash_lie_attention_grad to two
+// geo-decompose-attention-grad: lowers geo.flash_lie_attention_grad to
 // parallel loops over vectors (FlashAttention-2's backward, atomics-free):
 //
-//   pass A, over (batch element, query tile of R rows) (torsor.parallel):
+//   row pass, over (batch element, query tile of R rows) (torsor.parallel):
 //     D_i = ⟨dO_i, O_i⟩ per head;
-//     stats: lse_i per head from the op's lse operand (the fused
-//       forward's) or, without one, a recompute of the scores: per-lane
-//       sums of exp(s) when every λ ≥ 0 (scores ≤ 0, row max 0), else a
-//       running max and per-lane sums as the forward's online softmax;
-//     grads: per key vector, P = exp(s − lse), dP = dO_i·v_j (lanes over
-//       keys, values read feature-major), dS = P (dP − D), n̄_b = Σ_h dS c_hb,
-//       and the adjoint of the group model's pair form gives dq_i;
+//     lse_i per head from the op's lse operand (the fused forward's) or,
+//       without one, a recompute of the scores: per-lane sums of exp(s)
+//       when every λ ≥ 0 (scores ≤ 0, row max 0), else a running max and
+//       per-lane sums as the forward's online softmax;
 //     lse_i and D_i are stored: 2·heads scalars per row.
-//   pass B, over (batch element, key vector) (torsor.parallel):
-//     for every query i that may see them: the same P and dS from the
-//     stored lse_i and D_i, dv_j += P dO_i and the pair form's adjoint
-//     gives dk_j, both accumulated per lane in registers.
+//   CPU, one pass over (batch element, key chunk) (torsor.parallel): chunk
+//     c of 8 takes key blocks c, c + 8, ... of `key_tile` keys (under a
+//     causal mask every chunk gets early and late keys); per block, the
+//     query rows that may see it in row blocks of R, and per row block the
+//     block's key vectors: P = exp(s − lse) (with the known max 0,
+//     e^s · e^{−lse}), dP = dO_i·v_j (values feature-major, each column
+//     loaded once for the R rows), dS = P (dP − D), n̄_b = Σ_h dS c_hb and
+//     the adjoint of the group model's pair form: dk_j and dv_j += P dO_i
+//     accumulate per lane in the block's stack scratch, dq_i per lane over
+//     the block, then lane-summed into chunk c's partial [chunks, Lq, Fq];
+//     a last parallel loop over rows sums the partials. Each pair's form
+//     (and exp) is evaluated once.
+//   GPU (vectors of one lane: a thread per row or key), two passes:
+//     pass A also accumulates dq per row over every key it sees;
+//     pass B, over (batch element, key vector): for every query i that may
+//     see them, the same P and dS from the stored lse_i and D_i,
+//     dv_j += P dO_i and the pair form's adjoint gives dk_j, both
+//     accumulated per lane in registers.
 //
 // Each pass recomputes the pair block norms from the per-token features,
 // so no L × L tensor (scores, probabilities or log coordinates) exists;
-// memory beyond the inputs and gradients is O(L·heads) plus the
-// feature-major copies of V and dV. The derivative of the pair form is
+// memory beyond the inputs and gradients is O(L·(heads + chunks·Fq)) plus
+// the feature-major copies of V and dV. The derivative of the pair form is
 // buildPairBlockNormsVJP: the adjoint of the same formula the forward
 // kernel runs, on vectors (one pair per lane), or, for a pair form that
 // builds loops (declared groups' iterative log), per lane with scalar code
@@ -32,8 +43,9 @@
 // First, geo.lie_cross_attention_grad (the block backward on group
 // elements) is expanded into pair features, a flash backward with
 // offsets, and the features' pullbacks. With offsets
-// (the block backward of two token sets) pass A runs over the Lq query
-// rows and pass B over the Lk keys, masked at the offsets' diagonal.
+// (the block backward of two token sets) the row pass (and pass A) runs
+// over the Lq query rows and the key loops over the Lk keys, masked at the
+// offsets' diagonal.
 //
 //===----------------------------------------------------------------------===//
 
@@ -69,10 +81,12 @@ struct GradTiles {
   int64_t keyTile;      ///< keys per block of the one-pass schedule
 };
 
-/// The most key chunks of the one-pass schedule: its parallel loop runs
-/// over (batch element, chunk), and each chunk keeps a partial dq of the
-/// query rows, [chunks, Lq, Fq]. Eight keep two to eight threads busy
-/// (the runtime splits the iterations evenly) at 8 · Lq · Fq scalars.
+/// The key chunks of the one-pass schedule: its parallel loop runs over
+/// (batch element, chunk), and each chunk keeps a partial dq of the query
+/// rows, [chunks, Lq, Fq]. Eight keep one, two, four or eight threads
+/// evenly busy (the runtime splits the iterations into contiguous equal
+/// runs) at 8 · Lq · Fq scalars of scratch; a chunk with no key block
+/// (fewer than 8) keeps a zero partial.
 constexpr int64_t kMaxKeyChunks = 8;
 
 /// The schedule's one read of the target strategy.
