@@ -11,8 +11,9 @@
 //       per-lane sums as the forward's online softmax;
 //     lse_i and D_i are stored: 2·heads scalars per row.
 //   CPU, one pass over (batch element, key chunk) (torsor.parallel): chunk
-//     c of 8 takes key blocks c, c + 8, ... of `key_tile` keys (under a
-//     causal mask every chunk gets early and late keys); per block, the
+//     c of 8 takes key blocks c and 15 − c of every 16, of `key_tile`
+//     keys (under a causal mask a mirrored pair is as much work as any
+//     other); per block, the
 //     query rows that may see it in row blocks of R, and per row block the
 //     block's key vectors: P = exp(s − lse) (with the known max 0,
 //     e^s · e^{−lse}), dP = dO_i·v_j (values feature-major, each column
@@ -677,14 +678,41 @@ SmallVector<Value> GradSchedule::buildOnePass(ImplicitLocOpBuilder &b,
         // while every query row that sees the block visits it.
         Value buffer =
             memref::AllocaOp::create(lb, MemRefType::get({scratch.size}, elt));
-        // Chunk c takes key blocks c, c + C, c + 2C, ...: under a causal
-        // mask (early keys see more rows) every chunk gets blocks from the
-        // whole sequence, so contiguous runs of chunks are balanced.
+        // Chunk c of C takes key blocks c and 2C − 1 − c of every 2C: under
+        // a causal mask early keys are seen by more rows, and each pair of
+        // mirrored blocks sums to the same work, so the runtime's
+        // contiguous runs of chunks get equal shares.
+        Value period = idx(lb, 2 * kMaxKeyChunks);
+        Value periods = arith::DivUIOp::create(
+            lb,
+            arith::AddIOp::create(lb, blocks, idx(lb, 2 * kMaxKeyChunks - 1)),
+            period);
+        Value mirror =
+            arith::SubIOp::create(lb, idx(lb, 2 * kMaxKeyChunks - 1), chunk);
         auto blockLoop = scf::ForOp::create(
-            lb, chunk, blocks, chunks, args,
-            [&](OpBuilder &nested2, Location loc2, Value block,
-                ValueRange acc) {
-              ImplicitLocOpBuilder kb(loc2, nested2);
+            lb, idx(lb, 0), arith::MulIOp::create(lb, periods, idx(lb, 2)),
+            idx(lb, 1), args,
+            [&](OpBuilder &nested2, Location loc2, Value i, ValueRange acc) {
+              ImplicitLocOpBuilder ob(loc2, nested2);
+              Value odd = arith::CmpIOp::create(
+                  ob, arith::CmpIPredicate::ne,
+                  arith::AndIOp::create(ob, i, idx(ob, 1)), idx(ob, 0));
+              Value block = arith::AddIOp::create(
+                  ob,
+                  arith::MulIOp::create(
+                      ob, arith::ShRUIOp::create(ob, i, idx(ob, 1)), period),
+                  arith::SelectOp::create(ob, odd, mirror, chunk));
+              auto inRange = scf::IfOp::create(
+                  ob, TypeRange(acc),
+                  arith::CmpIOp::create(ob, arith::CmpIPredicate::ult, block,
+                                        blocks),
+                  /*withElseRegion=*/true);
+              scf::YieldOp::create(ob, inRange.getResults());
+              OpBuilder::InsertionGuard guard(ob);
+              ob.setInsertionPointToStart(inRange.elseBlock());
+              scf::YieldOp::create(ob, acc);
+              ob.setInsertionPointToStart(inRange.thenBlock());
+              ImplicitLocOpBuilder &kb = ob;
               ScalarBuilder kvm(kb, elt, lanes);
               Value j0 = arith::MulIOp::create(kb, block, idx(kb, blockKeys));
               // The block's key vectors that hold keys.

@@ -137,8 +137,8 @@ def GeoDecomposeAttentionGrad : Pass<"geo-decompose-attention-grad"> {
     online softmax's running max otherwise.
 
     On the CPU one parallel loop over (batch element, key chunk) pairs
-    (8 chunks; chunk c takes key blocks c, c + 8, ..., balanced under a
-    causal mask) then evaluates each pair's form once: per key block
+    (8 chunks; chunk c takes key blocks c and 15 − c of every 16, which
+    balances them under a causal mask) then evaluates each pair's form once: per key block
     (`key_tile` keys) and row block (`query_rows` rows), per key vector,
     P = exp(s − lse) (with the known max, e^s · e^{−lse}), dP = dO·v,
     dS = P(dP − D) and the adjoint of the group model's pair form; dk and

@@ -10,8 +10,9 @@
 // no max reduction). Then one parallel loop over the 8 key chunks: each
 // has a stack scratch (4 key vectors × (9 + 8) features × 8 lanes of dk
 // and dv, then per row P, dq per lane, the query features and dO: 964
-// floats), takes key blocks chunk, chunk + 8, ... (balanced under the
-// causal mask), runs row blocks of 4 rows from the block's first key on,
+// floats), takes key blocks chunk and 15 − chunk of every 16 (mirrored
+// pairs: balanced under the causal mask), runs row blocks of 4 rows from
+// the block's first key on,
 // and in them the block's key vectors (the pair form, its adjoint, dP, dv
 // and dk once per pair); each row block adds its dq to the chunk's
 // partial, [8, L, 9]; dk and dv are written out feature-major per block.
@@ -31,7 +32,10 @@
 //       CHECK:   linalg.fill {{.*}} -> tensor<8x?x9xf32>
 //       CHECK:   scf.for {{.*}} -> (tensor<8x?x9xf32>, tensor<9x?xf32>, tensor<8x?xf32>) {
 //       CHECK:     memref.alloca() : memref<964xf32>
-//       CHECK:     scf.for {{.*}} step %c8{{.*}} -> (tensor<8x?x9xf32>, tensor<9x?xf32>, tensor<8x?xf32>) {
+//       CHECK:     arith.subi %c15{{.*}}, %[[CHUNK:.*]] : index
+//       CHECK:     scf.for {{.*}} -> (tensor<8x?x9xf32>, tensor<9x?xf32>, tensor<8x?xf32>) {
+//       CHECK:       arith.select %{{.*}}, %{{.*}}, %[[CHUNK]] : index
+//       CHECK:       scf.if {{.*}} -> (tensor<8x?x9xf32>, tensor<9x?xf32>, tensor<8x?xf32>) {
 //       CHECK:       arith.minui
 //       CHECK:       scf.for {{.*}} step %c4{{.*}} -> (tensor<8x?x9xf32>) {
 //       CHECK:         scf.for
