@@ -18,7 +18,8 @@
 //       CHECK:   return
 
 // Lowered: the pair form and its adjoint run per lane (4 lanes of f64)
-// as calls of one private function each, which holds the log's loops and
+// as calls of one private function each (the row statistics, then the
+// one-pass loop over key chunks, a query row at a time), which holds the log's loops and
 // J_r: (9 + 9 features) -> 2 block norms and the 4 log coordinates, and
 // (18 features, the 4 log coordinates, 2 norm cotangents) -> 18 feature
 // gradients; still nothing L x L.
@@ -29,6 +30,8 @@
 //       KERNEL:     vector.insert {{.*}} : f64 into vector<4xf64>
 //       KERNEL:   } {torsor.parallel}
 //       KERNEL:   scf.for
+//       KERNEL:     memref.alloca
+//       KERNEL:     func.call @torsor_pair_norms_Sim2_f64
 //       KERNEL:     scf.if
 //       KERNEL:       func.call @torsor_pair_norms_vjp_Sim2_f64
 //       KERNEL:   } {torsor.parallel}

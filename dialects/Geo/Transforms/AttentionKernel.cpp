@@ -241,6 +241,12 @@ Value torsor::geo::buildProbability(ScalarBuilder &vm, Value score, Value lse,
   return vm.select(mask, p, vm.c(0.0));
 }
 
+Value torsor::geo::buildKnownMaxProbability(ScalarBuilder &vm, Value score,
+                                            Value invSum, Value mask) {
+  Value p = vm.mul(vm.exp(score), vm.splat(invSum));
+  return vm.select(mask, p, vm.c(0.0));
+}
+
 Value torsor::geo::buildScoreBar(ScalarBuilder &vm, Value prob, Value probBar,
                                  Value rowDot) {
   return vm.mul(prob, vm.sub(probBar, vm.splat(rowDot)));

@@ -8,9 +8,9 @@
 //
 //   geo-decompose-attention       CPU forward: lanes over keys, register
 //                                 tiles of query rows;
-//   geo-decompose-attention-grad  backward: lanes over keys (pass A) or
-//                                 over keys' gradients (pass B), on the
-//                                 CPU's thread pool or on GPU threads;
+//   geo-decompose-attention-grad  backward: lanes over keys; on the CPU
+//                                 one pass over key chunks, on GPU
+//                                 threads pass A (rows) and pass B (keys);
 //   geo-map-attention-to-gpu      GPU forward: threads over query rows,
 //                                 shared-memory key tiles.
 //
@@ -163,6 +163,14 @@ mlir::Value buildLogSumExp(lie::ScalarBuilder &sm, mlir::Value max,
 /// stored log-sum-exp (a scalar), 0 off `mask`.
 mlir::Value buildProbability(lie::ScalarBuilder &vm, mlir::Value score,
                              mlir::Value lse, mlir::Value mask);
+
+/// The backward's probability of a key with the known max 0 (the self
+/// form, every score ≤ 0, ScoreCoefficients::allNonPositive): P = e^s ·
+/// `invSum`, with `invSum` = e^{−lse} of the row (≤ 1, since the self pair
+/// makes lse ≥ 0), 0 off `mask`. Heads with equal coefficients have equal
+/// scores and so share one e^s, where e^{s − lse} needs one per head.
+mlir::Value buildKnownMaxProbability(lie::ScalarBuilder &vm, mlir::Value score,
+                                     mlir::Value invSum, mlir::Value mask);
 
 /// The score's cotangent dS = P (dP − D), with dP = dO·v and D = ⟨dO, O⟩
 /// the row's (a scalar).

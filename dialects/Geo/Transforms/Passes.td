@@ -128,41 +128,58 @@ def GeoDecomposeAttentionGrad : Pass<"geo-decompose-attention-grad"> {
   let summary = "Lower geo.flash_lie_attention_grad to parallel vector loops";
   let description = [{
     The flash-style backward of Lie attention (FlashAttention-2's, without
-    atomics). Pass A runs over (batch element, query tile) pairs
-    (`torsor.parallel`): it takes each row's log-sum-exp per head from the
-    op's `lse` operand (the fused forward's) or, without one, recomputes
-    it from the pair features — without a running max when every c_hb =
-    −λ_hb/τ_h ≤ 0 (then every score is ≤ 0 and the always-visible self
-    pair scores 0, so the row max is 0 and Σ exp(s) ≥ 1), with the online
-    softmax's running max otherwise; then, per key vector, P = exp(s −
-    lse), dP = dO·v, dS = P(dP − D) and the adjoint of the group model's
-    pair form for dq. Pass B runs over (batch element, key vector) pairs
-    (`torsor.parallel`) and accumulates dk and dv per lane from the stored
-    lse and D = ⟨dO, O⟩. Batch dims are indexed directly (the flat loop
-    index is split into batch indices), never reshaped. Only O(L·heads)
-    statistics are stored; no L × L tensor exists.
+    atomics). A row pass over (batch element, query tile) pairs
+    (`torsor.parallel`) stores D = ⟨dO, O⟩ per row and head and the lse:
+    the op's `lse` operand (the fused forward's) or, without one, a
+    recompute from the pair features — without a running max when every
+    c_hb = −λ_hb/τ_h ≤ 0 (then every score is ≤ 0 and the always-visible
+    self pair scores 0, so the row max is 0 and Σ exp(s) ≥ 1), with the
+    online softmax's running max otherwise.
+
+    On the CPU one parallel loop over (batch element, key chunk) pairs
+    (8 chunks; chunk c takes key blocks c and 15 − c of every 16, which
+    balances them under a causal mask) then evaluates each pair's form once: per key block
+    (`key_tile` keys) and row block (`query_rows` rows), per key vector,
+    P = exp(s − lse) (with the known max, e^s · e^{−lse}), dP = dO·v,
+    dS = P(dP − D) and the adjoint of the group model's pair form; dk and
+    dv accumulate per lane in a stack scratch of the block, dq per lane
+    over the block and then into the chunk's partial, [chunks, Lq, Fq],
+    which a last parallel loop over rows sums. With vectors of one lane
+    (the GPU's strategy: a thread per key) the backward keeps two passes:
+    pass A over query tiles for dq, pass B over (batch element, key
+    vector) pairs for dk and dv. Batch dims are indexed directly (the flat
+    loop index is split into batch indices), never reshaped. Memory beyond
+    the inputs and gradients is O(L·(heads + chunks · Fq)); no L × L
+    tensor exists.
 
     Before:
     ```mlir
     %dq, %dk, %dv = geo.flash_lie_attention_grad %q, %k, %v, %o, %do {...}
     ```
-    After (sketch, no `lse` operand, λ ≥ 0):
+    After (sketch, CPU, no `lse` operand, λ ≥ 0):
     ```mlir
     %a:3 = scf.for %t = %c0 to %tiles step %c1 iter_args(%dq0 = %e0, %lse0 = %e1, %d0 = %e2) {
       %st:8 = scf.for %j = %c0 to %end step %c8 ... // sums of exp(s)
-      %g:36 = scf.for %j = %c0 to %end step %c8 ... // dq per lane
       ...
     } {torsor.parallel}
-    %b:2 = scf.for %t = %c0 to %kvecs step %c1 iter_args(%dk0 = %z0, %dv0 = %z1) {
-      %acc:73 = scf.for %i = %start to %len step %c1 ... // dk, dv per lane
-      ...
+    %b:3 = scf.for %t = %c0 to %chunks step %c1 iter_args(%p0 = %z0, %dk0 = %z1, %dv0 = %z2) {
+      %scratch = memref.alloca() : memref<964xf32>
+      scf.for %blk = %chunk to %blocks step %c8 ... {   // key blocks
+        scf.for %i = %first to %len step %c4 ... {       // row blocks
+          scf.for %kv = %c0 to %vectors step %c1 { ... } // P, dP, dS, adjoint
+          ... // the row block's dq into the chunk's partial
+        }
+        ... // the block's dk, dv out of the scratch
+      }
     } {torsor.parallel}
+    %dq = scf.for %t = %c0 to %rows step %c1 ... // Σ over chunks
     ```
   }];
   let dependentDialects = ["::mlir::scf::SCFDialect",
                            "::mlir::vector::VectorDialect",
                            "::mlir::math::MathDialect",
                            "::mlir::linalg::LinalgDialect",
+                           "::mlir::memref::MemRefDialect",
                            "::mlir::tensor::TensorDialect",
                            "::mlir::arith::ArithDialect",
                            "::torsor::strategy::StrategyDialect"];

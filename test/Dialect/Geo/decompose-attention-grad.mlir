@@ -1,14 +1,24 @@
 // RUN: torsor-opt %s --split-input-file --torsor-select-strategy=vector-bits=256 --geo-decompose-attention-grad --verify-diagnostics | FileCheck %s
+// RUN: torsor-opt %s --split-input-file --torsor-select-strategy=vector-bits=256 --geo-decompose-attention-grad --cse | FileCheck %s --check-prefix=ONCE
+// RUN: torsor-opt %s --split-input-file --torsor-select-strategy=target=nvptx --geo-decompose-attention-grad | FileCheck %s --check-prefix=GPU
 
-// A causal SO(3) backward, 2 heads of 4 features, f32 (8 lanes). Pass A
-// runs over query tiles (parallel): λ ≥ 0 and τ > 0, so every score
-// is ≤ 0 and the row max is the self pair's 0: the stats loop carries
-// only per-lane sums of exp(s) (4 rows × 2 heads, no running max, no
-// max reduction); then a gradient loop reads keys and values
-// feature-major and accumulates dq per lane. Pass B runs over key vectors
-// (parallel) with an inner loop over the queries
-// accumulating dk (9) and dv (8) per lane. Every tensor the kernel creates
-// has at most one sequence-length dim: nothing is L × L.
+// A causal SO(3) backward, 2 heads of 4 features, f32 (8 lanes), on the
+// CPU: one pass over key blocks. First the row statistics over query
+// tiles (parallel): λ ≥ 0 and τ > 0, so every score is ≤ 0 and the row
+// max is the self pair's 0: without the forward's lse, the stats loop
+// carries only per-lane sums of exp(s) (4 rows × 2 heads, no running max,
+// no max reduction). Then one parallel loop over the 8 key chunks: each
+// has a stack scratch (4 key vectors × (9 + 8) features × 8 lanes of dk
+// and dv, then per row P, dq per lane, the query features and dO: 964
+// floats), takes key blocks chunk and 15 − chunk of every 16 (mirrored
+// pairs: balanced under the causal mask), runs row blocks of 4 rows from
+// the block's first key on,
+// and in them the block's key vectors (the pair form, its adjoint, dP, dv
+// and dk once per pair); each row block adds its dq to the chunk's
+// partial, [8, L, 9]; dk and dv are written out feature-major per block.
+// Last, a parallel loop over the rows sums the 8 partials. Every tensor
+// the kernel creates has at most one sequence-length dim: nothing is
+// L × L.
 // CHECK-LABEL: func.func @so3_causal
 //       CHECK:   linalg.transpose {{.*}} permutation = [1, 0]
 //       CHECK:   scf.for
@@ -18,14 +28,28 @@
 //   CHECK-NOT:       vector.reduction <maximumf>
 //       CHECK:     vector.reduction <add>
 //       CHECK:     math.log
-//       CHECK:     scf.for
-//       CHECK:       vector.transfer_read {{.*}} : tensor<8x?xf32>, vector<8xf32>
-//       CHECK:       math.sqrt {{.*}} : vector<8xf32>
+//       CHECK:   } {torsor.parallel}
+//       CHECK:   linalg.fill {{.*}} -> tensor<8x?x9xf32>
+//       CHECK:   scf.for {{.*}} -> (tensor<8x?x9xf32>, tensor<9x?xf32>, tensor<8x?xf32>) {
+//       CHECK:     memref.alloca() : memref<964xf32>
+//       CHECK:     arith.subi %c15{{.*}}, %[[CHUNK:.*]] : index
+//       CHECK:     scf.for {{.*}} -> (tensor<8x?x9xf32>, tensor<9x?xf32>, tensor<8x?xf32>) {
+//       CHECK:       arith.select %{{.*}}, %{{.*}}, %[[CHUNK]] : index
+//       CHECK:       scf.if {{.*}} -> (tensor<8x?x9xf32>, tensor<9x?xf32>, tensor<8x?xf32>) {
+//       CHECK:       arith.minui
+//       CHECK:       scf.for {{.*}} step %c4{{.*}} -> (tensor<8x?x9xf32>) {
+//       CHECK:         scf.for
+//       CHECK:           vector.transfer_read {{.*}} : tensor<9x?xf32>, vector<8xf32>
+//       CHECK:           arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7]> : vector<8xindex>
+//       CHECK:           math.sqrt {{.*}} : vector<8xf32>
+//       CHECK:           vector.store {{.*}} : memref<964xf32>, vector<8xf32>
+//       CHECK:         vector.reduction <add>
+//       CHECK:         tensor.insert {{.*}} : tensor<8x?x9xf32>
+//       CHECK:       vector.transfer_write {{.*}} : vector<8xf32>, tensor<9x?xf32>
+//       CHECK:       vector.transfer_write {{.*}} : vector<8xf32>, tensor<8x?xf32>
 //       CHECK:   } {torsor.parallel}
 //       CHECK:   scf.for
-//       CHECK:     scf.for
-//       CHECK:       arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7]> : vector<8xindex>
-//       CHECK:     vector.transfer_write {{.*}} : vector<8xf32>, tensor<9x?xf32>
+//       CHECK:     tensor.extract {{.*}} : tensor<8x?x9xf32>
 //       CHECK:   } {torsor.parallel}
 //   CHECK-NOT:   tensor<?x?x
 //   CHECK-NOT:   geo.flash_lie_attention_grad
@@ -38,17 +62,51 @@ func.func @so3_causal(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf
 
 // -----
 
-// With the forward's log-sum-exp there is no stats loop: pass A reads
-// lse (one scalar per row and head) and runs the gradient loop only.
+// With the forward's log-sum-exp there is no stats loop: the row pass
+// reads lse (one scalar per row and head) and D = ⟨dO, O⟩, and visits no
+// key; the one-pass loop alone evaluates the pair form, once per pair and
+// row: after CSE, four square roots (the angle's) in the key-vector loop
+// of a row block of 4, one in the single-row loop, none elsewhere. With
+// the known max 0, P = e^s · e^{−lse}: the row block computes e^{−lse}.
 // CHECK-LABEL: func.func @so3_given_lse
 //  CHECK-SAME:   %[[LSE:[^:]*]]: tensor<?x2xf32>
 //       CHECK:   scf.for
 //       CHECK:     tensor.extract %[[LSE]]
 //   CHECK-NOT:     math.log
-//       CHECK:     scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>
-//       CHECK:       vector.transfer_read {{.*}} : tensor<8x?xf32>, vector<8xf32>
+//   CHECK-NOT:     math.sqrt
+//       CHECK:   } {torsor.parallel}
+//       CHECK:   memref.alloca
 //       CHECK:   } {torsor.parallel}
 //       CHECK:   return
+// ONCE-LABEL: func.func @so3_given_lse
+//  ONCE-NOT:   math.sqrt
+//      ONCE:   memref.alloca
+//      ONCE:   scf.for {{.*}} step %c4
+//      ONCE:     arith.negf {{.*}} : f32
+//      ONCE:     scf.for
+// ONCE-COUNT-4:    math.sqrt {{.*}} : vector<8xf32>
+//  ONCE-NOT:       math.sqrt
+//      ONCE:   scf.for {{.*}} step %c1
+//      ONCE:     scf.for
+//      ONCE:       math.sqrt {{.*}} : vector<8xf32>
+//  ONCE-NOT:   math.sqrt
+//      ONCE:   return
+// On the GPU's strategy (vectors of one lane, a thread per key) the
+// backward keeps two passes: pass A over query tiles (dq per row), pass B
+// over keys (dk and dv per key), each evaluating the pair form.
+// GPU-LABEL: func.func @so3_given_lse
+//   GPU-NOT:   memref.alloca
+//       GPU:   scf.for
+//       GPU:     scf.for
+//       GPU:       math.sqrt {{.*}} : vector<1xf32>
+//       GPU:   } {torsor.parallel}
+//       GPU:   scf.for
+//       GPU:     scf.for
+//       GPU:       math.sqrt {{.*}} : vector<1xf32>
+//       GPU:     vector.transfer_write {{.*}} : vector<1xf32>, tensor<9x?xf32>
+//       GPU:   } {torsor.parallel}
+//   GPU-NOT:   memref.alloca
+//       GPU:   return
 func.func @so3_given_lse(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32>, %o: tensor<?x8xf32>, %do: tensor<?x8xf32>, %lse: tensor<?x2xf32>) -> (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>) {
   %dq, %dk, %dv = geo.flash_lie_attention_grad %q, %k, %v, %o, %do lse %lse {scores = #geo.scores<group = #lie.group<so3>, heads = 2, tau = [1.0, 2.0], lambda = [1.0, 0.5]>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x2xf32>) -> (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>)
   return %dq, %dk, %dv : tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>
@@ -56,9 +114,10 @@ func.func @so3_given_lse(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x
 
 // -----
 
-// Two batch dims: each parallel loop runs over (batch element, tile)
-// pairs, its index split into the two batch indices and the tile; every
-// access takes the batch indices first. No reshape, nothing L × L.
+// Two batch dims: each parallel loop runs over (batch element, tile or
+// key chunk) pairs, its index split into the two batch indices and the
+// tile; every access takes the batch indices first, the dq partials are
+// [2, ?, 8, L, 9]. No reshape, nothing L × L.
 // CHECK-LABEL: func.func @so3_batched
 //       CHECK:   tensor.dim %{{.*}}, %{{.*}} : tensor<2x?x9x?xf32>
 //       CHECK:   %[[B1:.*]] = tensor.dim %{{.*}}, %{{.*}} : tensor<2x?x9x?xf32>
@@ -66,7 +125,8 @@ func.func @so3_given_lse(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x
 //       CHECK:     arith.remui %{{.*}}, %[[B1]]
 //       CHECK:     tensor.extract %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : tensor<2x?x?x9xf32>
 //       CHECK:   } {torsor.parallel}
-//       CHECK:   scf.for
+//       CHECK:   scf.for {{.*}} -> (tensor<2x?x8x?x9xf32>, tensor<2x?x9x?xf32>, tensor<2x?x8x?xf32>)
+//       CHECK:     tensor.insert {{.*}} : tensor<2x?x8x?x9xf32>
 //       CHECK:     vector.transfer_write {{.*}} : vector<8xf32>, tensor<2x?x9x?xf32>
 //       CHECK:   } {torsor.parallel}
 //       CHECK:   linalg.transpose {{.*}} permutation = [0, 1, 3, 2]
@@ -98,10 +158,11 @@ func.func @se3_full(%q: tensor<?x12xf64>, %k: tensor<12x?xf64>, %v: tensor<?x4xf
 // -----
 
 // The block backward on group elements expands into pair features, the
-// flash backward with offsets and the given lse (two token sets: pass A
-// over the Lq query rows, no known row max; pass B over the Lk keys from
-// the first query row that sees them, clamped signed), and the features'
-// pullbacks to ambient cotangents.
+// flash backward with offsets and the given lse (two token sets: the row
+// pass over the Lq query rows; the one-pass loop over the Lk keys' blocks
+// from the first query row that sees them, clamped signed, with
+// P = e^{s − lse}: no known max), and the features' pullbacks to ambient
+// cotangents.
 // CHECK-LABEL: func.func @cross_block
 //  CHECK-SAME:   %[[QO:[^:]*]]: index, %[[KO:[^:]*]]: index)
 //   CHECK-DAG:   lie.pair_features %{{.*}} {group = #lie.group<so3>}
@@ -112,9 +173,11 @@ func.func @se3_full(%q: tensor<?x12xf64>, %k: tensor<12x?xf64>, %v: tensor<?x4xf
 //       CHECK:   vector<8xf32>
 //       CHECK:   } {torsor.parallel}
 //       CHECK:   scf.for
-//       CHECK:     arith.maxsi
 //       CHECK:     scf.for
-//       CHECK:       arith.cmpi sle
+//       CHECK:       arith.maxsi
+//       CHECK:       scf.for
+//       CHECK:         scf.for
+//       CHECK:           arith.cmpi sle
 //       CHECK:   } {torsor.parallel}
 //   CHECK-DAG:   lie.pullback query_features
 //   CHECK-DAG:   lie.pullback key_features
