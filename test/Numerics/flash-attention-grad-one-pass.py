@@ -42,7 +42,7 @@ def build(name, heads, D):
     for dt in ("f64", "f32"):
         Q, KT, V, LSE = [None, nq], [nk, None], [None, D], [None, heads]
         for causal in (False, True):
-            attrs = "group = %s, heads = %d : i64, tau = array<f64: %s>, lambda = array<f64: %s>%s" % (
+            attrs = "scores = #geo.scores<group = %s, heads = %d, tau = [%s], lambda = [%s]%s>" % (
                 g, heads, tau, lam, ", causal" if causal else "")
             for schedule, extra in (("one", ""), ("two", ", " + TWO_PASS)):
                 for with_lse in (False, True):
