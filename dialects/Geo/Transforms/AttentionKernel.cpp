@@ -14,6 +14,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/Utils/Utils.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/xxhash.h"
 
 #include <limits>
 
@@ -262,11 +263,16 @@ PairFormEvaluator::PairFormEvaluator(const lie::GroupModel &model,
     : model(model), group(group), elt(elt), module(module), loc(loc) {}
 
 func::FuncOp PairFormEvaluator::function(bool vjp) {
-  std::string name = llvm::formatv("torsor_pair_{0}_{1}_f{2}_{3:x}",
-                                   vjp ? "norms_vjp" : "norms", model.getName(),
-                                   elt.getWidth(),
-                                   llvm::hash_value(group.getAsOpaquePointer()))
-                         .str();
+  // The name hashes the group attribute's printed form, not its address, so
+  // that the same model compiles to the same symbols in every run.
+  std::string groupText;
+  llvm::raw_string_ostream groupStream(groupText);
+  group.print(groupStream);
+  std::string name =
+      llvm::formatv("torsor_pair_{0}_{1}_f{2}_{3:x}",
+                    vjp ? "norms_vjp" : "norms", model.getName(),
+                    elt.getWidth(), llvm::xxh3_64bits(groupText))
+          .str();
   if (auto existing = module.lookupSymbol<func::FuncOp>(name))
     return existing;
   unsigned numQ = model.getQueryFeatureCount();
