@@ -268,11 +268,10 @@ func::FuncOp PairFormEvaluator::function(bool vjp) {
   std::string groupText;
   llvm::raw_string_ostream groupStream(groupText);
   group.print(groupStream);
-  std::string name =
-      llvm::formatv("torsor_pair_{0}_{1}_f{2}_{3:x}",
-                    vjp ? "norms_vjp" : "norms", model.getName(),
-                    elt.getWidth(), llvm::xxh3_64bits(groupText))
-          .str();
+  std::string name = llvm::formatv("torsor_pair_{0}_{1}_f{2}_{3:x}",
+                                   vjp ? "norms_vjp" : "norms", model.getName(),
+                                   elt.getWidth(), llvm::xxh3_64bits(groupText))
+                         .str();
   if (auto existing = module.lookupSymbol<func::FuncOp>(name))
     return existing;
   unsigned numQ = model.getQueryFeatureCount();
