@@ -115,6 +115,9 @@ void torsor::buildCPULoweringPipeline(OpPassManager &pm,
   // LLVM (the generic conversion below lacks the transfer lowerings).
   pm.addPass(createConvertVectorToSCFPass(
       VectorTransferToSCFOptions().enableFullUnroll()));
+  // A 1-D transfer along a strided dimension (the dense kernels' panels
+  // with a depth of 1, say) lowers to an scf.for, not to an unrolled form.
+  pm.addPass(createSCFToControlFlowPass());
   // The fused kernels' vector transfers become (masked) vector loads and
   // stores before the generic conversion.
   // bf16 products also have AMX and x86vector ops to lower (only then:
