@@ -226,54 +226,27 @@ FailureOr<int64_t> f32VectorLanes(Type type) {
   return lanes;
 }
 
-struct PolynomialLog : OpRewritePattern<math::LogOp> {
-  using OpRewritePattern::OpRewritePattern;
-
-  LogicalResult matchAndRewrite(math::LogOp op,
-                                PatternRewriter &rewriter) const override {
-    FailureOr<int64_t> lanes = f32VectorLanes(op.getType());
-    if (failed(lanes))
-      return rewriter.notifyMatchFailure(op, "only f32 1-D vectors");
-    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    ScalarBuilder m(b, b.getF32Type(), *lanes);
-    rewriter.replaceOp(op, buildPolynomialLog(b, m, op.getOperand()));
-    return success();
-  }
-};
-
 /// log1p x = ln u + c with u = fl(1 + x) and c = (1 + x − u)/u the first-
 /// order correction for the rounding of u; 1 + x − u is exact (Fast2Sum,
 /// ordered by |x| ≶ 1). Tiny x: u = 1, ln u = 0 and the result is x
 /// itself. −1 → −∞, below −1 → NaN, +∞ → +∞, NaN → NaN.
-struct PolynomialLog1p : OpRewritePattern<math::Log1pOp> {
-  using OpRewritePattern::OpRewritePattern;
-
-  LogicalResult matchAndRewrite(math::Log1pOp op,
-                                PatternRewriter &rewriter) const override {
-    FailureOr<int64_t> lanes = f32VectorLanes(op.getType());
-    if (failed(lanes))
-      return rewriter.notifyMatchFailure(op, "only f32 1-D vectors");
-    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    ScalarBuilder m(b, b.getF32Type(), *lanes);
-    Value x = op.getOperand(), one = m.c(1.0);
-    Value u = m.add(one, x);
-    Value err = m.select(m.gt(x, one), m.sub(one, m.sub(u, x)),
-                         m.sub(x, m.sub(u, one)));
-    Value lnU = buildPolynomialLog(b, m, u);
-    Value y = m.add(lnU, m.div(err, u));
-    // u = 0 (x = −1) and u = +∞ make c 0/0 or ∞ − ∞: ln u alone is right.
-    double inf = std::numeric_limits<double>::infinity();
-    Value edge = arith::OrIOp::create(
-        b, arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, u, m.c(0.0)),
-        arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, u, m.c(inf)));
-    y = m.select(edge, lnU, y);
-    // u = 1: |x| ≤ 2⁻²⁴ and log1p x = x to within x²/2 (this keeps −0).
-    y = m.select(arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, u, one), x,
-                 y);
-    rewriter.replaceOp(op, y);
-    return success();
-  }
-};
+Value buildPolynomialLog1p(ImplicitLocOpBuilder &b, ScalarBuilder &m, Value x) {
+  Value one = m.c(1.0);
+  Value u = m.add(one, x);
+  Value err =
+      m.select(m.gt(x, one), m.sub(one, m.sub(u, x)), m.sub(x, m.sub(u, one)));
+  Value lnU = buildPolynomialLog(b, m, u);
+  Value y = m.add(lnU, m.div(err, u));
+  // u = 0 (x = −1) and u = +∞ make c 0/0 or ∞ − ∞: ln u alone is right.
+  double inf = std::numeric_limits<double>::infinity();
+  Value edge = arith::OrIOp::create(
+      b, arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, u, m.c(0.0)),
+      arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, u, m.c(inf)));
+  y = m.select(edge, lnU, y);
+  // u = 1: |x| ≤ 2⁻²⁴ and log1p x = x to within x²/2 (this keeps −0).
+  return m.select(arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, u, one),
+                  x, y);
+}
 
 /// expm1(x)/x ≈ Σ_k 1/(k+1)! xᵏ to degree 10 on |x| ≤ 1: truncation below
 /// 1/12!·e < 6e-9 relative (expm1(x)/x ≥ 0.63 there).
@@ -286,26 +259,39 @@ constexpr double kExpm1Coeffs[] = {1.0,           1.0 / 2,       1.0 / 6,
 /// subnormal: tiny x gives x·1 exactly), e^x − 1 beyond, where the
 /// subtraction does not cancel (e^x/|e^x − 1| ≤ 1.6 for |x| ≥ 1) and e^x
 /// is the polynomial exp above. +∞ → +∞, −∞ → −1, NaN → NaN.
-struct PolynomialExpm1 : OpRewritePattern<math::ExpM1Op> {
-  using OpRewritePattern::OpRewritePattern;
+Value buildPolynomialExpm1(ImplicitLocOpBuilder &b, ScalarBuilder &m, Value x) {
+  Value series = m.mul(x, m.poly(x, kExpm1Coeffs));
+  // The math.exp is rewritten by PolynomialExp in the same greedy run.
+  Value direct = m.sub(m.exp(x), m.c(1.0));
+  Value small =
+      arith::CmpFOp::create(b, arith::CmpFPredicate::OLE, m.abs(x), m.c(1.0));
+  return m.select(small, series, direct);
+}
 
-  LogicalResult matchAndRewrite(math::ExpM1Op op,
+/// Rewrites an f32 1-D vector `OpT` (one operand) with `build`; scalars and
+/// other types keep their libm lowering (see f32VectorLanes).
+template <typename OpT,
+          Value (*build)(ImplicitLocOpBuilder &, ScalarBuilder &, Value)>
+struct F32VectorPolynomial : OpRewritePattern<OpT> {
+  using OpRewritePattern<OpT>::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(OpT op,
                                 PatternRewriter &rewriter) const override {
     FailureOr<int64_t> lanes = f32VectorLanes(op.getType());
     if (failed(lanes))
       return rewriter.notifyMatchFailure(op, "only f32 1-D vectors");
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     ScalarBuilder m(b, b.getF32Type(), *lanes);
-    Value x = op.getOperand();
-    Value series = m.mul(x, m.poly(x, kExpm1Coeffs));
-    // The math.exp is rewritten by PolynomialExp in the same greedy run.
-    Value direct = m.sub(m.exp(x), m.c(1.0));
-    Value small =
-        arith::CmpFOp::create(b, arith::CmpFPredicate::OLE, m.abs(x), m.c(1.0));
-    rewriter.replaceOp(op, m.select(small, series, direct));
+    rewriter.replaceOp(op, build(b, m, op.getOperand()));
     return success();
   }
 };
+
+using PolynomialLog = F32VectorPolynomial<math::LogOp, buildPolynomialLog>;
+using PolynomialLog1p =
+    F32VectorPolynomial<math::Log1pOp, buildPolynomialLog1p>;
+using PolynomialExpm1 =
+    F32VectorPolynomial<math::ExpM1Op, buildPolynomialExpm1>;
 
 } // namespace
 
