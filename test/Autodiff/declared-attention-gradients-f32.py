@@ -20,29 +20,13 @@
 import numpy as np
 
 from declared_gradients import generators, model_text, poses
+import declared_groups
 from gradcheck import torsor  # the package, from the source tree's python/
 
 NEAR_PI = np.pi - 1e-2
 GROUPS = {
-    "SL2": ("""
-group SL2 {
-  matrix 2;
-  generator H = [[1, 0], [0, -1]];
-  generator E = [[0, 2], [0, 0]];
-  generator F = [[0, 0], [1, 0]];
-  norm diag = H;
-  norm off = E, F;
-}""", "[1.0, 0.5]", [0, -NEAR_PI / 2, NEAR_PI]),
-    "Sim2": ("""
-group Sim2 {
-  matrix 3;
-  generator R = [[0, -1, 0], [1, 0, 0], [0, 0, 0]];
-  generator S = [[1, 0, 0], [0, 1, 0], [0, 0, 0]];
-  generator Tx = [[0, 0, 1], [0, 0, 0], [0, 0, 0]];
-  generator Ty = [[0, 0, 0], [0, 0, 1], [0, 0, 0]];
-  norm rotscale = R, S;
-  norm trans = Tx, Ty;
-}""", "[[1.0, 0.5], [0.25, 2.0]]", [NEAR_PI, 0, 0, 0]),
+    "SL2": (declared_groups.SL2, "[1.0, 0.5]", [0, -NEAR_PI / 2, NEAR_PI]),
+    "Sim2": (declared_groups.SIM2, "[[1.0, 0.5], [0.25, 2.0]]", [NEAR_PI, 0, 0, 0]),
 }
 
 failed = False

@@ -29,6 +29,7 @@
 import numpy as np
 
 import declared_gradients
+import declared_groups
 
 # The coordinates of a rotation by π − 1e-2 in each group's basis (the
 # near-π poses: the fourth-order differences stay on one side of the cut,
@@ -44,25 +45,8 @@ PI_COORDS = {
 
 GROUPS = {
     # name: (declaration, lambda, causal)
-    "Sim2": ("""
-group Sim2 {
-  matrix 3;
-  generator R = [[0, -1, 0], [1, 0, 0], [0, 0, 0]];
-  generator S = [[1, 0, 0], [0, 1, 0], [0, 0, 0]];
-  generator Tx = [[0, 0, 1], [0, 0, 0], [0, 0, 0]];
-  generator Ty = [[0, 0, 0], [0, 0, 1], [0, 0, 0]];
-  norm rotscale = R, S;
-  norm trans = Tx, Ty;
-}""", "[[1.0, 0.5], [0.25, 2.0]]", False),
-    "SL2": ("""
-group SL2 {
-  matrix 2;
-  generator H = [[1, 0], [0, -1]];
-  generator E = [[0, 2], [0, 0]];
-  generator F = [[0, 0], [1, 0]];
-  norm diag = H;
-  norm off = E, F;
-}""", "[1.0, 0.5]", True),
+    "Sim2": (declared_groups.SIM2, "[[1.0, 0.5], [0.25, 2.0]]", False),
+    "SL2": (declared_groups.SL2, "[1.0, 0.5]", True),
     # Recognised in other bases (GroupStructure.h): rotation × scale of ℝ³
     # on Sim(3)'s closed forms, SE(2) scaled and sheared on SE(2)'s log per
     # pair.

@@ -43,29 +43,15 @@ import numpy as np
 import scipy.linalg
 
 from model_runner import CompiledModel
+import declared_groups
 from torsor_testing import Report
 
 mpmath.mp.dps = 50
 
 GROUPS = {
-    "SL2": ("""group SL2 {
-  matrix 2;
-  generator H = [[1, 0], [0, -1]];
-  generator E = [[0, 2], [0, 0]];
-  generator F = [[0, 0], [1, 0]];
-  norm diag = H;
-  norm off = E, F;
-}""", [np.diag([1.0, -1.0]), np.array([[0, 2.0], [0, 0]]), np.array([[0, 0], [1.0, 0]])],
+    "SL2": (declared_groups.SL2, [np.diag([1.0, -1.0]), np.array([[0, 2.0], [0, 0]]), np.array([[0, 0], [1.0, 0]])],
         [1, 2]),
-    "Sim2": ("""group Sim2 {
-  matrix 3;
-  generator R = [[0, -1, 0], [1, 0, 0], [0, 0, 0]];
-  generator S = [[1, 0, 0], [0, 1, 0], [0, 0, 0]];
-  generator Tx = [[0, 0, 1], [0, 0, 0], [0, 0, 0]];
-  generator Ty = [[0, 0, 0], [0, 0, 1], [0, 0, 0]];
-  norm rotscale = R, S;
-  norm trans = Tx, Ty;
-}""", None, [2, 2]),
+    "Sim2": (declared_groups.SIM2, None, [2, 2]),
 }
 TAU = [1.0, 0.25]
 LAM = [[1.0, 0.5], [0.25, 2.0]]
