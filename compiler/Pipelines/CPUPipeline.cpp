@@ -96,6 +96,12 @@ void torsor::buildCPULoweringPipeline(OpPassManager &pm,
   } else {
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   }
+  // n-D vector transfers of the dense kernels to 1-D ones (the generic
+  // conversion to LLVM below lacks the transfer lowerings). Before scf and
+  // affine are lowered: a 1-D transfer along a strided dimension (column
+  // panels of depth 1, say) becomes an scf.for over affine indices.
+  pm.addPass(createConvertVectorToSCFPass(
+      VectorTransferToSCFOptions().enableFullUnroll()));
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
@@ -111,13 +117,6 @@ void torsor::buildCPULoweringPipeline(OpPassManager &pm,
   // math-to-libm alone would call fmaf for every math.fma.
   pm.addPass(createTorsorLowerExactMath());
   pm.addPass(createConvertMathToLibmPass());
-  // n-D vector transfers of the dense kernels to 1-D ones, then vectors to
-  // LLVM (the generic conversion below lacks the transfer lowerings).
-  pm.addPass(createConvertVectorToSCFPass(
-      VectorTransferToSCFOptions().enableFullUnroll()));
-  // A 1-D transfer along a strided dimension (the dense kernels' panels
-  // with a depth of 1, say) lowers to an scf.for, not to an unrolled form.
-  pm.addPass(createSCFToControlFlowPass());
   // The fused kernels' vector transfers become (masked) vector loads and
   // stores before the generic conversion.
   // bf16 products also have AMX and x86vector ops to lower (only then:
