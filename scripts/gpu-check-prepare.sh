@@ -7,8 +7,11 @@
 # scripts/gpu-check.sh needs on a GPU machine that has no LLVM/MLIR into one
 # folder: the models (.so + manifests), torsor-run and libtorsor_runtime.so
 # (installed with an $ORIGIN rpath), the data, the check script, and
-# bench/gpu_attention.py with its SO(3)/SE(3) models (-O2, nvptx). The folder is checked to be small
-# enough to carry (< 60 MiB).
+# bench/gpu_attention.py with its SO(3)/SE(3) models (-O2, nvptx), and the
+# nvptx models torsor.nn / torsor.distributed load on CUDA tensors
+# (prebuilt/, see scripts/gpu_ring_check.py --stage-models; torch needed:
+# $TORSOR_TORCH_PYTHON). The folder is checked to be small enough to carry
+# (< 60 MiB).
 #
 # usage: scripts/gpu-check-prepare.sh [--build DIR] [--out DIR] [--gpu-arch sm_90]
 #                                     [--size N]
@@ -35,7 +38,7 @@ while [ $# -gt 0 ]; do
     --out) OUT=$2; shift 2 ;;
     --gpu-arch) ARCH=$2; shift 2 ;;
     --size) SIZE=$2; shift 2 ;;
-    -h|--help) sed -n '3,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu-check-prepare: unknown argument '$1' (see --help)" >&2; exit 1 ;;
   esac
 done
@@ -98,6 +101,22 @@ cp "$ROOT/scripts/gpu_torch_check.py" "$OUT/torch_check.py"
 # reference block kernels.
 cp "$ROOT/scripts/gpu_ring_check.py" "$OUT/ring_check.py"
 cp "$ROOT/test/Python/ring_reference.py" "$OUT/ring_reference.py"
+# ... and the compiled kernels torsor.nn / torsor.distributed load on CUDA
+# tensors there: the nvptx block forward/backward and GrassmannMix models
+# (and the cpu models of the single-process reference and the groups'
+# bases), prebuilt into $OUT/prebuilt, since the GPU machine has no
+# torsorc. torsor.nn needs torch: $TORSOR_TORCH_PYTHON (default $PYTHON)
+# runs it; without torch the compiled runs are skipped there.
+TORCH_PY=${TORSOR_TORCH_PYTHON:-$PY}
+if ! PYTHONPATH="$ROOT/python${PYTHONPATH:+:$PYTHONPATH}" TORSOR_BUILD_DIR="$BUILD" \
+    TORSOR_CACHE_DIR="$OUT/.cache" "$TORCH_PY" "$ROOT/scripts/gpu_ring_check.py" \
+    --stage-models "$OUT" "$ARCH" >"$OUT/prebuilt.log" 2>&1; then
+  echo "gpu-check-prepare: prebuilding torsor.nn's nvptx models failed:" >&2
+  tail -8 "$OUT/prebuilt.log" | sed 's/^/    /' >&2
+  exit 1
+fi
+grep -h "SKIPPED" "$OUT/prebuilt.log" >&2 || true
+rm -rf "$OUT/.cache"
 cp "$ROOT/scripts/gpu-check.sh" "$OUT/gpu-check.sh"
 chmod +x "$OUT/gpu-check.sh"
 # The attention benchmark with its sibling modules (harness, peers), and

@@ -22,9 +22,10 @@ sources are checked:
   ref       the float64 reference block kernels (torch ops on the GPU);
             this checks NCCL's part: the metadata all_gather, the ring's
             batch_isend_irecv, the merge and the gradient return
-  compiled  torsor.nn.lie_attention_block(_backward), where the package
-            can run them on CUDA tensors here; otherwise they are reported
-            as skipped, with the reason
+  compiled  torsor.nn.lie_attention_block(_backward) on CUDA tensors: the
+            nvptx block models (prebuilt, see below), run on the device;
+            where they cannot be loaded here they are reported as
+            skipped, with the reason
 
 Prints one line per run,
 
@@ -39,6 +40,13 @@ SKIPPED (exit 0) means there is no torch, no CUDA device or no NCCL here.
 Tolerance: TOL for f32 cases (default 1e-5), 1e-12 for f64 cases.
 
 usage: ring_check.py STAGE [TOL]
+       ring_check.py --stage-models STAGE [GPU_ARCH]   (on the build machine)
+
+The compiled runs load the nvptx (and cpu) models that --stage-models
+prebuilt into STAGE/prebuilt (torsor.compiler.prebuild; the GPU machine
+has no torsorc): $TORSOR_PREBUILT_DIR and $TORSOR_GPU_ARCH are set to
+them. They add a GrassmannMix halo case (the halo's CUDA kernels) against
+the single-process torsor.nn.GrassmannMix on the CPU.
 
 TORSOR_RING_CHECK_BACKEND=gloo runs the same check on CPU tensors over
 gloo (a self-test of this script on a machine without a GPU).
@@ -47,8 +55,9 @@ import os
 import sys
 import tempfile
 
-STAGE = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else os.getcwd()
-TOL = float(sys.argv[2]) if len(sys.argv) > 2 else 1e-5
+_ARGS = [a for a in sys.argv[1:] if a != "--stage-models"]
+STAGE = os.path.abspath(_ARGS[0]) if _ARGS else os.getcwd()
+TOL = float(_ARGS[1]) if len(_ARGS) > 1 and sys.argv[1] != "--stage-models" else 1e-5
 for p in (os.path.join(STAGE, "python"), STAGE,
           os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"),
           os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test", "Python")):
@@ -74,22 +83,84 @@ def random_elements(torch, rr, group, L, rng):
     return T
 
 
-def cases(torch, rr):
-    """(name, config, full inputs): f64 and f32, causal zigzag and not."""
+# The ring cases: (name, group, heads, tau, lam, causal, layout, dtype, L), D = 8.
+RING_CASES = (
+    ("se3_h4_causal_zigzag_f64", "SE3", 4, [0.5, 1.0, 2.0, 4.0], [1.0, 0.3], True,
+     "zigzag", "f64", 37),
+    ("so3_h1_f32", "SO3", 1, 0.8, 1.0, False, "contiguous", "f32", 29))
+D = 8
+# The halo case (compiled kernels only): (name, d, r, offsets, causal, layout, dtype, L).
+GRASSMANN_CASES = (("grassmann_causal_zigzag_f64", 8, 4, [1, 2, 5], True, "zigzag", "f64", 23),)
+
+
+def cases(torch, rr, grassmann=False):
+    """(name, config, full inputs): f64 and f32, causal zigzag and not; with
+    `grassmann`, the GrassmannMix halo case too (its params drawn here)."""
     import numpy as np
+    dtypes = {"f32": torch.float32, "f64": torch.float64}
     out = []
-    for name, group, heads, tau, lam, causal, layout, dtype, L in (
-            ("se3_h4_causal_zigzag_f64", "SE3", 4, [0.5, 1.0, 2.0, 4.0], [1.0, 0.3], True,
-             "zigzag", torch.float64, 37),
-            ("so3_h1_f32", "SO3", 1, 0.8, 1.0, False, "contiguous", torch.float32, 29)):
+    for name, group, heads, tau, lam, causal, layout, dt, L in RING_CASES:
+        dtype = dtypes[dt]
         rng = np.random.default_rng(len(out))
         g = random_elements(torch, rr, group, L, rng).to(dtype)
-        v = torch.tensor(rng.standard_normal((1, L, 8))).to(dtype)
-        cot = torch.tensor(rng.standard_normal((1, L, 8))).to(dtype)
+        v = torch.tensor(rng.standard_normal((1, L, D))).to(dtype)
+        cot = torch.tensor(rng.standard_normal((1, L, D))).to(dtype)
         out.append(dict(name=name, kind="ring", group=group, heads=heads, tau=tau, lam=lam,
                         causal=causal, layout=layout, sizes=None, g=g, v=v, cot=cot,
                         timeout=60))
+    if grassmann:
+        for name, d, r, offsets, causal, layout, dt, L in GRASSMANN_CASES:
+            dtype = dtypes[dt]
+            rng = np.random.default_rng(100 + len(out))
+            c = r * (r - 1) // 2
+            shapes = {"w_red": (r, d), "b_red": (r,), "w_plucker": (d, c),
+                      "b_plucker": (d,), "w_gate": (d, 2 * d), "b_gate": (d,)}
+            params = {k: torch.tensor(rng.standard_normal(s) * 0.5).to(dtype)
+                      for k, s in shapes.items()}
+            out.append(dict(name=name, kind="grassmann", d=d, r=r, offsets=offsets,
+                            causal=causal, layout=layout, sizes=None, params=params,
+                            h=torch.tensor(rng.standard_normal((1, L, d))).to(dtype),
+                            cot=torch.tensor(rng.standard_normal((1, L, d))).to(dtype),
+                            timeout=60))
     return out
+
+
+def stage_models(stage, arch):
+    """On the build machine (torsorc, torch, no GPU needed): prebuilds into
+    STAGE/prebuilt every model the compiled runs load (torsor.compiler.
+    prebuild, found there through $TORSOR_PREBUILT_DIR on the GPU machine,
+    which has no torsorc): the nvptx block forward and backward of every
+    ring case, masked and unmasked (the ring computes both); the nvptx and
+    cpu GrassmannMix of the halo case (the cpu one is the single-process
+    reference); the cpu basis models of the groups (the ambient gradient of
+    g). Writes STAGE/prebuilt/gpu_arch. Prints one line per model."""
+    import torsor.compiler as tc
+    import torsor.groups as tg
+    import torsor.nn as tnn
+    folder = os.path.join(stage, "prebuilt")
+    os.makedirs(folder, exist_ok=True)
+    nvptx = dict(target="nvptx", flags=["--gpu-arch=" + arch])
+    built = []
+    for name, group, heads, tau, lam, causal, _, dt, _ in RING_CASES:
+        for masked in sorted({causal, False}):
+            spec = tnn._block_spec(group, heads, tau, lam, masked)
+            for backward in (False, True):
+                src = tnn._block_source(spec, D, backward)
+                built.append((tc.prebuild(src, folder, dtype=dt, opt=tnn._OneOp.opt,
+                                          **nvptx), name))
+        n, k = tg.BUILTIN[group]
+        built.append((tc.prebuild(tg._BASIS_SOURCE.format(decl="", G=group, k=k), folder,
+                                  dtype="f64", opt=0, grad=True), group + " basis"))
+    for name, d, r, offsets, causal, _, dt, _ in GRASSMANN_CASES:
+        src = tnn.GrassmannMix(d, r=r, offsets=offsets, causal=causal).source()
+        for target in (nvptx, {}):
+            built.append((tc.prebuild(src, folder, dtype=dt, opt=tnn._OneOp.opt, grad=True,
+                                      **target), name))
+    with open(os.path.join(folder, "gpu_arch"), "w") as f:
+        f.write(arch + "\n")
+    for so, what in built:
+        print("ring-check stage: %s %s" % (what, os.path.basename(so)))
+    return built
 
 
 def single_process(torch, rr, c):
@@ -123,10 +194,24 @@ def tangent(torch, torsor, group, g, G):
     return torch.einsum("...ij,...kij->...k", G.double(), g.double()[..., None, :, :] @ E)
 
 
+def single_process_grassmann(torch, tnn, c):
+    """torsor.nn.GrassmannMix over the whole sequence on CPU tensors (the
+    cpu model): (y, dh, {param: gradient})."""
+    mod = tnn.GrassmannMix(c["d"], r=c["r"], offsets=c["offsets"], causal=c["causal"],
+                           dtype=c["h"].dtype)
+    mod.load_state_dict(c["params"])
+    h = c["h"].clone().requires_grad_()
+    y = mod(h)
+    (y * c["cot"]).sum().backward()
+    return y.detach(), h.grad, {k: p.grad for k, p in mod.named_parameters()}
+
+
 def check(world, use_reference, torch, torsor, rr, tdist, backend):
-    """Worst relative error over the cases, or an error string."""
+    """Worst relative error over the cases, or an error string. The
+    compiled runs add the GrassmannMix halo case."""
+    import torsor.nn as tnn
     with tempfile.TemporaryDirectory(prefix="ring-check-") as folder:
-        cs = cases(torch, rr)
+        cs = cases(torch, rr, grassmann=not use_reference)
         res = rr.spawn(world, folder, cs, use_reference, deadline_s=240, backend=backend)
     worst = 0.0
     for c in cs:
@@ -135,11 +220,21 @@ def check(world, use_reference, torch, torsor, rr, tdist, backend):
             if st[0] != "ok":
                 return None, "%s rank %d: %s" % (c["name"], r, str(st[1:])[-300:])
         parts = [res[r][c["name"]][1] for r in range(world)]
+        tol = 1e-12 if c.get("v", c.get("h")).dtype == torch.float64 else TOL
+        if c["kind"] == "grassmann":
+            y1, dh1, dp1 = single_process_grassmann(torch, tnn, c)
+            pairs = [(tdist.unshard([p["y"] for p in parts], c["layout"]), y1),
+                     (tdist.unshard([p["dh"] for p in parts], c["layout"]), dh1)]
+            pairs += [(sum(p["d_" + k] for p in parts), dp1[k]) for k in dp1]
+            for got, want in pairs:
+                e = float((got.double() - want.double()).abs().max()
+                          / want.double().abs().max())
+                worst = max(worst, e / tol)
+            continue
         y = tdist.unshard([p["y"] for p in parts], c["layout"])
         dv = tdist.unshard([p["dv"] for p in parts], c["layout"])
         dg = tdist.unshard([p["dg"] for p in parts], c["layout"], dim=-3)
         y1, dg1, dv1 = single_process(torch, rr, c)
-        tol = 1e-12 if c["v"].dtype == torch.float64 else TOL
         for got, want in ((y, y1), (dv, dv1), (tangent(torch, torsor, c["group"], c["g"], dg),
                                                tangent(torch, torsor, c["group"], c["g"], dg1))):
             e = float((got.double() - want).abs().max() / want.abs().max())
@@ -147,7 +242,29 @@ def check(world, use_reference, torch, torsor, rr, tdist, backend):
     return worst, None
 
 
+def use_stage_models():
+    """Points torsor.compile at the stage's prebuilt models (inherited by the
+    spawned ranks) and the GPU arch they were built for."""
+    folder = os.path.join(STAGE, "prebuilt")
+    if os.path.isdir(folder):
+        os.environ["TORSOR_PREBUILT_DIR"] = folder
+        arch = os.path.join(folder, "gpu_arch")
+        if os.path.exists(arch):
+            with open(arch) as f:
+                os.environ.setdefault("TORSOR_GPU_ARCH", f.read().strip())
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--stage-models":
+        try:
+            import torch  # noqa: F401  (torsor.nn needs it)
+        except ImportError as e:
+            print("ring-check stage: SKIPPED (%s): the compiled runs will be skipped" % e)
+            return 0
+        stage_models(os.path.abspath(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3
+                     else "sm_90")
+        return 0
+    use_stage_models()
     try:
         import torch
         import torch.distributed as dist
@@ -187,7 +304,9 @@ def main():
         for kind, use_ref in kinds:
             worst, err = check(world, use_ref, torch, torsor, rr, tdist, backend)
             if err is not None:
-                if kind == "compiled" and ("torsorc" in err or "CUDA" in err or "cuda" in err):
+                # Only "nothing was staged" skips; any other failure of the
+                # compiled kernels on CUDA tensors is a failure.
+                if kind == "compiled" and "cannot find torsorc" in err:
                     notes.append("compiled ws%d: skipped (%s)" % (world, err[-160:]))
                     print("ring-check run: ws%d %s %s: skipped (%s)"
                           % (world, what, kind, err[-160:]), flush=True)

@@ -20,6 +20,13 @@ removed by the next rebuild of their entry once they are an hour old. `cache=Fal
 publishes the new build. The cache lives in $TORSOR_CACHE_DIR, else
 $XDG_CACHE_HOME/torsor, else ~/.cache/torsor; delete it at any time.
 
+Prebuilt models (a machine without torsorc, e.g. a GPU machine without
+LLVM): `prebuild(source, folder, ...)` compiles a model into
+folder/<name>.so, the name a hash of the source text and the torsorc
+options only (not of the compiler's identity), and compile() first looks
+for that name in every folder of $TORSOR_PREBUILT_DIR (os.pathsep
+separated); a hit is loaded as it is, without torsorc.
+
 A compile interrupted on the Python side (Ctrl-C, any exception) stops
 torsorc with SIGTERM, so it removes its temporary files, and only after a
 grace period with SIGKILL.
@@ -217,12 +224,15 @@ def compile(source, dtype="f32", opt=None, target="cpu", flags=(), output=None,
     dtype   "f32" or "f64" (torsorc --dtype)
     opt     0..3 (torsorc -O; None: torsorc's default). -O0 is the unfused
             oracle the optimised code is tested against
-    target  "cpu" (torsorc --target)
+    target  "cpu" or "nvptx" (torsorc --target; an nvptx model runs on a
+            CUDA GPU and takes its chip in flags: ["--gpu-arch=sm_90"])
     flags   more torsorc flags, e.g. ["--mcpu=generic"]
     output  write OUT.so (and OUT.json) here instead of the cache
     cache   reuse an earlier compile of the same source and options (an
             entry is checked against its record first, and rebuilt when it
-            does not match); False recompiles and replaces the entry
+            does not match); False recompiles and replaces the entry. A
+            model prebuilt with prebuild() into a folder of
+            $TORSOR_PREBUILT_DIR is served first, without torsorc
     grad    also emit the backward entry (torsorc --grad): Model.backward
             returns the gradients of every param and float input
     model   the model to compile, by name, from a file that declares
@@ -236,24 +246,21 @@ def compile(source, dtype="f32", opt=None, target="cpu", flags=(), output=None,
     diagnostics (`file.tsr:12:9: error: ...`, caret line); for source text
     the file is called `<source>` in them."""
     text, path = _read_source(source)
-    torsorc = _locate.torsorc_path()
-    args = ["--dtype=" + dtype]
-    if target is not None:
-        args.append("--target=" + target)
-    if opt is not None:
-        if opt not in (0, 1, 2, 3):
-            raise ValueError("opt must be 0, 1, 2 or 3, got %r" % (opt,))
-        args.append("-O%d" % opt)
-    if grad:
-        args.append("--grad")
-    if model is not None:
-        args.append("--model=" + model)
-    if compute not in ("f32", "bf16"):
-        raise ValueError("compute must be 'f32' or 'bf16', got %r" % (compute,))
-    # f32 adds no flag, so earlier cache entries stay valid.
-    if compute != "f32":
-        args.append("--compute=" + compute)
-    args += list(flags)
+    args = _torsorc_args(dtype, opt, target, flags, grad, model, compute)
+    if output is None and cache:
+        hit = _prebuilt(text, args)
+        if hit is not None:
+            return hit
+    try:
+        torsorc = _locate.torsorc_path()
+    except TorsorError as e:
+        if os.environ.get("TORSOR_PREBUILT_DIR"):
+            raise TorsorError("%s; and no folder of TORSOR_PREBUILT_DIR=%s holds a prebuilt "
+                              "%s for this source and options (torsorc %s); stage it with "
+                              "torsor.compiler.prebuild on a machine with torsorc"
+                              % (e, os.environ["TORSOR_PREBUILT_DIR"],
+                                 prebuilt_name(text, args) + ".so", " ".join(args))) from None
+        raise
 
     if output is not None:
         out = os.fspath(output)
@@ -283,6 +290,64 @@ def compile(source, dtype="f32", opt=None, target="cpu", flags=(), output=None,
     m = Model(_build_entry(folder, key, want, torsorc, text, source_bytes, path, args))
     m.cached = False
     return m
+
+
+def _torsorc_args(dtype, opt, target, flags, grad, model, compute):
+    """torsorc's options for compile()'s arguments (also part of the keys)."""
+    args = ["--dtype=" + dtype]
+    if target is not None:
+        args.append("--target=" + target)
+    if opt is not None:
+        if opt not in (0, 1, 2, 3):
+            raise ValueError("opt must be 0, 1, 2 or 3, got %r" % (opt,))
+        args.append("-O%d" % opt)
+    if grad:
+        args.append("--grad")
+    if model is not None:
+        args.append("--model=" + model)
+    if compute not in ("f32", "bf16"):
+        raise ValueError("compute must be 'f32' or 'bf16', got %r" % (compute,))
+    # f32 adds no flag, so earlier cache entries stay valid.
+    if compute != "f32":
+        args.append("--compute=" + compute)
+    return args + list(flags)
+
+
+def prebuilt_name(text, args):
+    """The file stem of a prebuilt model: a hash of the source text and the
+    torsorc options (not of the compiler's identity)."""
+    return "prebuilt-" + hashlib.sha256("\0".join([text, *args]).encode(
+        "utf-8", "surrogateescape")).hexdigest()[:32]
+
+
+def _prebuilt(text, args):
+    """The prebuilt model of (text, args) from $TORSOR_PREBUILT_DIR, or None."""
+    folders = os.environ.get("TORSOR_PREBUILT_DIR", "")
+    name = prebuilt_name(text, args) + ".so"
+    for folder in folders.split(os.pathsep):
+        so = os.path.join(folder, name) if folder else ""
+        if so and os.path.exists(so) and os.path.exists(so[:-3] + ".json"):
+            m = Model(so)
+            m.cached = True
+            return m
+    return None
+
+
+def prebuild(source, folder, dtype="f32", opt=None, target="cpu", flags=(), grad=False,
+             model=None, compute="f32"):
+    """Compiles `source` with compile()'s options into folder/<name>.so
+    (and .json), the name prebuilt_name() of the source text and options,
+    without loading it (an nvptx model can be built on a machine without a
+    GPU). With the folder in $TORSOR_PREBUILT_DIR, compile() with the same
+    source and options loads it, on a machine without torsorc. Returns the
+    .so path (an existing one is kept)."""
+    text, path = _read_source(source)
+    args = _torsorc_args(dtype, opt, target, flags, grad, model, compute)
+    os.makedirs(folder, exist_ok=True)
+    so = os.path.join(folder, prebuilt_name(text, args) + ".so")
+    if not (os.path.exists(so) and os.path.exists(so[:-3] + ".json")):
+        _run_torsorc(_locate.torsorc_path(), text, path, args, so)
+    return so
 
 
 def _run_torsorc(torsorc, text, path, args, out):

@@ -21,8 +21,23 @@ given; f16/bf16 inputs are computed in f32 and the result cast back.
 
 `group` is a built-in name ("SO2", "SE2", "SO3", "SE3", "Aff2", "Sim3") or
 the .tsr text of a declared group (`group Sim2 { matrix 3; generator ...}`).
+
+Devices (docs/pytorch.md, "CUDA tensors"): the target follows the inputs'
+device. CPU tensors run a `--target=cpu` model; CUDA tensors a
+`--target=nvptx` model compiled for that GPU's compute capability
+(`sm_<major><minor>`; $TORSOR_GPU_ARCH overrides it, and sm_90 is used
+where torch cannot query it), run by the runtime on the device with the
+tensors' memory bound as device memory (no host copies, forward and
+backward). So there is one compile per (op, options, dtype, width,
+target, GPU arch). The runtime runs every nvptx model of a process on one
+GPU (TORSOR_CUDA_DEVICE, set here from the first CUDA tensor's device);
+tensors of one call on different devices, or CUDA tensors on another GPU
+than that one, are a clear error. A machine without torsorc (a GPU
+machine without LLVM) loads models prebuilt by torsor.compiler.prebuild
+into $TORSOR_PREBUILT_DIR (scripts/gpu-check-prepare.sh stages them).
 """
 import math
+import os
 import re
 import threading
 import warnings
@@ -41,14 +56,104 @@ _ops = {}
 _ops_lock = threading.Lock()
 
 
-def _op_for(source, dtype, group_source=None, opt=None):
-    """The custom op of a one-op model source at dtype (compiled once per
-    process, and once per machine through torsor.compile's cache)."""
-    key = (source, dtype, opt)
+# The chip nvptx models are compiled for when torch cannot tell (the H200's).
+DEFAULT_GPU_ARCH = "sm_90"
+_ARCH = re.compile(r"sm_[0-9]{2,3}a?$")
+_arch_of_device = {}
+_cuda_ordinal = []  # [the GPU this process's nvptx models run on], once chosen
+
+
+def gpu_arch(device=None):
+    """The `--gpu-arch` nvptx models for CUDA `device` are compiled for:
+    $TORSOR_GPU_ARCH when set (e.g. "sm_90"), else the device's compute
+    capability as sm_<major><minor> (torch.cuda.get_device_capability),
+    else DEFAULT_GPU_ARCH."""
+    env = os.environ.get("TORSOR_GPU_ARCH", "").strip()
+    if env:
+        if not _ARCH.match(env):
+            raise InvalidArgumentError("TORSOR_GPU_ARCH=%r is not an NVIDIA arch like "
+                                       "'sm_90'" % env)
+        return env
+    index = getattr(device, "index", None)
+    arch = _arch_of_device.get(index)
+    if arch is None:
+        try:
+            major, minor = torch.cuda.get_device_capability(device)
+            arch = "sm_%d%d" % (major, minor)
+        except Exception:  # no CUDA runtime here (e.g. a fake or meta device)
+            arch = DEFAULT_GPU_ARCH
+        _arch_of_device[index] = arch
+    return arch
+
+
+def _target_of(what, tensors):
+    """(target, gpu arch, device) of one call: "cpu" for CPU tensors,
+    "nvptx" and the GPU's arch for CUDA tensors; tensors on different
+    devices are an error."""
+    devices = []
+    for t in tensors:
+        if isinstance(t, torch.Tensor) and t.device not in devices:
+            devices.append(t.device)
+    if len(devices) > 1:
+        raise InvalidArgumentError(
+            "%s: the tensors of one call are on different devices (%s); move them to one "
+            "device (.cuda() or .cpu(), and the module's params with module.to(device))"
+            % (what, ", ".join(str(d) for d in devices)))
+    device = devices[0] if devices else torch.device("cpu")
+    if device.type == "cpu":
+        return "cpu", None, device
+    if device.type == "cuda":
+        return "nvptx", gpu_arch(device), device
+    raise InvalidArgumentError("%s: tensors on device '%s'; Torsor runs CPU tensors and CUDA "
+                               "tensors (.cpu() or .cuda())" % (what, device))
+
+
+def _claim_cuda_device(what, device):
+    """Sets the GPU the runtime runs nvptx models on (TORSOR_CUDA_DEVICE,
+    read once per process when the first nvptx model loads) to `device`'s,
+    or checks that it is that one."""
+    index = device.index
+    if index is None:
+        try:
+            index = torch.cuda.current_device()
+        except Exception:
+            index = 0
+    if not _cuda_ordinal:
+        env = os.environ.get("TORSOR_CUDA_DEVICE")
+        if env is None:
+            os.environ["TORSOR_CUDA_DEVICE"] = str(index)
+            _cuda_ordinal.append(index)
+        else:
+            try:
+                _cuda_ordinal.append(int(env))
+            except ValueError:
+                raise InvalidArgumentError("TORSOR_CUDA_DEVICE=%r is not a device ordinal"
+                                           % env) from None
+    if index != _cuda_ordinal[0]:
+        raise InvalidArgumentError(
+            "%s: the tensors are on cuda:%d, but this process's nvptx models run on GPU %d "
+            "(TORSOR_CUDA_DEVICE, fixed at the first CUDA call); use one GPU per process "
+            "(torch.cuda.set_device, or TORSOR_CUDA_DEVICE=%d before the first call)"
+            % (what, index, _cuda_ordinal[0], index))
+
+
+def _compile_for(source, dtype, opt, grad, target, arch):
+    """torsor.compile of a one-op model for the target."""
+    if target == "nvptx":
+        return _compile(source, dtype=dtype, opt=opt, grad=grad, target="nvptx",
+                        flags=["--gpu-arch=" + arch])
+    return _compile(source, dtype=dtype, opt=opt, grad=grad)
+
+
+def _op_for(source, dtype, group_source=None, opt=None, target="cpu", arch=None):
+    """The custom op of a one-op model source at dtype for the target
+    (compiled once per process, and once per machine through
+    torsor.compile's cache)."""
+    key = (source, dtype, opt, target, arch)
     with _ops_lock:
         op = _ops.get(key)
         if op is None:
-            model = _compile(source, dtype=dtype, opt=opt, grad=True)
+            model = _compile_for(source, dtype, opt, True, target, arch)
             op = custom_op(model, group_source=group_source)
             _ops[key] = op
     return op
@@ -78,12 +183,17 @@ class _OneOp(torch.nn.Module):
         up per (dtype, width) in an instance cache first, so a traced call
         (torch.compile) does not format source text."""
         name, dtype = _compute_dtype(inputs[-1])
+        what = type(self).__name__
+        target, arch, device = _target_of(what, list(inputs) + list(params))
+        if target == "nvptx":
+            _claim_cuda_device(what, device)
         cache = self.__dict__.setdefault("_op_cache", {})
-        op = cache.get((name, width))
+        key = (name, width, target, arch)
+        op = cache.get(key)
         if op is None:
             op = _op_for(source(width) if width is not None else source(), name,
-                         group_source, self.opt)
-            cache[(name, width)] = op
+                         group_source, self.opt, target, arch)
+            cache[key] = op
         # The dtype policy (docs/python.md, "dtypes"): a conversion that
         # rounds (an f64 g with f32 v) warns; exact ones are silent.
         for t in inputs[:-1]:
@@ -312,16 +422,37 @@ class RelationalAttention(_OneOp):
 _blocks = {}
 
 
-def _block_model(source, dtype, opt):
-    """The compiled one-op block model of `source` at dtype (once per
-    process, and once per machine through torsor.compile's cache)."""
-    key = (source, dtype, opt)
+def _block_model(source, dtype, opt, target="cpu", arch=None):
+    """The compiled one-op block model of `source` at dtype for the target
+    (once per process, and once per machine through torsor.compile's
+    cache)."""
+    key = (source, dtype, opt, target, arch)
     with _ops_lock:
         model = _blocks.get(key)
         if model is None:
-            model = _compile(source, dtype=dtype, opt=opt)
+            model = _compile_for(source, dtype, opt, False, target, arch)
             _blocks[key] = model
     return model
+
+
+def _block_target(name, tensors):
+    """(target, arch, device) of a block call, the GPU claimed for CUDA."""
+    target, arch, device = _target_of(name, tensors)
+    if target == "nvptx":
+        _claim_cuda_device(name, device)
+    return target, arch, device
+
+
+def _run_block(model, inputs, device):
+    """{output name: tensor} of a block model run on `inputs` ({name:
+    contiguous tensor}); CUDA tensors are bound as device memory and the
+    outputs are fresh CUDA tensors (torsor.torch's device path)."""
+    if device.type == "cuda":
+        from .torch import _run_cuda
+        outs = _run_cuda(model, model.inputs, model.params, model.outputs,
+                         [inputs[s.name] for s in model.inputs], [])
+        return {s.name: o for s, o in zip(model.outputs, outs)}
+    return model.run(inputs)
 
 
 def _block_spec(group, heads, tau, lam, causal):
@@ -408,9 +539,9 @@ def _check_block_shapes(name, spec, g_q, g_k, v):
     return int(g_q.shape[0]), int(g_q.shape[1]), int(g_k.shape[1]), n, D
 
 
-def _offset(name, label, value):
+def _offset(name, label, value, device=None):
     try:
-        return torch.tensor(int(value), dtype=torch.int64)
+        return torch.tensor(int(value), dtype=torch.int64, device=device)
     except (TypeError, ValueError):
         raise InvalidArgumentError("%s: %s must be an integer, got %r"
                                    % (name, label, value)) from None
@@ -429,15 +560,20 @@ def lie_attention_block(g_q, g_k, v, group, heads=1, tau=1.0, lam=1.0, causal=Fa
     lse -inf. group, heads, tau, lam and causal are torsor.nn.LieAttention's.
     Two blocks merge by lse: lse = logaddexp(lse_1, lse_2) and out =
     e^(lse_1 - lse) out_1 + e^(lse_2 - lse) out_2 per head. f32 or f64;
-    a plain function (no autograd): see lie_attention_block_backward."""
+    CPU tensors (the cpu model) or CUDA tensors (the nvptx model on that
+    GPU, outputs on it); a plain function (no autograd): see
+    lie_attention_block_backward."""
     name = "lie_attention_block"
     spec = _block_spec(group, heads, tau, lam, causal)
     dtype, _ = _block_dtype(name, [("g_q", g_q), ("g_k", g_k), ("v", v)])
     _check_block_shapes(name, spec, g_q, g_k, v)
-    model = _block_model(_block_source(spec, int(v.shape[-1]), False), dtype, _OneOp.opt)
-    outs = model.run({"gq": g_q.detach().contiguous(), "gk": g_k.detach().contiguous(),
-                      "v": v.detach().contiguous(), "qo": _offset(name, "q_offset", q_offset),
-                      "ko": _offset(name, "k_offset", k_offset)})
+    target, arch, device = _block_target(name, [g_q, g_k, v])
+    model = _block_model(_block_source(spec, int(v.shape[-1]), False), dtype, _OneOp.opt,
+                         target, arch)
+    outs = _run_block(model, {
+        "gq": g_q.detach().contiguous(), "gk": g_k.detach().contiguous(),
+        "v": v.detach().contiguous(), "qo": _offset(name, "q_offset", q_offset, device),
+        "ko": _offset(name, "k_offset", k_offset, device)}, device)
     return outs["out"], outs["lse"]
 
 
@@ -463,13 +599,14 @@ def lie_attention_block_backward(g_q, g_k, v, out, lse, dout, group, heads=1, ta
         if list(t.shape) != want:
             raise InvalidArgumentError("%s: expected %s of shape %s, got %s"
                                        % (name, label, want, list(t.shape)))
-    model = _block_model(_block_source(spec, D, True), dtype, _OneOp.opt)
+    target, arch, device = _block_target(name, [g_q, g_k, v, out, lse, dout])
+    model = _block_model(_block_source(spec, D, True), dtype, _OneOp.opt, target, arch)
     g_q, g_k = g_q.detach().contiguous(), g_k.detach().contiguous()
-    outs = model.run({"gq": g_q, "gk": g_k, "v": v.detach().contiguous(),
-                      "out": out.detach().contiguous(), "lse": lse.detach().contiguous(),
-                      "dout": dout.detach().contiguous(),
-                      "qo": _offset(name, "q_offset", q_offset),
-                      "ko": _offset(name, "k_offset", k_offset)})
+    outs = _run_block(model, {
+        "gq": g_q, "gk": g_k, "v": v.detach().contiguous(),
+        "out": out.detach().contiguous(), "lse": lse.detach().contiguous(),
+        "dout": dout.detach().contiguous(), "qo": _offset(name, "q_offset", q_offset, device),
+        "ko": _offset(name, "k_offset", k_offset, device)}, device)
     from .torch import ambient_group_gradient
     source = spec.group_decl or None
     dg_q = ambient_group_gradient(spec.group_name, g_q, outs["dgq"], source)

@@ -194,6 +194,7 @@ def _run_case(case, rank, world):
     mod = tdist.GrassmannMix(c["d"], r=c["r"], offsets=c["offsets"], causal=c["causal"],
                              layout=layout, dtype=c["h"].dtype, timeout=timeout)
     mod.load_state_dict(c["params"])
+    mod.to(c["h"].device)  # the params on the tokens' device (CUDA runs)
     h = cut(c["h"], -2).clone().requires_grad_()
     y = mod(h)
     (y * cut(c["cot"], -2)).sum().backward()
