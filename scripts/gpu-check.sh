@@ -24,9 +24,13 @@
 #      torsor.distributed.RingLieAttention on CUDA tensors against the
 #      single-process result, rows and gradients: world size 1 over NCCL,
 #      then 2 processes: over NCCL with 2 GPUs (the real NCCL ring), else
-#      over gloo with both ranks on GPU 0 (NCCL needs a GPU per rank); one
-#      line per run ("ring-check run: ...") and one row "torsor.distributed
-#      nccl" (SKIPPED, not counted, without torch/CUDA/NCCL);
+#      over gloo with both ranks on GPU 0 (NCCL needs a GPU per rank), each
+#      with the reference block kernels and with Torsor's compiled CUDA
+#      kernels (the nvptx block forward/backward and GrassmannMix's halo
+#      models that gpu-check-prepare.sh prebuilt into STAGE/prebuilt, loaded
+#      by torsor.nn without torsorc); one line per run ("ring-check run:
+#      ...") and one row "torsor.distributed nccl" (SKIPPED, not counted,
+#      without torsor/CUDA/NCCL);
 #   4. bench/gpu_attention.py (Lie attention against PyTorch SDPA and
 #      FlexAttention), when it was staged, as `python3 gpu_attention.py
 #      BENCH_ARGS` with TORSOR_RUN, TORSOR_RUNTIME_LIB and TORSOR_GPU_STAGE
@@ -64,7 +68,7 @@ while [ $# -gt 0 ]; do
     --no-bench) BENCH=0; shift ;;
     --bench-args) BENCH_ARGS=$2; shift 2 ;;
     --step-timeout) STEP=$2; shift 2 ;;
-    -h|--help) sed -n '3,42p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,53p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu-check: unknown argument '$1' (see --help)" >&2; exit 1 ;;
   esac
 done
