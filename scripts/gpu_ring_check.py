@@ -55,18 +55,38 @@ import os
 import sys
 import tempfile
 
-_ARGS = [a for a in sys.argv[1:] if a != "--stage-models"]
-STAGE = os.path.abspath(_ARGS[0]) if _ARGS else os.getcwd()
-TOL = float(_ARGS[1]) if len(_ARGS) > 1 and sys.argv[1] != "--stage-models" else 1e-5
-for p in (os.path.join(STAGE, "python"), STAGE,
-          os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"),
-          os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test", "Python")):
-    if os.path.isdir(p):
-        sys.path.insert(0, p)
+
+def _argv():
+    """(STAGE, TOL) from the command line; anything else (an import by a
+    test) gives the current folder and the default tolerance."""
+    args = [a for a in sys.argv[1:] if a != "--stage-models"]
+    stage = os.path.abspath(args[0]) if args and os.path.isdir(args[0]) else os.getcwd()
+    try:
+        tol = float(args[1]) if len(args) > 1 and sys.argv[1] != "--stage-models" else 1e-5
+    except ValueError:
+        tol = 1e-5
+    return stage, tol
+
+
+STAGE, TOL = _argv()
 BACKEND = os.environ.get("TORSOR_RING_CHECK_BACKEND", "nccl")
-if os.path.exists(os.path.join(STAGE, "lib", "libtorsor_runtime.so")):
-    os.environ.setdefault("TORSOR_RUNTIME_LIB",
-                          os.path.join(STAGE, "lib", "libtorsor_runtime.so"))
+
+
+def _setup_paths():
+    """The staged package and ring_reference first (the stage's layout),
+    else the checkout's; the staged runtime library."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for p in (os.path.join(STAGE, "python"), STAGE, os.path.join(here, "..", "python"),
+              os.path.join(here, "..", "test", "Python")):
+        if os.path.isdir(p):
+            sys.path.insert(0, p)
+    if os.path.exists(os.path.join(STAGE, "lib", "libtorsor_runtime.so")):
+        os.environ.setdefault("TORSOR_RUNTIME_LIB",
+                              os.path.join(STAGE, "lib", "libtorsor_runtime.so"))
+
+
+if __name__ == "__main__":
+    _setup_paths()
 
 
 def random_elements(torch, rr, group, L, rng):
@@ -125,7 +145,7 @@ def cases(torch, rr, grassmann=False):
     return out
 
 
-def stage_models(stage, arch):
+def stage_models(stage, arch, verbose=True):
     """On the build machine (torsorc, torch, no GPU needed): prebuilds into
     STAGE/prebuilt every model the compiled runs load (torsor.compiler.
     prebuild, found there through $TORSOR_PREBUILT_DIR on the GPU machine,
@@ -158,7 +178,7 @@ def stage_models(stage, arch):
                                       **target), name))
     with open(os.path.join(folder, "gpu_arch"), "w") as f:
         f.write(arch + "\n")
-    for so, what in built:
+    for so, what in built if verbose else ():
         print("ring-check stage: %s %s" % (what, os.path.basename(so)))
     return built
 

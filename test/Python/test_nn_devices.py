@@ -286,6 +286,87 @@ class CudaRunPath(_Env, unittest.TestCase):
         self.assertEqual(set(out), {"out", "lse"})
 
 
+@unittest.skipUnless(HAVE_TORCH, SKIP_REASON)
+class StagedModels(_Env, unittest.TestCase):
+    """scripts/gpu_ring_check.py --stage-models (what gpu-check-prepare.sh
+    runs) prebuilds exactly the models torsor.nn asks for on the GPU
+    machine: for every ring case on CUDA tensors, the nvptx block forward
+    and backward (masked and unmasked, as the ring calls them) and the
+    groups' basis models; for the halo case, GrassmannMix for nvptx (the
+    ranks) and cpu (the single-process reference). Recorded by name
+    (torsor.compiler.prebuilt_name), nothing compiled."""
+
+    def test_stage_covers_what_torsor_nn_loads(self):
+        import importlib.util
+        import torsor.compiler as tc
+        import torsor.groups as tg
+        path = os.path.join(common.SOURCE, "scripts", "gpu_ring_check.py")
+        spec = importlib.util.spec_from_file_location("gpu_ring_check_under_test", path)
+        rc = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(rc)
+
+        staged, wanted = set(), []
+
+        def prebuild(source, folder, **kw):
+            args = tc._torsorc_args(kw.get("dtype", "f32"), kw.get("opt"),
+                                    kw.get("target", "cpu"), kw.get("flags", ()),
+                                    kw.get("grad", False), None, "f32")
+            staged.add(tc.prebuilt_name(source, args))
+            return os.path.join(folder, tc.prebuilt_name(source, args) + ".so")
+
+        class Stop(Exception):
+            pass
+
+        def compile_(source, dtype="f32", opt=None, target="cpu", flags=(), grad=False,
+                     **kw):
+            args = tc._torsorc_args(dtype, opt, target, flags, grad, None, "f32")
+            wanted.append((source.split("model ")[1].split()[0], target,
+                           tc.prebuilt_name(source, args)))
+            raise Stop()
+
+        saved = (tc.prebuild, tnn._compile, tc.compile)
+        tc.prebuild, tnn._compile, tc.compile = prebuild, compile_, compile_
+        tg_saved = dict(tg._bases)
+        tg._bases.clear()
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                rc.stage_models(tmp, "sm_90", verbose=False)
+                with open(os.path.join(tmp, "prebuilt", "gpu_arch")) as f:
+                    self.assertEqual(f.read().strip(), "sm_90")
+            os.environ["TORSOR_GPU_ARCH"] = "sm_90"
+            dt = {"f32": torch.float32, "f64": torch.float64}
+            for _, group, heads, tau, lam, causal, _, d, _ in rc.RING_CASES:
+                n = tg.BUILTIN[group][0]
+                g = FakeCuda.of(torch.eye(n, dtype=dt[d]).repeat(1, 3, 1, 1))
+                v = FakeCuda.of(torch.zeros(1, 3, rc.D, dtype=dt[d]))
+                for masked in {causal, False}:
+                    with self.assertRaises(Stop):
+                        tnn.lie_attention_block(g, g, v, group, heads, tau, lam, masked)
+                    with self.assertRaises(Stop):
+                        tnn.lie_attention_block_backward(
+                            g, g, v, v, FakeCuda.of(torch.zeros(1, 3, heads, dtype=dt[d])),
+                            v, group, heads, tau, lam, masked)
+                with self.assertRaises(Stop):
+                    tg.basis(group)
+            for _, dd, r, offsets, causal, _, d, _ in rc.GRASSMANN_CASES:
+                mix = tnn.GrassmannMix(dd, r=r, offsets=offsets, causal=causal, dtype=dt[d])
+                with self.assertRaises(Stop):
+                    mix(torch.zeros(1, 5, dd, dtype=dt[d]))  # the reference, on the CPU
+                for name, p in list(mix._parameters.items()):
+                    mix._parameters[name] = FakeCuda.of(p.detach())
+                with self.assertRaises(Stop):
+                    mix(FakeCuda.of(torch.zeros(1, 5, dd, dtype=dt[d])))
+        finally:
+            tc.prebuild, tnn._compile, tc.compile = saved
+            tg._bases.clear()
+            tg._bases.update(tg_saved)
+        targets = [t for _, t, _ in wanted]
+        self.assertEqual(targets.count("nvptx"), 4 * 2 - 2 + 1)  # fwd+bwd x masks, + halo
+        missing = [(m, t) for m, t, name in wanted if name not in staged]
+        self.assertEqual(missing, [], "asked for on the GPU machine but not staged")
+        self.assertEqual(len(staged), len({name for _, _, name in wanted}))
+
+
 MODEL = """model Twice {
   dim N;
   input x: f32[N];
