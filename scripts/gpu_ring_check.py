@@ -46,7 +46,9 @@ The compiled runs load the nvptx (and cpu) models that --stage-models
 prebuilt into STAGE/prebuilt (torsor.compiler.prebuild; the GPU machine
 has no torsorc): $TORSOR_PREBUILT_DIR and $TORSOR_GPU_ARCH are set to
 them. They add a GrassmannMix halo case (the halo's CUDA kernels) against
-the single-process torsor.nn.GrassmannMix on the CPU.
+the single-process torsor.nn.GrassmannMix on the CPU. Last, on CUDA
+(not in the gloo self-test), torsor.nn.LieAttention in one process on
+CUDA tensors against CPU tensors (NN_CASE: forward and gradients).
 
 TORSOR_RING_CHECK_BACKEND=gloo runs the same check on CPU tensors over
 gloo (a self-test of this script on a machine without a GPU).
@@ -112,6 +114,11 @@ D = 8
 # The halo case (compiled kernels only): (name, d, r, offsets, causal, layout, dtype, L).
 GRASSMANN_CASES = (("grassmann_causal_zigzag_f64", 8, 4, [1, 2, 5], True, "zigzag", "f64", 23),)
 
+# torsor.nn.LieAttention in one process, CUDA against CPU tensors (compiled
+# kernels): (name, group, heads, tau, lam, causal, dtype, L).
+NN_CASE = ("lie_attention_se3_h2_causal_f64", "SE3", 2, [0.7, 1.3], [1.0, 0.5], True, "f64",
+           37)
+
 
 def cases(torch, rr, grassmann=False):
     """(name, config, full inputs): f64 and f32, causal zigzag and not; with
@@ -152,8 +159,8 @@ def stage_models(stage, arch, verbose=True):
     which has no torsorc): the nvptx block forward and backward of every
     ring case, masked and unmasked (the ring computes both); the nvptx and
     cpu GrassmannMix of the halo case (the cpu one is the single-process
-    reference); the cpu basis models of the groups (the ambient gradient of
-    g). Writes STAGE/prebuilt/gpu_arch. Prints one line per model."""
+    reference) and LieAttention of NN_CASE; the cpu basis models of the
+    groups (the ambient gradient of g). Writes STAGE/prebuilt/gpu_arch. Prints one line per model."""
     import torsor.compiler as tc
     import torsor.groups as tg
     import torsor.nn as tnn
@@ -171,6 +178,11 @@ def stage_models(stage, arch, verbose=True):
         n, k = tg.BUILTIN[group]
         built.append((tc.prebuild(tg._BASIS_SOURCE.format(decl="", G=group, k=k), folder,
                                   dtype="f64", opt=0, grad=True), group + " basis"))
+    _, group, heads, tau, lam, causal, dt, _ = NN_CASE
+    src = tnn.LieAttention(group, heads=heads, tau=tau, lam=lam, causal=causal).source(D)
+    for target in (nvptx, {}):
+        built.append((tc.prebuild(src, folder, dtype=dt, opt=tnn._OneOp.opt, grad=True,
+                                  **target), NN_CASE[0]))
     for name, d, r, offsets, causal, _, dt, _ in GRASSMANN_CASES:
         src = tnn.GrassmannMix(d, r=r, offsets=offsets, causal=causal).source()
         for target in (nvptx, {}):
@@ -224,6 +236,42 @@ def single_process_grassmann(torch, tnn, c):
     y = mod(h)
     (y * c["cot"]).sum().backward()
     return y.detach(), h.grad, {k: p.grad for k, p in mod.named_parameters()}
+
+
+def check_nn(torch, torsor, rr, devices=("cpu", "cuda")):
+    """torsor.nn.LieAttention (the self-attention module, through
+    torsor.torch's custom op) on CUDA tensors, the nvptx model, against
+    the same module on CPU tensors, the cpu model: rows, v's gradient and
+    the tangent projection of g's gradient. Worst error in units of the
+    tolerance (1e-12 in f64, TOL in f32)."""
+    import numpy as np
+    import torsor.nn as tnn
+    _, group, heads, tau, lam, causal, dt, L = NN_CASE
+    dtype = torch.float64 if dt == "f64" else torch.float32
+    rng = np.random.default_rng(11)
+    g = random_elements(torch, rr, group, L, rng).to(dtype)
+    v = torch.tensor(rng.standard_normal((1, L, D))).to(dtype)
+    cot = torch.tensor(rng.standard_normal((1, L, D))).to(dtype)
+    res = []
+    for device in devices:
+        attn = tnn.LieAttention(group, heads=heads, tau=tau, lam=lam, causal=causal)
+        gd = g.to(device).requires_grad_()
+        vd = v.to(device).requires_grad_()
+        y = attn(gd, vd)
+        if y.device.type != device:
+            raise AssertionError("LieAttention on %s tensors returned %s tensors"
+                                 % (device, y.device))
+        (y * cot.to(device)).sum().backward()
+        res.append((y.detach().cpu(), gd.grad.cpu(), vd.grad.cpu()))
+    tol = 1e-12 if dtype == torch.float64 else TOL
+    (y0, dg0, dv0), (y1, dg1, dv1) = res
+    worst = 0.0
+    for got, want in ((y1, y0), (dv1, dv0), (tangent(torch, torsor, group, g, dg1),
+                                             tangent(torch, torsor, group, g, dg0))):
+        got, want = got.detach().double(), want.detach().double()
+        e = float((got - want).abs().max() / want.abs().max())
+        worst = max(worst, e / tol)
+    return worst
 
 
 def check(world, use_reference, torch, torsor, rr, tdist, backend):
@@ -343,6 +391,19 @@ def main():
                   flush=True)
             if worst > 1.0 and verdict == "ok":
                 verdict = "MISMATCH"
+    if BACKEND != "gloo":  # torsor.nn itself on CUDA tensors, one process
+        try:
+            worst = check_nn(torch, torsor, rr)
+            notes.append("nn LieAttention cuda vs cpu %.2g×tol" % worst)
+            print("ring-check run: nn LieAttention cuda vs cpu (one process): %s %.2g×tol"
+                  % ("ok" if worst <= 1.0 else "MISMATCH", worst), flush=True)
+            if worst > 1.0 and verdict == "ok":
+                verdict = "MISMATCH"
+        except Exception as e:
+            verdict = "FAILED"
+            notes.append("nn LieAttention cuda: %s: %s" % (type(e).__name__, str(e)[-200:]))
+            print("ring-check run: nn LieAttention cuda vs cpu (one process): FAILED %s: %s"
+                  % (type(e).__name__, str(e)[-300:]), flush=True)
     print("ring-check: %s ws1 %s ws2 %s (%s)" % (
         verdict, "%.2g" % errs["ws1"] if "ws1" in errs else "-",
         "%.2g" % errs["ws2"] if "ws2" in errs else "-", "; ".join(notes)))

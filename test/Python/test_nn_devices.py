@@ -293,7 +293,8 @@ class StagedModels(_Env, unittest.TestCase):
     machine: for every ring case on CUDA tensors, the nvptx block forward
     and backward (masked and unmasked, as the ring calls them) and the
     groups' basis models; for the halo case, GrassmannMix for nvptx (the
-    ranks) and cpu (the single-process reference). Recorded by name
+    ranks) and cpu (the single-process reference); LieAttention of the
+    one-process CUDA-against-CPU case, both targets. Recorded by name
     (torsor.compiler.prebuilt_name), nothing compiled."""
 
     def test_stage_covers_what_torsor_nn_loads(self):
@@ -348,6 +349,13 @@ class StagedModels(_Env, unittest.TestCase):
                             v, group, heads, tau, lam, masked)
                 with self.assertRaises(Stop):
                     tg.basis(group)
+            _, group, heads, tau, lam, causal, d, _ = rc.NN_CASE
+            n = tg.BUILTIN[group][0]
+            attn = tnn.LieAttention(group, heads=heads, tau=tau, lam=lam, causal=causal)
+            for wrap in (lambda t: t, FakeCuda.of):
+                with self.assertRaises(Stop):
+                    attn(wrap(torch.eye(n, dtype=dt[d]).repeat(1, 3, 1, 1)),
+                         wrap(torch.zeros(1, 3, rc.D, dtype=dt[d])))
             for _, dd, r, offsets, causal, _, d, _ in rc.GRASSMANN_CASES:
                 mix = tnn.GrassmannMix(dd, r=r, offsets=offsets, causal=causal, dtype=dt[d])
                 with self.assertRaises(Stop):
@@ -361,7 +369,8 @@ class StagedModels(_Env, unittest.TestCase):
             tg._bases.clear()
             tg._bases.update(tg_saved)
         targets = [t for _, t, _ in wanted]
-        self.assertEqual(targets.count("nvptx"), 4 * 2 - 2 + 1)  # fwd+bwd x masks, + halo
+        # The blocks (fwd + bwd per mask), LieAttention, the halo.
+        self.assertEqual(targets.count("nvptx"), 4 * 2 - 2 + 1 + 1)
         missing = [(m, t) for m, t, name in wanted if name not in staged]
         self.assertEqual(missing, [], "asked for on the GPU machine but not staged")
         self.assertEqual(len(staged), len({name for _, _, name in wanted}))
