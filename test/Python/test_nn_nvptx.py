@@ -2,18 +2,13 @@
 compiles for the GPU, and the GPU attention kernel of the block forward
 matches the CPU kernel (issue #23).
 
-1. nvptx compiles: the one-op sources of LieAttention (--grad),
-   GrassmannMix (--grad), RelationalAttention (--grad) and the ring's
-   block forward (two token sets at runtime offsets, with the row lse)
-   and block backward (f32, and f64), each lowered to PTX for sm_90
-   (`torsorc --emit=opt | torsor-opt
-   --torsor-nvptx-pipeline=gpu-format=isa`, torsorc --target=nvptx's
-   pipeline with the kernels kept as PTX): the PTX has kernels (.entry)
-   and calls no function it does not define (no `.extern .func`: every
-   math call resolved, libdevice included). One configuration each keeps
-   this to about 30 s; scripts/gpu-check-prepare.sh builds the ring's
-   and the halo's models as .so (ptxas cubins) for SO(3) and SE(3),
-   heads 1 and 4, masked and not, f32 and f64.
+1. nvptx compiles: test/GPU/nvptx-nn-sources.test lowers the one-op
+   sources of LieAttention, GrassmannMix and RelationalAttention (with
+   --grad) and the ring's block forward (two token sets at runtime
+   offsets, with the row lse) and backward (f32 and f64) to PTX for sm_90
+   and checks that every call is resolved (no `.extern .func`). Its
+   inputs are torsor.nn's sources verbatim; NvptxSources here checks that
+   they still are (the lit test runs without torch, this one needs it).
 2. The block forward's GPU kernel (geo-map-attention-to-gpu with
    cpu-emulation=1: the kernel's per-thread code with its blocks and
    threads as host loops, test/lib/gpu_attention_emulation.py), built from
@@ -40,7 +35,7 @@ import common
 from common import torsor
 
 try:
-    import torch
+    import torch  # noqa: F401  (torsor.nn needs it)
     import torsor.nn as tnn
     HAVE_TORCH = True
 except ImportError:
@@ -49,13 +44,6 @@ except ImportError:
 SKIP_REASON = ("PyTorch is not installed in this environment (it is optional; "
                "make test never installs it)")
 TORSORC = os.path.join(common.BUILD, "bin", "torsorc")
-TORSOR_OPT = os.path.join(common.BUILD, "bin", "torsor-opt")
-
-
-def nvptx_available():
-    """Whether this torsorc has the NVPTX target (a build without it says so)."""
-    res = subprocess.run([TORSORC, "--help"], capture_output=True, text=True)
-    return "nvptx" in res.stdout
 
 
 def block_sources(group, heads, causal, D=8):
@@ -63,56 +51,41 @@ def block_sources(group, heads, causal, D=8):
     return (tnn._block_source(spec, D, False), tnn._block_source(spec, D, True))
 
 
+INPUTS = os.path.join(common.SOURCE, "test", "GPU", "Inputs")
+
+
 @unittest.skipUnless(HAVE_TORCH, SKIP_REASON)
-class NvptxCompiles(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        if not nvptx_available():
-            raise unittest.SkipTest("this torsorc has no --target=nvptx")
-        cls.tmp = tempfile.TemporaryDirectory(prefix="torsor-nn-nvptx-")
+class NvptxSources(unittest.TestCase):
+    """test/GPU/nvptx-nn-sources.test lowers these files to PTX (in CI too,
+    where there is no torch): they must be what torsor.nn generates."""
 
-    @classmethod
-    def tearDownClass(cls):
-        cls.tmp.cleanup()
+    def generated(self):
+        spec = tnn._block_spec("SE3", 4, [0.5, 1.0, 1.5, 2.0], 1.0, True)
+        return {
+            "nn_block_forward.tsr": tnn._block_source(spec, 8, False),
+            "nn_block_backward.tsr": tnn._block_source(spec, 8, True),
+            "nn_lie_attention.tsr": tnn.LieAttention("SO3", heads=1, tau=0.7).source(8),
+            "nn_grassmann_mix.tsr": tnn.GrassmannMix(16, r=4, offsets=[1, 2, 5],
+                                                     causal=True).source(),
+            "nn_relational_attention.tsr": tnn.RelationalAttention(16, heads=2,
+                                                                   causal=True).source(),
+        }
 
-    def ptx(self, source, dtype="f32", grad=False):
-        """The PTX of `source` for sm_90: torsorc --emit=opt, then the nvptx
-        pipeline with gpu-format=isa (torsorc --target=nvptx's pipeline,
-        the kernels kept as PTX instead of a ptxas cubin)."""
-        path = os.path.join(self.tmp.name, "model.tsr")
-        with open(path, "w") as f:
-            f.write(source)
-        first = source.split("model ")[1].split("{")[0].strip()
-        what = "%s %s%s" % (first, dtype, " --grad" if grad else "")
-        flags = ["--dtype=" + dtype] + (["--grad"] if grad else [])
-        opt = subprocess.run([TORSORC, path, "--emit=opt"] + flags, capture_output=True,
-                             text=True)
-        self.assertEqual(opt.returncode, 0, "%s:\n%s" % (what, opt.stderr[-3000:]))
-        res = subprocess.run([TORSOR_OPT, "-", "--torsor-nvptx-pipeline=gpu-format=isa "
-                              "gpu-arch=sm_90"], input=opt.stdout, capture_output=True,
-                             text=True)
-        self.assertEqual(res.returncode, 0, "%s (PTX):\n%s" % (what, res.stderr[-3000:]))
-        text = res.stdout
-        self.assertIn(".entry", text, what)
-        self.assertNotIn(".extern .func", text, "%s: unresolved calls" % what)
-        return text
+    def test_lit_inputs_are_the_generated_sources(self):
+        for name, text in self.generated().items():
+            with open(os.path.join(INPUTS, name)) as f:
+                lines = f.read().split("\n")
+            self.assertTrue(lines[0].startswith("// torsor.nn's generated source"), name)
+            self.assertEqual("\n".join(lines[1:]), text,
+                             "%s differs from what torsor.nn generates now; regenerate it "
+                             "(this test's generated())" % name)
 
-    def test_lie_attention(self):
-        self.ptx(tnn.LieAttention("SO3", heads=1, tau=0.7).source(8), grad=True)
-
-    def test_block_forward_and_backward(self):
+    def test_block_sources_are_the_ring_models(self):
+        # The ring (torsor.distributed) calls exactly these block models.
         fwd, bwd = block_sources("SE3", 4, True)
-        # The two-set forward is the fused GPU attention kernel.
-        self.assertIn("__torsor_attention_tile", self.ptx(fwd), "SE3 block forward")
-        self.ptx(bwd)
-        self.ptx(block_sources("SO3", 1, False)[1], "f64")
-
-    def test_grassmann_mix(self):
-        self.ptx(tnn.GrassmannMix(16, r=4, offsets=[1, 2, 5], causal=True).source(),
-                 grad=True)
-
-    def test_relational_attention(self):
-        self.ptx(tnn.RelationalAttention(16, heads=2, causal=True).source(), grad=True)
+        self.assertIn("lie_attention(gq, gk, v,", fwd)
+        self.assertIn("query_offset = qo, key_offset = ko", fwd)
+        self.assertIn("lie_attention_grad(gq, gk, v, out, lse, dout,", bwd)
 
 
 @unittest.skipUnless(HAVE_TORCH, SKIP_REASON)
