@@ -400,10 +400,16 @@ def main():
             if worst > 1.0 and verdict == "ok":
                 verdict = "MISMATCH"
         except Exception as e:
-            verdict = "FAILED"
-            notes.append("nn LieAttention cuda: %s: %s" % (type(e).__name__, str(e)[-200:]))
-            print("ring-check run: nn LieAttention cuda vs cpu (one process): FAILED %s: %s"
-                  % (type(e).__name__, str(e)[-300:]), flush=True)
+            if "cannot find torsorc" in str(e):  # nothing staged, as for the compiled runs
+                notes.append("nn LieAttention cuda: skipped (%s)" % str(e)[-160:])
+                print("ring-check run: nn LieAttention cuda vs cpu (one process): skipped (%s)"
+                      % str(e)[-160:], flush=True)
+            else:
+                verdict = "FAILED"
+                notes.append("nn LieAttention cuda: %s: %s"
+                             % (type(e).__name__, str(e)[-200:]))
+                print("ring-check run: nn LieAttention cuda vs cpu (one process): FAILED "
+                      "%s: %s" % (type(e).__name__, str(e)[-300:]), flush=True)
     print("ring-check: %s ws1 %s ws2 %s (%s)" % (
         verdict, "%.2g" % errs["ws1"] if "ws1" in errs else "-",
         "%.2g" % errs["ws2"] if "ws2" in errs else "-", "; ".join(notes)))
