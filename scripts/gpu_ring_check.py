@@ -160,7 +160,8 @@ def stage_models(stage, arch, verbose=True):
     ring case, masked and unmasked (the ring computes both); the nvptx and
     cpu GrassmannMix of the halo case (the cpu one is the single-process
     reference) and LieAttention of NN_CASE; the cpu basis models of the
-    groups (the ambient gradient of g). Writes STAGE/prebuilt/gpu_arch. Prints one line per model."""
+    groups (the ambient gradient of g). Writes STAGE/prebuilt/gpu_arch;
+    prints one line per model (verbose)."""
     import torsor.compiler as tc
     import torsor.groups as tg
     import torsor.nn as tnn
