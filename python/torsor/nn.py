@@ -180,8 +180,9 @@ class _OneOp(torch.nn.Module):
 
     def _run(self, source, inputs, params, out_shape, group_source=None, width=None):
         """Runs the one-op model `source(width)` on inputs; the op is looked
-        up per (dtype, width) in an instance cache first, so a traced call
-        (torch.compile) does not format source text."""
+        up per (dtype, width, target, GPU arch) in an instance cache first,
+        so a traced call (torch.compile) does not format source text. The
+        target follows the tensors' device (_target_of)."""
         name, dtype = _compute_dtype(inputs[-1])
         what = type(self).__name__
         target, arch, device = _target_of(what, list(inputs) + list(params))
