@@ -41,6 +41,7 @@
 #include "dialects/Lie/IR/Groups/Groups.h"
 
 #include "dialects/Lie/IR/Groups/MatrixFunctions.h"
+#include "dialects/Lie/IR/Groups/PairForms.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
@@ -583,7 +584,11 @@ Value GenericGroupModel::buildDist2(ScalarBuilder &m, ValueRange a,
 }
 
 // The pairwise form. Exact: the built-in's. Block-isotropic host: the
-// host's features of diag(g, I) and its block norms, mixed. Otherwise the
+// host's features of diag(g, I) and its block norms, mixed. SE(2) host
+// whose block norms are not a mix of its own (a sheared translation basis):
+// SE(2)'s features, its log of a⁻¹b built from them per pair
+// (buildPlanarPairLog: no product, no sin or cos), then T⁺ and the
+// declared block norms. Otherwise the
 // default (a⁻¹ per query, compose and log per pair), whose inverse and log
 // are the host's closed forms when there is a host and the generic loops
 // when there is none.
@@ -597,6 +602,10 @@ static const GroupModel *pairFormSource(const GroupModel *special,
   return host && r.isBlockIsotropic() ? host : nullptr;
 }
 
+bool GenericGroupModel::usesPlanarPairLog() const {
+  return !special && host == &getSE2Model() && !structure.isBlockIsotropic();
+}
+
 unsigned GenericGroupModel::getQueryFeatureCount() const {
   if (usesNilpotentPairForm())
     return support.size();
@@ -606,6 +615,8 @@ unsigned GenericGroupModel::getQueryFeatureCount() const {
       count += getFactorFeatureCount(c, /*query=*/true);
     return count;
   }
+  if (usesPlanarPairLog())
+    return host->getQueryFeatureCount();
   const GroupModel *src = pairFormSource(special, host, structure);
   return src ? src->getQueryFeatureCount() : GroupModel::getQueryFeatureCount();
 }
@@ -619,6 +630,8 @@ unsigned GenericGroupModel::getKeyFeatureCount() const {
       count += getFactorFeatureCount(c, /*query=*/false);
     return count;
   }
+  if (usesPlanarPairLog())
+    return host->getKeyFeatureCount();
   const GroupModel *src = pairFormSource(special, host, structure);
   return src ? src->getKeyFeatureCount() : GroupModel::getKeyFeatureCount();
 }
@@ -636,7 +649,7 @@ Scalars GenericGroupModel::buildQueryFeatures(ScalarBuilder &m,
       q.push_back(inv[e]);
     return q;
   }
-  if (pairFormSource(special, host, structure))
+  if (pairFormSource(special, host, structure) || usesPlanarPairLog())
     return host->buildQueryFeatures(m, embed(m, a));
   return GroupModel::buildQueryFeatures(m, a);
 }
@@ -653,7 +666,7 @@ Scalars GenericGroupModel::buildKeyFeatures(ScalarBuilder &m,
       k.push_back(b[e]);
     return k;
   }
-  if (pairFormSource(special, host, structure))
+  if (pairFormSource(special, host, structure) || usesPlanarPairLog())
     return host->buildKeyFeatures(m, embed(m, b));
   return GroupModel::buildKeyFeatures(m, b);
 }
@@ -670,6 +683,8 @@ Scalars GenericGroupModel::buildPairBlockNorms(ScalarBuilder &m, ValueRange q,
     return buildNilpotentPairBlockNorms(m, q, k);
   if (pairFormSource(special, host, structure))
     return mixBlockNorms(m, host->buildPairBlockNorms(m, q, k));
+  if (usesPlanarPairLog())
+    return buildBlockNorms(m, fromHost(m, buildPlanarPairLog(m, q, k)));
   return GroupModel::buildPairBlockNorms(m, q, k);
 }
 

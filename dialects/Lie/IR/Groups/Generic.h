@@ -176,6 +176,10 @@ private:
   Scalars buildProductPairBlockNorms(ScalarBuilder &m, mlir::ValueRange q,
                                      mlir::ValueRange k) const;
 
+  /// Whether the pair form is SE(2)'s features and its log of a⁻¹b from
+  /// them (PairForms.h, buildPlanarPairLog), mapped through T⁺: an SE(2)
+  /// host whose block norms are not a mix of SE(2)'s.
+  bool usesPlanarPairLog() const;
   /// Whether the pair form is the nilpotent one below: no built-in closed
   /// forms, and the exact series.
   bool usesNilpotentPairForm() const {
