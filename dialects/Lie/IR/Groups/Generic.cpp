@@ -588,7 +588,8 @@ Value GenericGroupModel::buildDist2(ScalarBuilder &m, ValueRange a,
 // whose block norms are not a mix of its own (a sheared translation basis):
 // SE(2)'s features, its log of a⁻¹b built from them per pair
 // (buildPlanarPairLog: no product, no sin or cos), then T⁺ and the
-// declared block norms. Otherwise the
+// declared block norms. GL⁺(2) host of a subalgebra of sl(2): its log of
+// the formed a⁻¹b without the ½ ln det part T⁺ does not read. Otherwise the
 // default (a⁻¹ per query, compose and log per pair), whose inverse and log
 // are the host's closed forms when there is a host and the generic loops
 // when there is none.
@@ -604,6 +605,23 @@ static const GroupModel *pairFormSource(const GroupModel *special,
 
 bool GenericGroupModel::usesPlanarPairLog() const {
   return !special && host == &getSE2Model() && !structure.isBlockIsotropic();
+}
+
+bool GenericGroupModel::usesTracelessLinearPairLog() const {
+  if (special || host != &getGL2ClosedFormModel() ||
+      structure.isBlockIsotropic() || n != 2)
+    return false;
+  // Every generator traceless (to rounding of its entries): T⁺ then
+  // annihilates I, and GL⁺(2)'s ½ ln det part of the log never reaches
+  // the declared coordinates.
+  for (const std::vector<double> &e : gens) {
+    double norm = 0;
+    for (double x : e)
+      norm += x * x;
+    if (std::abs(e[0] + e[3]) > 1e-12 * std::sqrt(norm))
+      return false;
+  }
+  return true;
 }
 
 unsigned GenericGroupModel::getQueryFeatureCount() const {
@@ -685,6 +703,9 @@ Scalars GenericGroupModel::buildPairBlockNorms(ScalarBuilder &m, ValueRange q,
     return mixBlockNorms(m, host->buildPairBlockNorms(m, q, k));
   if (usesPlanarPairLog())
     return buildBlockNorms(m, fromHost(m, buildPlanarPairLog(m, q, k)));
+  if (usesTracelessLinearPairLog())
+    return buildBlockNorms(
+        m, fromHost(m, buildGL2Log(m, buildCompose(m, q, k), true)));
   return GroupModel::buildPairBlockNorms(m, q, k);
 }
 
