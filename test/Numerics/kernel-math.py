@@ -18,11 +18,14 @@ special values ±0, ±∞, NaN, FLT_MIN, FLT_MAX, −1.
 
 Bounds (the measured maxima with a margin, docs/geo.md):
   log    1 ulp on x > 0;  log1p 2 ulp on x > −1;  expm1 2 ulp
-  (x ≥ −88.7; below, the result is −1 to within half an ulp).
+  (x ≥ −88.7; below, the result is −1 to within half an ulp);
+  exp 2 ulp, subnormal results included (x ∈ [−103.97, −87.34], where the
+  ulp is the smallest subnormal: gradual underflow, not a flush to 0),
+  0 for x < −104.
   tiny x (|x| < 2⁻²⁵): expm1(x) and log1p(x) equal x bit for bit.
   specials as C99: log(0) = −∞, log(<0) = NaN, log(+∞) = +∞;
   log1p(−1) = −∞, log1p(<−1) = NaN; expm1(+∞) = +∞, expm1(−∞) = −1;
-  NaN → NaN.
+  exp(±0) = 1, exp(+∞) = +∞, exp(−∞) = 0; NaN → NaN.
 """
 import subprocess
 
@@ -100,7 +103,8 @@ def inputs():
     rng = np.random.default_rng(7)
     # Switch points and subnormal boundary, densely.
     for c in (1.0, -1.0, np.sqrt(0.5), np.sqrt(2.0), 2.0, 0.5,
-              np.finfo(np.float32).tiny, 88.7, -87.3, -0.5):
+              np.finfo(np.float32).tiny, 88.7, -87.3, -0.5,
+              -80.0, -103.97, -104.0):
         xs.append((c * (1 + rng.uniform(-1e-3, 1e-3, 20000))).astype(np.float32))
         steps = [np.float32(c)]
         for direction in (np.float32(np.inf), np.float32(-np.inf)):
@@ -115,6 +119,8 @@ def inputs():
     # Uniform in the ranges the kernels see.
     xs.append(rng.uniform(-20, 20, 200000).astype(np.float32))
     xs.append(rng.uniform(-1, 1, 200000).astype(np.float32))
+    # exp's subnormal results and the switch at x = -80 (every binade).
+    xs.append(rng.uniform(-105, -79, 200000).astype(np.float32))
     return np.concatenate(xs)
 
 
@@ -131,16 +137,21 @@ def main():
             domain &= x > 0
         if op == "log1p":
             domain &= x > -1
-        if op == "exp":
-            # Documented: 0 below ln(FLT_MIN), no subnormal results; the
-            # 2^k step assumes a normal result, so the last 0.34 above
-            # ln(FLT_MIN) (results < 1.6e-38) are not held to 2 ulps.
-            domain &= x >= -87.0
         err = ulp_error(y[domain], ref[domain])
         worst = np.argmax(err)
         rep.check("%s: max ulp error over %d inputs (worst at x = %r)"
                   % (op, domain.sum(), float(x[domain][worst])),
                   err.max(), BOUND[op])
+        if op == "exp":
+            sub = domain & (x < -87.34) & (x >= -103.97)
+            rep.check("exp: subnormal results, max error in smallest "
+                      "subnormals over %d inputs in [-103.97, -87.34]"
+                      % sub.sum(), ulp_error(y[sub], ref[sub]).max(), 2.0)
+            rep.check("exp: no zero result above -103.97 (%d inputs)"
+                      % (finite & (x > -103.97)).sum(),
+                      np.sum(y[finite & (x > -103.97)] == 0), 0)
+            rep.check("exp: 0 below -104 (%d inputs)" % (finite & (x < -104)).sum(),
+                      np.sum(y[finite & (x < -104)] != 0), 0)
         if op in ("expm1", "log1p"):
             tiny = finite & (np.abs(x) < 2.0 ** -25)
             rep.check("%s(x) == x bit for bit for |x| < 2^-25 (%d inputs, "
@@ -162,6 +173,8 @@ def main():
         "expm1": [0.0, -0.0, inf, -1.0, nan, np.expm1(-1.0), np.expm1(-2.0),
                   inf, -1.0, np.finfo(np.float32).tiny,
                   np.finfo(np.float32).smallest_subnormal],
+        "exp": [1.0, 1.0, inf, 0.0, nan, np.exp(-1.0), np.exp(-2.0), inf, 0.0,
+                1.0, 1.0],
     }
     for op, want in expect.items():
         y = run(mod, op, special).astype(np.float64)

@@ -202,6 +202,11 @@ CASES = {
                      linear=True),
     "SE2p": GroupCase("SE2p", rotation=lambda rng, th, eps=None: affine(rot2(th), _trans(rng, 2, eps))),
     "SE2s": GroupCase("SE2s", rotation=lambda rng, th, eps=None: affine(rot2(th), _trans(rng, 2, eps))),
+    # SE2c's rotation generator turns about (0, −0.7): its block norm of
+    # the translations has a θ·ρ cross term, so dist2 differs between the
+    # logs θ = ±π of a half turn; its tokens stop 1e-3 short (as the Torus).
+    "SE2c": GroupCase("SE2c", rotation=lambda rng, th, eps=None: affine(
+        rot2(math.copysign(min(abs(th), math.pi - 1e-3), th)), _trans(rng, 2, eps))),
     # Direct sums of ideals (GroupStructure.h, "Direct sums"): the other
     # factor turns by at most θ.
     "SO3xSO2": GroupCase("SO3xSO2", rotation=lambda rng, th, eps=None: _blockdiag(
@@ -402,7 +407,7 @@ def _mp_project(name):
 
     # (The declared CO3, SE2p and SE2s are rotation(-scale) groups too.)
     d = {"SO2": 2, "SE2": 2, "SO3": 3, "SE3": 3, "Sim3": 3, "CO3": 3, "SE2p": 2,
-         "SE2s": 2, "Sim2": 2}.get(name)
+         "SE2s": 2, "SE2c": 2, "Sim2": 2}.get(name)
     blocks = CASES[name].rotation_blocks if name in CASES else None
     if blocks is not None:
         def project_blocks(M):

@@ -11,8 +11,10 @@
 // exp by e^x = 2^k e^r, k = round(x / ln 2), r = x − k ln 2 (Cody–Waite)
 // and a degree-6 polynomial for e^r fitted for relative error (1.9e-9 in
 // exact arithmetic, 8.5e-8 ≈ 1.4 ulp evaluated in f32 over the whole
-// range), 2^k added to the exponent bits; 0 below ln(FLT_MIN), +∞ above
-// ln(FLT_MAX), NaN in → NaN out.
+// range), 2^k added to the exponent bits; subnormal results (x below
+// ln(FLT_MIN) = −87.34, down to −103.97) through 2^(k+64)·2⁻⁶⁴, rounded
+// once to the subnormal grid; 0 below −104, +∞ above ln(FLT_MAX), NaN in →
+// NaN out.
 //
 // log, log1p and expm1 serve the pair forms of the groups whose closed
 // forms need them (Aff(2) and GL⁺(2) logs, Sim(2)'s |φ(w)|², Sim(3)): a
@@ -131,13 +133,22 @@ struct PolynomialExp : OpRewritePattern<math::ExpOp> {
     r = m.fma(k, m.c(-1.428606820309417e-06), r);
     Value p = m.poly(r, kExpCoeffs);
     // 2^k: k << 23 added to p's exponent (the shifter's pattern shifts
-    // out; p ∈ [0.7, 1.42] keeps the sum a normal number for x in range).
+    // out; p ∈ [0.7, 1.42] keeps the sum a normal number for k ≥ −125).
     Value scaled = arith::AddIOp::create(
         b, bits(p), arith::ShLIOp::create(b, bits(t), intConst(23)));
     Value y = arith::BitcastOp::create(b, type, scaled);
-    // Out of range: 0 below ln(FLT_MIN), +∞ above ln(FLT_MAX). Both tests
-    // are false on NaN, which the polynomial carries through.
-    y = m.select(m.lt(x, m.c(-87.33654475)), m.c(0.0), y);
+    // Subnormal results (k ≤ −126): p·2^(k+64), a normal number for
+    // k ≥ −190, times 2⁻⁶⁴, so that the one rounding to the subnormal grid
+    // is the multiply's (gradual underflow, as libm). Taken below x = −80,
+    // where both ways are exact.
+    Value lifted = arith::BitcastOp::create(
+        b, type, arith::AddIOp::create(b, scaled, intConst(64 << 23)));
+    Value tiny = m.mul(lifted, m.c(0x1p-64));
+    y = m.select(m.lt(x, m.c(-80.0)), tiny, y);
+    // Out of range: 0 below −104 (e^x < 2⁻¹⁵⁰, half the smallest subnormal,
+    // from −103.972), +∞ above ln(FLT_MAX). Both tests are false on NaN,
+    // which the polynomial carries through.
+    y = m.select(m.lt(x, m.c(-104.0)), m.c(0.0), y);
     y = m.select(m.gt(x, m.c(88.72283905)),
                  m.c(std::numeric_limits<double>::infinity()), y);
     rewriter.replaceOp(op, y);

@@ -285,7 +285,7 @@ constexpr unsigned kLinearEntries[] = {0, 1, 2, 3};
 /// eigenvalue would lose ε/|entry| through X).
 Scalars logOfDeviation(ScalarBuilder &m, std::array<Value, 4> mat,
                        std::array<Value, 4> dev, Value v0, Value v1,
-                       Value delta) {
+                       Value delta, bool traceless = false) {
   Value zero = m.c(0.0), half = m.c(0.5), one = m.c(1.0);
   Value a = mat[0], d = mat[3], p = dev[0], q = dev[3];
   Value near = m.lt(
@@ -293,23 +293,29 @@ Scalars logOfDeviation(ScalarBuilder &m, std::array<Value, 4> mat,
       one);
   Value b = m.select(near, dev[1], mat[1]);
   Value c = m.select(near, dev[2], mat[2]);
-  Value pq = m.add(p, q);
   Value t = m.mul(half, m.add(a, d));
   Value n = m.mul(half, m.select(near, m.sub(p, q), m.sub(a, d)));
   Value bc = m.mul(b, c);
   Value s = m.fma(n, n, bc); // t² − δ without the cancellation.
-  // δ − 1 = (p + q) + (pq − bc), both products compensated: error
-  // ε(|p + q| + |δ − 1|), relative to ‖A − I‖ next to the identity. Far
-  // from it the Kahan δ − 1 (error ε·δ) is the better one.
-  Value prod = m.mul(p, q);
-  Value prodErr = m.fma(p, q, m.neg(prod));
-  Value bcErr = m.fma(b, c, m.neg(bc));
-  Value deltaM1 =
-      m.select(near, m.add(m.add(m.sub(prod, bc), pq), m.sub(prodErr, bcErr)),
-               m.sub(delta, one));
-  Value logDelta =
-      m.select(m.lt(m.abs(deltaM1), half), m.log1p(deltaM1), m.log(delta));
-  Value h = m.mul(half, logDelta);
+  // `traceless`: the caller's coordinates do not read the trace part
+  // h = ½ ln δ (a subalgebra of sl(2): T⁺ annihilates I), so it is 0
+  // and neither log below is evaluated.
+  Value h = m.c(0.0);
+  if (!traceless) {
+    // δ − 1 = (p + q) + (pq − bc), both products compensated: error
+    // ε(|p + q| + |δ − 1|), relative to ‖A − I‖ next to the identity. Far
+    // from it the Kahan δ − 1 (error ε·δ) is the better one.
+    Value pq = m.add(p, q);
+    Value prod = m.mul(p, q);
+    Value prodErr = m.fma(p, q, m.neg(prod));
+    Value bcErr = m.fma(b, c, m.neg(bc));
+    Value deltaM1 =
+        m.select(near, m.add(m.add(m.sub(prod, bc), pq), m.sub(prodErr, bcErr)),
+                 m.sub(delta, one));
+    Value logDelta =
+        m.select(m.lt(m.abs(deltaM1), half), m.log1p(deltaM1), m.log(delta));
+    h = m.mul(half, logDelta);
+  }
 
   // f with log A = h·I + f·N.
   double eta = m.isF32() ? 0.1 : 1e-2;
@@ -510,11 +516,7 @@ public:
   }
 
   Scalars buildLog(ScalarBuilder &m, ValueRange g) const override {
-    Value one = m.c(1.0);
-    return logOfDeviation(m, {g[0], g[1], g[2], g[3]},
-                          {m.sub(g[0], one), g[1], g[2], m.sub(g[3], one)},
-                          Value(), Value(),
-                          kahanDet(m, g[0], g[1], g[2], g[3]));
+    return buildGL2Log(m, g, /*traceless=*/false);
   }
 
   unsigned getQueryFeatureCount() const override { return 5; }
@@ -539,6 +541,15 @@ public:
 };
 
 } // namespace
+
+Scalars torsor::lie::buildGL2Log(ScalarBuilder &m, ValueRange g,
+                                 bool traceless) {
+  Value one = m.c(1.0);
+  return logOfDeviation(m, {g[0], g[1], g[2], g[3]},
+                        {m.sub(g[0], one), g[1], g[2], m.sub(g[3], one)},
+                        Value(), Value(), kahanDet(m, g[0], g[1], g[2], g[3]),
+                        traceless);
+}
 
 const GroupModel &torsor::lie::getGL2ClosedFormModel() {
   static const GL2Model model;

@@ -41,6 +41,7 @@
 #include "dialects/Lie/IR/Groups/Groups.h"
 
 #include "dialects/Lie/IR/Groups/MatrixFunctions.h"
+#include "dialects/Lie/IR/Groups/PairForms.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
@@ -583,7 +584,12 @@ Value GenericGroupModel::buildDist2(ScalarBuilder &m, ValueRange a,
 }
 
 // The pairwise form. Exact: the built-in's. Block-isotropic host: the
-// host's features of diag(g, I) and its block norms, mixed. Otherwise the
+// host's features of diag(g, I) and its block norms, mixed. SE(2) host
+// whose block norms are not a mix of its own (a sheared translation basis):
+// SE(2)'s features, its log of a⁻¹b built from them per pair
+// (buildPlanarPairLog: no product, no sin or cos), then T⁺ and the
+// declared block norms. GL⁺(2) host of a subalgebra of sl(2): its log of
+// the formed a⁻¹b without the ½ ln det part T⁺ does not read. Otherwise the
 // default (a⁻¹ per query, compose and log per pair), whose inverse and log
 // are the host's closed forms when there is a host and the generic loops
 // when there is none.
@@ -597,6 +603,27 @@ static const GroupModel *pairFormSource(const GroupModel *special,
   return host && r.isBlockIsotropic() ? host : nullptr;
 }
 
+bool GenericGroupModel::usesPlanarPairLog() const {
+  return !special && host == &getSE2Model() && !structure.isBlockIsotropic();
+}
+
+bool GenericGroupModel::usesTracelessLinearPairLog() const {
+  if (special || host != &getGL2ClosedFormModel() ||
+      structure.isBlockIsotropic() || n != 2)
+    return false;
+  // Every generator traceless (to rounding of its entries): T⁺ then
+  // annihilates I, and GL⁺(2)'s ½ ln det part of the log never reaches
+  // the declared coordinates.
+  for (const std::vector<double> &e : gens) {
+    double norm = 0;
+    for (double x : e)
+      norm += x * x;
+    if (std::abs(e[0] + e[3]) > 1e-12 * std::sqrt(norm))
+      return false;
+  }
+  return true;
+}
+
 unsigned GenericGroupModel::getQueryFeatureCount() const {
   if (usesNilpotentPairForm())
     return support.size();
@@ -606,6 +633,8 @@ unsigned GenericGroupModel::getQueryFeatureCount() const {
       count += getFactorFeatureCount(c, /*query=*/true);
     return count;
   }
+  if (usesPlanarPairLog())
+    return host->getQueryFeatureCount();
   const GroupModel *src = pairFormSource(special, host, structure);
   return src ? src->getQueryFeatureCount() : GroupModel::getQueryFeatureCount();
 }
@@ -619,6 +648,8 @@ unsigned GenericGroupModel::getKeyFeatureCount() const {
       count += getFactorFeatureCount(c, /*query=*/false);
     return count;
   }
+  if (usesPlanarPairLog())
+    return host->getKeyFeatureCount();
   const GroupModel *src = pairFormSource(special, host, structure);
   return src ? src->getKeyFeatureCount() : GroupModel::getKeyFeatureCount();
 }
@@ -636,7 +667,7 @@ Scalars GenericGroupModel::buildQueryFeatures(ScalarBuilder &m,
       q.push_back(inv[e]);
     return q;
   }
-  if (pairFormSource(special, host, structure))
+  if (pairFormSource(special, host, structure) || usesPlanarPairLog())
     return host->buildQueryFeatures(m, embed(m, a));
   return GroupModel::buildQueryFeatures(m, a);
 }
@@ -653,7 +684,7 @@ Scalars GenericGroupModel::buildKeyFeatures(ScalarBuilder &m,
       k.push_back(b[e]);
     return k;
   }
-  if (pairFormSource(special, host, structure))
+  if (pairFormSource(special, host, structure) || usesPlanarPairLog())
     return host->buildKeyFeatures(m, embed(m, b));
   return GroupModel::buildKeyFeatures(m, b);
 }
@@ -670,6 +701,11 @@ Scalars GenericGroupModel::buildPairBlockNorms(ScalarBuilder &m, ValueRange q,
     return buildNilpotentPairBlockNorms(m, q, k);
   if (pairFormSource(special, host, structure))
     return mixBlockNorms(m, host->buildPairBlockNorms(m, q, k));
+  if (usesPlanarPairLog())
+    return buildBlockNorms(m, fromHost(m, buildPlanarPairLog(m, q, k)));
+  if (usesTracelessLinearPairLog())
+    return buildBlockNorms(
+        m, fromHost(m, buildGL2Log(m, buildCompose(m, q, k), true)));
   return GroupModel::buildPairBlockNorms(m, q, k);
 }
 

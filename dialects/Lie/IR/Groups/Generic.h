@@ -176,6 +176,14 @@ private:
   Scalars buildProductPairBlockNorms(ScalarBuilder &m, mlir::ValueRange q,
                                      mlir::ValueRange k) const;
 
+  /// Whether the pair form is SE(2)'s features and its log of a⁻¹b from
+  /// them (PairForms.h, buildPlanarPairLog), mapped through T⁺: an SE(2)
+  /// host whose block norms are not a mix of SE(2)'s.
+  bool usesPlanarPairLog() const;
+  /// Whether the pair form is GL⁺(2)'s log of a⁻¹b without its trace part
+  /// (buildGL2Log, traceless): a GL⁺(2) host of traceless generators whose
+  /// block norms are not a mix of GL⁺(2)'s (SL(2) in any basis).
+  bool usesTracelessLinearPairLog() const;
   /// Whether the pair form is the nilpotent one below: no built-in closed
   /// forms, and the exact series.
   bool usesNilpotentPairForm() const {

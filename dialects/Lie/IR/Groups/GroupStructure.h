@@ -25,7 +25,9 @@
 // N_b = Σ_β c_bβ N_β(w_B): the built-in's factored pair form serves as is
 // ("block-isotropic"). Otherwise (a sheared basis inside one built-in
 // block, say) the pair form evaluates B's closed-form log per pair and maps
-// it through T⁺ — straight-line code still, but no dot-product shortcut.
+// it through T⁺ — straight-line code still, but no dot-product shortcut;
+// for B = SE(2) that log comes from SE(2)'s own per-token features
+// (PairForms.h, buildPlanarPairLog), without forming a⁻¹b.
 //
 // Direct sums (Recognition::Product). When the generators are block
 // diagonal up to a permutation of the matrix coordinates (for an affine

@@ -29,6 +29,12 @@ const GroupModel &getGL2ClosedFormModel();
 const GroupModel &getCO3ClosedFormModel();
 const GroupModel &getSE2TranslationsModel();
 
+/// The gl2 model's log of a 2×2 `g` (its buildLog), with the trace part
+/// ½ ln det g·I left out (0) when `traceless`: for declared subalgebras of
+/// sl(2), whose coordinates T⁺ do not read it (one log1p and one log per
+/// pair fewer in their pair form).
+Scalars buildGL2Log(ScalarBuilder &m, mlir::ValueRange g, bool traceless);
+
 /// The model of a host GroupStructure.h names: a built-in keyword, or one
 /// of the closed forms above (sim2, gl2, co3, se2x); null for any other
 /// name.

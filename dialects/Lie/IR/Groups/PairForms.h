@@ -41,6 +41,18 @@ PairAngle buildSpatialPairAngle(ScalarBuilder &m, mlir::ValueRange ri,
 /// neither side cancels; below a small angle its Taylor series in θ/2.
 mlir::Value buildHalfAngleRatio2(ScalarBuilder &m, const PairAngle &angle);
 
+/// log(a⁻¹b) = (θ, ρ₁, ρ₂) in SE(2)'s coordinates from the SE(2) pair
+/// features (c, s, t₁, t₂) of a (`q`) and b (`k`), without forming a⁻¹b
+/// and without a sin or cos: u = R_aᵀ(t_b − t_a) is a⁻¹b's translation and
+/// V(θ)⁻¹ = (x/sin x)·R(−x) = x cot x·I − x·J (x = θ/2, J the quarter
+/// turn), so ρ = x cot x·u + x·(u₂, −u₁). x cot x is x·(r + cos)/sin for
+/// cos θ ≥ 0 and x·sin/(r − cos) otherwise (no cancellation on either
+/// side; 0 at θ = π), its Taylor series below |x| = 0.1 (f32) or 1e-2.
+/// For the declared groups whose block norms are a non-isotropic quadratic
+/// form in SE(2)'s coordinates (a sheared translation basis).
+Scalars buildPlanarPairLog(ScalarBuilder &m, mlir::ValueRange q,
+                           mlir::ValueRange k);
+
 } // namespace torsor::lie
 
 #endif // TORSOR_DIALECTS_LIE_IR_GROUPS_PAIRFORMS_H
