@@ -125,6 +125,55 @@ Value padTo(OpBuilder &b, Location loc, Value source, OpFoldResult rows,
                                high, zero);
 }
 
+/// Where `source` ([batch.., M, K]) is the unused result of a generic
+/// writing a tensor.empty (canonical's), redirects that generic to write
+/// the tiles [batch.., Mp/T, Kp/D, T, D] (`tiled`) directly, element
+/// (m, k) at (m / T, k / D, m % T, k % D), and returns them; null
+/// otherwise. One pass over A instead of a padded copy and a reordered
+/// one. The depth padding (k ≥ K) is zero-filled first unless K is a
+/// multiple of D; the row padding (m ≥ M) is left unwritten: a row of A
+/// only reaches the same row of C, and rows ≥ M of C are sliced off.
+Value tileRowsInPlace(OpBuilder &b, Location loc, Value source,
+                      ArrayRef<OpFoldResult> tiled, int64_t tr,
+                      int64_t td) {
+  auto generic = source.getDefiningOp<linalg::GenericOp>();
+  if (!generic || !source.use_empty() || generic.getNumDpsInits() != 1 ||
+      generic->getNumResults() != 1 ||
+      !generic.getDpsInits()[0].getDefiningOp<tensor::EmptyOp>() ||
+      !generic.getIndexingMapsArray().back().isIdentity() ||
+      isa<BlockArgument>(
+          generic.getBody()->getTerminator()->getOperand(0)))
+    return Value();
+  SmallVector<OpFoldResult> have = sizesOf(b, loc, source);
+  unsigned rank = have.size();
+  MLIRContext *ctx = b.getContext();
+  Type element = getElementTypeOrSelf(source.getType());
+  RankedTensorType type = tensorOf(tiled, element);
+  Value init = tensor::EmptyOp::create(b, loc, tiled, element);
+  std::optional<int64_t> k = getConstantIntValue(have[rank - 1]);
+  if (!k || *k % td != 0) {
+    Value zero =
+        arith::ConstantOp::create(b, loc, element, b.getZeroAttr(element));
+    init = linalg::FillOp::create(b, loc, ValueRange{zero}, ValueRange{init})
+               .getResult(0);
+  }
+  SmallVector<AffineExpr> exprs;
+  for (unsigned i = 0; i + 2 < rank; ++i)
+    exprs.push_back(b.getAffineDimExpr(i));
+  AffineExpr m = b.getAffineDimExpr(rank - 2), kk = b.getAffineDimExpr(rank - 1);
+  exprs.append({m.floorDiv(tr), kk.floorDiv(td), m % tr, kk % td});
+  SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
+  maps.back() = AffineMap::get(rank, 0, exprs, ctx);
+  generic->moveAfter(init.getDefiningOp());
+  b.setInsertionPointAfter(generic);
+  auto redirected = linalg::GenericOp::create(
+      b, loc, type, generic.getDpsInputs(), init, maps,
+      generic.getIteratorTypesArray());
+  redirected.getRegion().takeBody(generic.getRegion());
+  generic->erase();
+  return redirected.getResult(0);
+}
+
 /// The operand of `op` at `index` as a tensor of `element` whose dims are
 /// the contraction's loop dims `dims` in that order (the operand must read
 /// exactly those), each value converted by `convert`. An operand stored in
@@ -281,24 +330,38 @@ LogicalResult torsor::packBF16Contraction(RewriterBase &rewriter,
     linalg::YieldOp::create(nb, nloc, args[0]);
   };
 
-  // A: [batch.., Mp, Kp] → [batch.., Mp/T, Kp/D, T, H, 2], loops (batch..,
-  // mo, ko, mi, ai, p) reading A[.., mo·T + mi, ko·D + 2·ai + p].
-  Value aPad = padTo(b, loc, a, mp, kp);
-  SmallVector<OpFoldResult> aTiled(ArrayRef(aSizes).take_front(nA));
-  aTiled.append({mo, ko, b.getIndexAttr(tr), b.getIndexAttr(th), two});
-  SmallVector<AffineExpr> aRead;
-  for (unsigned i = 0; i < nA; ++i)
-    aRead.push_back(d(i));
-  aRead.push_back(d(nA) * tr + d(nA + 2));
-  aRead.push_back(d(nA + 1) * td + d(nA + 3) * 2 + d(nA + 4));
-  Value aPacked =
-      linalg::GenericOp::create(
-          b, loc, tensorOf(aTiled, bf16), aPad,
-          tensor::EmptyOp::create(b, loc, aTiled, bf16).getResult(),
-          SmallVector<AffineMap>{AffineMap::get(nA + 5, 0, aRead, ctx),
-                                 b.getMultiDimIdentityMap(nA + 5)},
-          parallel(nA + 5), copy)
-          .getResult(0);
+  // A: [batch.., Mp, Kp] → [batch.., Mp/T, Kp/D, T, D] (then viewed as
+  // [.., T, H, 2]): the rounding generic writes its tiles directly
+  // (tileRowsInPlace), else a copy of tile rows (D contiguous bf16) each,
+  // loops (batch.., mo, ko, mi, e) reading A[.., mo·T + mi, ko·D + e].
+  SmallVector<OpFoldResult> aRows(ArrayRef(aSizes).take_front(nA));
+  aRows.append({mo, ko, b.getIndexAttr(tr), b.getIndexAttr(td)});
+  Value aTileRows = tileRowsInPlace(b, loc, a, aRows, tr, td);
+  if (!aTileRows) {
+    Value aPad = padTo(b, loc, a, mp, kp);
+    SmallVector<AffineExpr> aRead;
+    for (unsigned i = 0; i < nA; ++i)
+      aRead.push_back(d(i));
+    aRead.push_back(d(nA) * tr + d(nA + 2));
+    aRead.push_back(d(nA + 1) * td + d(nA + 3));
+    aTileRows =
+        linalg::GenericOp::create(
+            b, loc, tensorOf(aRows, bf16), aPad,
+            tensor::EmptyOp::create(b, loc, aRows, bf16).getResult(),
+            SmallVector<AffineMap>{AffineMap::get(nA + 4, 0, aRead, ctx),
+                                   b.getMultiDimIdentityMap(nA + 4)},
+            parallel(nA + 4), copy)
+            .getResult(0);
+  }
+  SmallVector<OpFoldResult> aTiled(aRows);
+  aTiled.back() = b.getIndexAttr(th);
+  aTiled.push_back(two);
+  SmallVector<ReassociationIndices> aGroups;
+  for (unsigned i = 0; i < nA + 3; ++i)
+    aGroups.push_back({i});
+  aGroups.push_back({nA + 3, nA + 4});
+  Value aPacked = tensor::ExpandShapeOp::create(
+      b, loc, tensorOf(aTiled, bf16), aTileRows, aGroups, aTiled);
 
   // B: [bBatch.., Kp, Np] → [bBatch.., Np/T', Kp/D, H, T', 2], loops
   // (bBatch.., no, ko, ai, ni, p) reading B[.., ko·D + 2·ai + p, no·T' + ni].
