@@ -16,8 +16,8 @@
 //                         R A tiles, B B tiles (each one contiguous KiB,
 //                         rows 64 bytes apart), R·B amx.tile_mulf
 //                       amx.tile_store
-//   avx512bf16  scf.parallel over the same tasks
-//                 scf.for mr rows, scf.for B·16 columns:
+//   avx512bf16  scf.parallel over the same tasks, depth blocks and columns
+//                 scf.for the task's rows by mr:
 //                   mr × B vector<16xf32> accumulators; per VNNI row a of
 //                   each depth tile: B vector<32xbf16> loads (one B tile
 //                   row each), and per row the pair A[r, 2a..2a+1]
@@ -309,6 +309,20 @@ void buildAVX512BF16(OpBuilder &b, Location loc, const Operands &o,
   int64_t vectors = s.blockCols;
   Value zero = constant(b, loc, 0), one = constant(b, loc, 1);
   Task t = buildTasks(b, loc, o, s.taskRows);
+  // Depth blocks [k0, kEnd) in tiles, then columns, then the task's rows:
+  // one block column of B (B·16 columns × cache_depth) stays in L1 while
+  // every register tile of the task's rows reads it.
+  auto depthBlocks = scf::ForOp::create(b, loc, zero, o.depthTiles,
+                                        constant(b, loc, s.depthTiles));
+  b.setInsertionPointToStart(depthBlocks.getBody());
+  Value k0 = depthBlocks.getInductionVar();
+  Value kEnd = arith::MinUIOp::create(b, loc, add(b, loc, k0, s.depthTiles),
+                                      o.depthTiles);
+  auto cols = scf::ForOp::create(b, loc, zero, o.cols,
+                                 constant(b, loc, vectors * lanes));
+  b.setInsertionPointToStart(cols.getBody());
+  Value j = cols.getInductionVar();
+  Value panel = divide(b, loc, j, lanes);
   auto rows = scf::ForOp::create(b, loc, t.row, t.rowEnd,
                                  constant(b, loc, s.registerRows));
   b.setInsertionPointToStart(rows.getBody());
@@ -316,11 +330,6 @@ void buildAVX512BF16(OpBuilder &b, Location loc, const Operands &o,
   // The register tile's rows lie in one row of A tiles.
   Value rowTile = divide(b, loc, i, s.tileRows);
   Value inTile = arith::RemUIOp::create(b, loc, i, constant(b, loc, s.tileRows));
-  auto cols = scf::ForOp::create(b, loc, zero, o.cols,
-                                 constant(b, loc, vectors * lanes));
-  b.setInsertionPointToStart(cols.getBody());
-  Value j = cols.getInductionVar();
-  Value panel = divide(b, loc, j, lanes);
   SmallVector<Value> rowAt, inTileAt, colAt, panels, acc;
   for (int64_t r = 0; r < s.registerRows; ++r) {
     rowAt.push_back(add(b, loc, i, r));
@@ -335,7 +344,7 @@ void buildAVX512BF16(OpBuilder &b, Location loc, const Operands &o,
       acc.push_back(vector::LoadOp::create(b, loc, accType, o.c,
                                            t.aAt({rowAt[r], colAt[v]})));
   auto depth = scf::ForOp::create(
-      b, loc, zero, o.depthTiles, one, acc,
+      b, loc, k0, kEnd, one, acc,
       [&](OpBuilder &kb, Location kloc, Value k, ValueRange kIter) {
         auto pairsLoop = scf::ForOp::create(
             kb, kloc, zero, constant(kb, kloc, s.tileDepth / 2), one, kIter,

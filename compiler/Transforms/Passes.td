@@ -594,8 +594,10 @@ def TorsorLowerDenseBF16
     a block of `block_rows` × `block_cols` C tiles, each A and B tile one
     contiguous KiB) or `avx512bf16` (`x86vector.avx512.dot` on
     `vector<32xbf16>` pairs into `vector<16xf32>` accumulators). Tasks of
-    `task_rows` rows are an `scf.parallel` (thread-pool tasks); inside one
-    the depth runs in blocks of `cache_depth`. With any other unit the
+    `task_rows` rows are an `scf.parallel` (thread-pool tasks); inside one,
+    for both units, the depth runs in blocks of `cache_depth`, then the
+    columns in register blocks, then the task's rows, so one block column
+    of B stays in L1 while every row block of the task reads it. With any other unit the
     pass does nothing and the generic's loops compute the product.
 
     After (`unit = amx`, C collapsed back to `[Mp, Np]`):

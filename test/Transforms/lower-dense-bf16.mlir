@@ -11,8 +11,9 @@
 // blocks of 32, inside them the task's row blocks of 32; per 32 x 32 block
 // of C, 2 x 2 C tiles are loaded, the depth loop carries them while
 // loading 2 A and 2 B tiles at [tile, k, 0, 0] and doing 4 tile products,
-// and they are stored once. With AVX512-BF16, 8 rows x 2 vectors of
-// accumulators per block; per depth tile and VNNI row, two 32 x bf16 loads
+// and they are stored once. With AVX512-BF16, the same tasks, depth
+// blocks and column blocks, then the task's rows by 8: 8 rows x 2 vectors
+// of accumulators; per depth tile and VNNI row, two 32 x bf16 loads
 // (one B tile row each) and one broadcast A pair per row feeding
 // x86vector.avx512.dot. Without a bf16 unit the generic stays (its loops
 // compute the same sums).
@@ -43,10 +44,13 @@
 //   AMX-NOT:   linalg.generic
 
 // DOT-LABEL: func.func @product
-//       DOT:   scf.parallel
-//       DOT:     scf.for {{.*}} step %{{c8[_0-9]*}}
+//       DOT:   scf.parallel (%[[T:[^)]*]]) =
+//       DOT:     %[[END:.*]] = arith.minui
+//       DOT:     scf.for %[[K0:[^ ]*]] = {{.*}} step %{{c8[_0-9]*}}
+//       DOT:       %[[KEND:.*]] = arith.minui
 //       DOT:       scf.for {{.*}} step %{{c32[_0-9]*}}
-//       DOT:         scf.for {{.*}} iter_args
+//       DOT:         scf.for {{.*}} = %[[T]] to %[[END]] step %{{c8[_0-9]*}}
+//       DOT:           scf.for {{.*}} = %[[K0]] to %[[KEND]] {{.*}} iter_args
 //       DOT:           scf.for {{.*}} to %{{c16[_0-9]*}} step %{{c1[_0-9]*}} iter_args
 //  DOT-COUNT-2:          vector.load {{.*}} : memref<4x2x16x32xbf16>, vector<32xbf16>
 //       DOT:             vector.load {{.*}} : memref<?x2x16x32xbf16>, vector<2xbf16>
