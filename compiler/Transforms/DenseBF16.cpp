@@ -134,15 +134,13 @@ Value padTo(OpBuilder &b, Location loc, Value source, OpFoldResult rows,
 /// multiple of D; the row padding (m ≥ M) is left unwritten: a row of A
 /// only reaches the same row of C, and rows ≥ M of C are sliced off.
 Value tileRowsInPlace(OpBuilder &b, Location loc, Value source,
-                      ArrayRef<OpFoldResult> tiled, int64_t tr,
-                      int64_t td) {
+                      ArrayRef<OpFoldResult> tiled, int64_t tr, int64_t td) {
   auto generic = source.getDefiningOp<linalg::GenericOp>();
   if (!generic || !source.use_empty() || generic.getNumDpsInits() != 1 ||
       generic->getNumResults() != 1 ||
       !generic.getDpsInits()[0].getDefiningOp<tensor::EmptyOp>() ||
       !generic.getIndexingMapsArray().back().isIdentity() ||
-      isa<BlockArgument>(
-          generic.getBody()->getTerminator()->getOperand(0)))
+      isa<BlockArgument>(generic.getBody()->getTerminator()->getOperand(0)))
     return Value();
   SmallVector<OpFoldResult> have = sizesOf(b, loc, source);
   unsigned rank = have.size();
@@ -160,15 +158,16 @@ Value tileRowsInPlace(OpBuilder &b, Location loc, Value source,
   SmallVector<AffineExpr> exprs;
   for (unsigned i = 0; i + 2 < rank; ++i)
     exprs.push_back(b.getAffineDimExpr(i));
-  AffineExpr m = b.getAffineDimExpr(rank - 2), kk = b.getAffineDimExpr(rank - 1);
+  AffineExpr m = b.getAffineDimExpr(rank - 2),
+             kk = b.getAffineDimExpr(rank - 1);
   exprs.append({m.floorDiv(tr), kk.floorDiv(td), m % tr, kk % td});
   SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
   maps.back() = AffineMap::get(rank, 0, exprs, ctx);
   generic->moveAfter(init.getDefiningOp());
   b.setInsertionPointAfter(generic);
-  auto redirected = linalg::GenericOp::create(
-      b, loc, type, generic.getDpsInputs(), init, maps,
-      generic.getIteratorTypesArray());
+  auto redirected =
+      linalg::GenericOp::create(b, loc, type, generic.getDpsInputs(), init,
+                                maps, generic.getIteratorTypesArray());
   redirected.getRegion().takeBody(generic.getRegion());
   generic->erase();
   return redirected.getResult(0);
@@ -360,8 +359,8 @@ LogicalResult torsor::packBF16Contraction(RewriterBase &rewriter,
   for (unsigned i = 0; i < nA + 3; ++i)
     aGroups.push_back({i});
   aGroups.push_back({nA + 3, nA + 4});
-  Value aPacked = tensor::ExpandShapeOp::create(
-      b, loc, tensorOf(aTiled, bf16), aTileRows, aGroups, aTiled);
+  Value aPacked = tensor::ExpandShapeOp::create(b, loc, tensorOf(aTiled, bf16),
+                                                aTileRows, aGroups, aTiled);
 
   // B: [bBatch.., Kp, Np] → [bBatch.., Np/T', Kp/D, H, T', 2], loops
   // (bBatch.., no, ko, ai, ni, p) reading B[.., ko·D + 2·ai + p, no·T' + ni].

@@ -3,8 +3,8 @@
 // What torsor-tile-dense does to a contraction under `--compute=bf16`
 // (docs/precision.md). Either the operands are packed into the layout the
 // bf16 units read (A and B as contiguous tiles of bf16, B in VNNI pairs
-// of rows, both zero-padded to whole register blocks) and the product becomes one
-// linalg.generic marked `torsor.bf16_product`, which
+// of rows, both zero-padded to whole register blocks) and the product becomes
+// one linalg.generic marked `torsor.bf16_product`, which
 // torsor-lower-dense-bf16 turns into AMX or AVX512-BF16 kernels once it is
 // on buffers; or, where no bf16 unit exists, the operands are rounded to
 // bf16 and back, and the f32 kernel runs on them. Both keep the same
@@ -37,9 +37,9 @@ constexpr llvm::StringLiteral kPackedOperandAttr = "torsor.packed_operand";
 /// batch dims in x, and T × T' × D the strategy's tile), the accumulator
 /// padded to [batch.., Mp, Np] and viewed as [batch.., Mp/T, T, Np/T', T'],
 /// the packed product (a generic marked kBF16ProductAttr), and the
-/// [batch.., M, N] slice of it in the op's output layout. Mp, Np and Kp are M, N and K rounded up to the
-/// strategy's bf16 block. Fails, changing nothing, when `op` is not of
-/// that form.
+/// [batch.., M, N] slice of it in the op's output layout. Mp, Np and Kp are M,
+/// N and K rounded up to the strategy's bf16 block. Fails, changing nothing,
+/// when `op` is not of that form.
 mlir::LogicalResult packBF16Contraction(mlir::RewriterBase &rewriter,
                                         mlir::linalg::LinalgOp op,
                                         llvm::ArrayRef<unsigned> batch,

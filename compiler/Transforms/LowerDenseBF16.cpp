@@ -172,8 +172,12 @@ struct Task {
   SmallVector<Value> aBatch, bBatch;
   Value row, rowEnd;
 
-  SmallVector<Value> aAt(ArrayRef<Value> tail) const { return at(aBatch, tail); }
-  SmallVector<Value> bAt(ArrayRef<Value> tail) const { return at(bBatch, tail); }
+  SmallVector<Value> aAt(ArrayRef<Value> tail) const {
+    return at(aBatch, tail);
+  }
+  SmallVector<Value> bAt(ArrayRef<Value> tail) const {
+    return at(bBatch, tail);
+  }
 
 private:
   static SmallVector<Value> at(ArrayRef<Value> lead, ArrayRef<Value> tail) {
@@ -203,8 +207,8 @@ Task buildTasks(OpBuilder &b, Location loc, const Operands &o,
     t.rowEnd = end(t.row);
     return t;
   }
-  Value blocks = arith::CeilDivUIOp::create(b, loc, o.rows,
-                                            constant(b, loc, taskRows));
+  Value blocks =
+      arith::CeilDivUIOp::create(b, loc, o.rows, constant(b, loc, taskRows));
   Value count = blocks;
   SmallVector<Value> extents;
   for (unsigned d = 0; d < o.batchRank; ++d) {
@@ -329,7 +333,8 @@ void buildAVX512BF16(OpBuilder &b, Location loc, const Operands &o,
   Value i = rows.getInductionVar();
   // The register tile's rows lie in one row of A tiles.
   Value rowTile = divide(b, loc, i, s.tileRows);
-  Value inTile = arith::RemUIOp::create(b, loc, i, constant(b, loc, s.tileRows));
+  Value inTile =
+      arith::RemUIOp::create(b, loc, i, constant(b, loc, s.tileRows));
   SmallVector<Value> rowAt, inTileAt, colAt, panels, acc;
   for (int64_t r = 0; r < s.registerRows; ++r) {
     rowAt.push_back(add(b, loc, i, r));
@@ -353,8 +358,8 @@ void buildAVX512BF16(OpBuilder &b, Location loc, const Operands &o,
               for (int64_t v = 0; v < vectors; ++v)
                 bs.push_back(vector::LoadOp::create(
                     nb, nloc, pairsType, o.b, t.bAt({panels[v], k, a, zero})));
-              Value col = arith::MulIOp::create(nb, nloc, a,
-                                                constant(nb, nloc, 2));
+              Value col =
+                  arith::MulIOp::create(nb, nloc, a, constant(nb, nloc, 2));
               SmallVector<Value> next;
               for (int64_t r = 0; r < s.registerRows; ++r) {
                 // The pair A[r, 2a], A[r, 2a + 1] as one i32, in every lane.
