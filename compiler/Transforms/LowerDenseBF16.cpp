@@ -9,6 +9,8 @@
 // matmul unit:
 //
 //   amx         scf.parallel over batch elements × tasks of task_rows rows
+//               (the f32 kernel's task_rows where C has fewer than two
+//               tasks' rows, so a short sequence still spreads out)
 //                 scf.for depth blocks of cache_depth
 //                   scf.for columns in blocks of B·T'
 //                     scf.for the task's rows in blocks of R·T
@@ -61,6 +63,10 @@ struct BF16Schedule {
   int64_t tileRows, tileCols, tileDepth, blockRows, blockCols;
   /// Rows of C per task, and the depth block in tiles.
   int64_t taskRows, depthTiles;
+  /// Rows per task where C has fewer than 2 · taskRows rows: the f32
+  /// kernel's tasks (rounded up to a row block), so that a short
+  /// sequence still spreads over the thread pool.
+  int64_t shortTaskRows;
   /// Rows of one AVX512-BF16 register tile.
   int64_t registerRows;
 
@@ -77,7 +83,12 @@ struct BF16Schedule {
                           p.getBlockCols(),
                           p.getTaskRows(),
                           p.getCacheDepth() / p.getTileDepth(),
+                          0,
                           dense.getRegisterRows()};
+    int64_t rowBlock = p.blockRows();
+    schedule.shortTaskRows = std::min<int64_t>(
+        schedule.taskRows,
+        (dense.getTaskRows() + rowBlock - 1) / rowBlock * rowBlock);
     // The register tile must divide the tile's rows (one register tile
     // reads one row of A tiles).
     while (schedule.registerRows > 1 &&
@@ -188,27 +199,34 @@ private:
 };
 
 /// The task loop: one scf.parallel (the runtime's thread pool splits its
-/// first dim) over every batch element × block of `taskRows` rows (the
-/// last one shorter), its iteration number split into the batch indices
-/// and the row block. Leaves the builder in its body.
+/// first dim) over every batch element × block of the schedule's task rows
+/// (the last one shorter; shortTaskRows where C has fewer than two
+/// tasks' rows), its iteration number split into the batch indices and
+/// the row block. Leaves the builder in its body.
 Task buildTasks(OpBuilder &b, Location loc, const Operands &o,
-                int64_t taskRows) {
+                const BF16Schedule &s) {
   Value zero = constant(b, loc, 0);
+  Value per = constant(b, loc, s.taskRows);
+  if (s.shortTaskRows != s.taskRows) {
+    Value isLong =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, o.rows,
+                              constant(b, loc, 2 * s.taskRows));
+    per = arith::SelectOp::create(b, loc, isLong, per,
+                                  constant(b, loc, s.shortTaskRows));
+  }
   Task t;
   auto end = [&](Value row) {
-    Value next = add(b, loc, row, taskRows);
+    Value next = arith::AddIOp::create(b, loc, row, per);
     return arith::MinUIOp::create(b, loc, next, o.rows).getResult();
   };
   if (o.batchRank == 0) {
-    auto tasks = scf::ParallelOp::create(b, loc, zero, o.rows,
-                                         constant(b, loc, taskRows));
+    auto tasks = scf::ParallelOp::create(b, loc, zero, o.rows, per);
     b.setInsertionPointToStart(tasks.getBody());
     t.row = tasks.getInductionVars()[0];
     t.rowEnd = end(t.row);
     return t;
   }
-  Value blocks =
-      arith::CeilDivUIOp::create(b, loc, o.rows, constant(b, loc, taskRows));
+  Value blocks = arith::CeilDivUIOp::create(b, loc, o.rows, per);
   Value count = blocks;
   SmallVector<Value> extents;
   for (unsigned d = 0; d < o.batchRank; ++d) {
@@ -219,9 +237,8 @@ Task buildTasks(OpBuilder &b, Location loc, const Operands &o,
       scf::ParallelOp::create(b, loc, zero, count, constant(b, loc, 1));
   b.setInsertionPointToStart(tasks.getBody());
   Value rest = tasks.getInductionVars()[0];
-  t.row = arith::MulIOp::create(b, loc,
-                                arith::RemUIOp::create(b, loc, rest, blocks),
-                                constant(b, loc, taskRows));
+  t.row = arith::MulIOp::create(
+      b, loc, arith::RemUIOp::create(b, loc, rest, blocks), per);
   t.rowEnd = end(t.row);
   rest = arith::DivUIOp::create(b, loc, rest, blocks);
   t.aBatch.resize(o.batchRank);
@@ -247,7 +264,7 @@ void buildAMX(OpBuilder &b, Location loc, const Operands &o,
   Value zero = constant(b, loc, 0), one = constant(b, loc, 1);
   int64_t rowBlock = s.tileRows * s.blockRows;
   int64_t colBlock = s.tileCols * s.blockCols;
-  Task t = buildTasks(b, loc, o, s.taskRows);
+  Task t = buildTasks(b, loc, o, s);
   // Depth blocks: [k0, kEnd) in tiles.
   auto depthBlocks = scf::ForOp::create(b, loc, zero, o.depthTiles,
                                         constant(b, loc, s.depthTiles));
@@ -312,7 +329,7 @@ void buildAVX512BF16(OpBuilder &b, Location loc, const Operands &o,
   // One vector of columns is one B tile's row: tiles of 16 columns.
   int64_t vectors = s.blockCols;
   Value zero = constant(b, loc, 0), one = constant(b, loc, 1);
-  Task t = buildTasks(b, loc, o, s.taskRows);
+  Task t = buildTasks(b, loc, o, s);
   // Depth blocks [k0, kEnd) in tiles, then columns, then the task's rows:
   // one block column of B (B·16 columns × cache_depth) stays in L1 while
   // every register tile of the task's rows reads it.

@@ -6,8 +6,10 @@
 // A [Mp/16, 2, 16, 16, 2] (K = 64), VNNI B [4, 2, 16, 16, 2] (N = 64), C
 // [Mp/16, 16, 4, 16]. The tiles' pairs are collapsed (A [Mp/16, 2, 16, 32],
 // B [4, 2, 16, 32]: each tile a contiguous 16 x 64 bytes) and C back to
-// [Mp, 64]. On AMX, tasks of 128 rows (scf.parallel, the last one cut at
-// Mp) run depth blocks of 8 tiles (cache_depth 256), inside them column
+// [Mp, 64]. On AMX, tasks of 128 rows (task_rows; 32, the f32 kernel's
+// task_rows, where C has fewer than 256 rows, so a short sequence still
+// spreads over the threads; scf.parallel, the last task cut at Mp) run
+// depth blocks of 8 tiles (cache_depth 256), inside them column
 // blocks of 32, inside them the task's row blocks of 32; per 32 x 32 block
 // of C, 2 x 2 C tiles are loaded, the depth loop carries them while
 // loading 2 A and 2 B tiles at [tile, k, 0, 0] and doing 4 tile products,
@@ -27,8 +29,10 @@
 //   AMX-DAG:   %[[B:.*]] = memref.collapse_shape %{{.*}} {{\[\[}}0], [1], [2], [3, 4]] : memref<4x2x16x16x2xbf16> into memref<4x2x16x32xbf16>
 //   AMX-DAG:   %[[C:.*]] = memref.collapse_shape %{{.*}} {{\[\[}}0, 1], [2, 3]] : memref<?x16x4x16xf32> into memref<?x64xf32>
 //   AMX-DAG:   %[[ROWS:.*]] = memref.dim %[[C]], %{{c0[_0-9]*}}
-//       AMX:   scf.parallel (%[[T:[^)]*]]) = (%{{[^)]*}}) to (%[[ROWS]]) step (%{{c128[_0-9]*}})
-//       AMX:     %[[NEXT:.*]] = arith.addi %[[T]], %{{c128[_0-9]*}}
+//       AMX:   %[[LONG:.*]] = arith.cmpi uge, %[[ROWS]], %{{c256[_0-9]*}}
+//       AMX:   %[[PER:.*]] = arith.select %[[LONG]], %{{c128[_0-9]*}}, %{{c32[_0-9]*}}
+//       AMX:   scf.parallel (%[[T:[^)]*]]) = (%{{[^)]*}}) to (%[[ROWS]]) step (%[[PER]])
+//       AMX:     %[[NEXT:.*]] = arith.addi %[[T]], %[[PER]]
 //       AMX:     %[[END:.*]] = arith.minui %[[NEXT]], %[[ROWS]]
 //       AMX:     scf.for %[[K0:[^ ]*]] = %{{c0[_0-9]*}} to %{{.*}} step %{{c8[_0-9]*}}
 //       AMX:       %[[KEND:.*]] = arith.minui
@@ -81,8 +85,8 @@ func.func @product(%a: memref<?x2x16x16x2xbf16>, %b: memref<4x2x16x16x2xbf16>, %
 // A batched product (attention heads: C [4, Mp, 32]) whose B has the batch
 // dim too, and one (`x @ W` with x [3, L, K]) whose B is shared by every
 // batch element. One scf.parallel runs every batch element x task (its
-// index split into the head and the task's rows, ceil(Mp / 128) tasks per
-// head); the tile loads take the head as their leading index, and B's
+// index split into the head and the task's rows, ceil(Mp / task rows)
+// tasks per head); the tile loads take the head as their leading index, and B's
 // loads drop it where B has none.
 
 #ha = affine_map<(h, mo, mi, no, ni, ko, ai, p) -> (h, mo, ko, mi, ai, p)>
@@ -91,7 +95,8 @@ func.func @product(%a: memref<?x2x16x16x2xbf16>, %b: memref<4x2x16x16x2xbf16>, %
 #hc = affine_map<(h, mo, mi, no, ni, ko, ai, p) -> (h, mo, mi, no, ni)>
 
 // AMX-LABEL: func.func @heads
-//       AMX:   %[[TASKS:[^ ]*]] = arith.ceildivui %{{.*}}, %{{c128[_0-9]*}}
+//       AMX:   %[[PER:.*]] = arith.select
+//       AMX:   %[[TASKS:[^ ]*]] = arith.ceildivui %{{.*}}, %[[PER]]
 //       AMX:   scf.parallel (%[[T:[^)]*]]) = ({{.*}}) to ({{.*}}) step ({{.*}})
 //       AMX:     %[[R:.*]] = arith.remui %[[T]], %[[TASKS]]
 //       AMX:     %[[H:.*]] = arith.divui %[[T]], %[[TASKS]]
