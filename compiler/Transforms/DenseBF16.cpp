@@ -160,14 +160,32 @@ Value tileRowsInPlace(OpBuilder &b, Location loc, Value source,
     exprs.push_back(b.getAffineDimExpr(i));
   AffineExpr m = b.getAffineDimExpr(rank - 2),
              kk = b.getAffineDimExpr(rank - 1);
-  exprs.append({m.floorDiv(tr), kk.floorDiv(td), m % tr, kk % td});
   SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
-  maps.back() = AffineMap::get(rank, 0, exprs, ctx);
+  SmallVector<utils::IteratorType> iterators =
+      generic.getIteratorTypesArray();
+  if (k && *k % td == 0) {
+    // Loops (batch.., m, ko, e) with k = ko·D + e: the innermost loop runs
+    // along one tile row in both A and its tiles (contiguous, so it
+    // vectorizes), and no k lies past K.
+    AffineExpr e = b.getAffineDimExpr(rank);
+    SmallVector<AffineExpr> split;
+    for (unsigned i = 0; i + 1 < rank; ++i)
+      split.push_back(b.getAffineDimExpr(i));
+    split.push_back(kk * td + e);
+    AffineMap sigma = AffineMap::get(rank + 1, 0, split, ctx);
+    for (unsigned i = 0; i + 1 < maps.size(); ++i)
+      maps[i] = maps[i].compose(sigma);
+    exprs.append({m.floorDiv(tr), kk, m % tr, e});
+    maps.back() = AffineMap::get(rank + 1, 0, exprs, ctx);
+    iterators.push_back(utils::IteratorType::parallel);
+  } else {
+    exprs.append({m.floorDiv(tr), kk.floorDiv(td), m % tr, kk % td});
+    maps.back() = AffineMap::get(rank, 0, exprs, ctx);
+  }
   generic->moveAfter(init.getDefiningOp());
   b.setInsertionPointAfter(generic);
-  auto redirected =
-      linalg::GenericOp::create(b, loc, type, generic.getDpsInputs(), init,
-                                maps, generic.getIteratorTypesArray());
+  auto redirected = linalg::GenericOp::create(
+      b, loc, type, generic.getDpsInputs(), init, maps, iterators);
   redirected.getRegion().takeBody(generic.getRegion());
   generic->erase();
   return redirected.getResult(0);

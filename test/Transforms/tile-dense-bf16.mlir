@@ -18,6 +18,8 @@
 // rounded to bf16 on their bits and the f32 kernel runs on them. f32 is
 // untouched.
 
+// PACK-DAG: #[[AROW:.*]] = affine_map<(d0, d1, d2) -> (d0, d1 * 32 + d2)>
+// PACK-DAG: #[[ATILE:.*]] = affine_map<(d0, d1, d2) -> (d0 floordiv 16, d1, d0 mod 16, d2)>
 // PACK-DAG: #[[AWRITE:.*]] = affine_map<(d0, d1) -> (d0 floordiv 16, d1 floordiv 32, d0 mod 16, d1 mod 32)>
 // PACK-DAG: #[[BREAD:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d1 * 32 + d2 * 2 + d4, d0 * 16 + d3)>
 // PACK-LABEL: func.func @matmul
@@ -120,12 +122,14 @@ func.func @shared_weight(%x: tensor<3x?x40xf32>, %w: tensor<40x48xf32>) -> tenso
 }
 
 // Depth a multiple of the tile's 32: A's tiles need no zero fill (its row
-// padding only reaches C's rows past L, which are sliced off).
+// padding only reaches C's rows past L, which are sliced off), and the
+// rounding loops over (m, ko, e) with k = 32·ko + e, so its innermost loop
+// runs along one tile row in both A and the tiles.
 
 // PACK-LABEL: func.func @depth64
 //   PACK-NOT:   linalg.fill ins(%{{.*}} : bf16) outs(%{{.*}} : tensor<?x2x16x32xbf16>)
 //       PACK:   %[[E:.*]] = tensor.empty(%{{.*}}) : tensor<?x2x16x32xbf16>
-//       PACK:   linalg.generic {{.*}} ins(%{{.*}} : tensor<?x64xf32>) outs(%[[E]] : tensor<?x2x16x32xbf16>)
+//       PACK:   linalg.generic {indexing_maps = [#[[AROW]], #[[ATILE]]]{{.*}} ins(%{{.*}} : tensor<?x64xf32>) outs(%[[E]] : tensor<?x2x16x32xbf16>)
 //       PACK:   attrs = {torsor.bf16_product}
 func.func @depth64(%x: tensor<?x64xf32>, %w: tensor<64x32xf32>) -> tensor<?x32xf32> {
   %c0 = arith.constant 0 : index
