@@ -161,8 +161,7 @@ Value tileRowsInPlace(OpBuilder &b, Location loc, Value source,
   AffineExpr m = b.getAffineDimExpr(rank - 2),
              kk = b.getAffineDimExpr(rank - 1);
   SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
-  SmallVector<utils::IteratorType> iterators =
-      generic.getIteratorTypesArray();
+  SmallVector<utils::IteratorType> iterators = generic.getIteratorTypesArray();
   if (k && *k % td == 0) {
     // Loops (batch.., m, ko, e) with k = ko·D + e: the innermost loop runs
     // along one tile row in both A and its tiles (contiguous, so it
