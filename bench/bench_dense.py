@@ -5,7 +5,10 @@ NumPy/OpenBLAS sgemm and torch.mm, side by side in one run.
 Each shape is y = x @ W with x [L, d] and W [d, n], f32:
 - torsor: a one-line .tsr compiled by torsorc -O2 for the host CPU, run by
           torsor-run --time (median of N runs after a warm-up; the time is
-          the whole forward call, output allocation included);
+          the whole forward call, output allocation included). W is a
+          `param`, the user's case: torsor-run binds it from a
+          .safetensors file and torsor_prepare packs it once at load,
+          outside the timed calls; x is an input;
 - numpy:  x @ W (OpenBLAS sgemm), median of N runs;
 - torch:  torch.mm, median of N runs (skipped without torch).
 All three use the same thread count (--threads, OPENBLAS_NUM_THREADS and

@@ -6,12 +6,17 @@
 // contraction until torsor-lower-dense-bf16 gives it a kernel: if that pass
 // does not run, the generic's loops compute the same numbers.
 //
-// Layouts (T = tile rows, D = tile depth, C = block columns):
-//   A  [M, K] f32  → round → [Mp, Kp] bf16 → expand → [Mp, Kp/2, 2]
-//   B  [K, N] f32  → round → [Kp, Np] bf16 → VNNI  → [Kp/2, Np, 2]
-//                    (Bv[a, n, p] = B[2a + p, n]: the pairs tdpbf16ps and
-//                    vdpbf16ps multiply together sit side by side)
-//   C  [M, N] f32  → pad → [Mp, Np], C += A · B, slice back to [M, N]
+// Layouts (T, T' = tile rows and columns, D = tile depth, H = D / 2):
+//   A  [M, K] f32  → round → [Mp, Kp] bf16 → tiles → [Mp/T, Kp/D, T, H, 2]
+//   B  [K, N] f32  → round → [Kp, Np] bf16 → tiles → [Np/T', Kp/D, H, T', 2]
+//                    (VNNI: Bt[no, ko, a, n, p] = B[ko·D + 2a + p, no·T' + n],
+//                    the pairs tdpbf16ps and vdpbf16ps multiply together
+//                    sit side by side)
+//   C  [M, N] f32  → pad → [Mp, Np] viewed as [Mp/T, T, Np/T', T'],
+//                    C += A · B, slice back to [M, N]
+// Each tile of A and B is one contiguous KiB (16 rows of 64 bytes): read
+// in place, a tile's rows were 2·Kp and 4·Np bytes apart, at K = N = 1024
+// 16 lines in the same L1 set, and the AMX kernel ran at half torch's.
 // The zero padding adds nothing to the sums. Where B is a param of the
 // model, torsor-hoist-packed-params moves its packing into the model's
 // prepare function (run once per load and after params change); otherwise
@@ -118,6 +123,71 @@ Value padTo(OpBuilder &b, Location loc, Value source, OpFoldResult rows,
                            : difference(b, loc, sizes[i], have[i]);
   return tensor::PadOp::create(b, loc, tensorOf(sizes, element), source, low,
                                high, zero);
+}
+
+/// Where `source` ([batch.., M, K]) is the unused result of a generic
+/// writing a tensor.empty (canonical's), redirects that generic to write
+/// the tiles [batch.., Mp/T, Kp/D, T, D] (`tiled`) directly, element
+/// (m, k) at (m / T, k / D, m % T, k % D), and returns them; null
+/// otherwise. One pass over A instead of a padded copy and a reordered
+/// one. The depth padding (k ≥ K) is zero-filled first unless K is a
+/// multiple of D; the row padding (m ≥ M) is left unwritten: a row of A
+/// only reaches the same row of C, and rows ≥ M of C are sliced off.
+Value tileRowsInPlace(OpBuilder &b, Location loc, Value source,
+                      ArrayRef<OpFoldResult> tiled, int64_t tr, int64_t td) {
+  auto generic = source.getDefiningOp<linalg::GenericOp>();
+  if (!generic || !source.use_empty() || generic.getNumDpsInits() != 1 ||
+      generic->getNumResults() != 1 ||
+      !generic.getDpsInits()[0].getDefiningOp<tensor::EmptyOp>() ||
+      !generic.getIndexingMapsArray().back().isIdentity() ||
+      isa<BlockArgument>(generic.getBody()->getTerminator()->getOperand(0)))
+    return Value();
+  SmallVector<OpFoldResult> have = sizesOf(b, loc, source);
+  unsigned rank = have.size();
+  MLIRContext *ctx = b.getContext();
+  Type element = getElementTypeOrSelf(source.getType());
+  RankedTensorType type = tensorOf(tiled, element);
+  Value init = tensor::EmptyOp::create(b, loc, tiled, element);
+  std::optional<int64_t> k = getConstantIntValue(have[rank - 1]);
+  if (!k || *k % td != 0) {
+    Value zero =
+        arith::ConstantOp::create(b, loc, element, b.getZeroAttr(element));
+    init = linalg::FillOp::create(b, loc, ValueRange{zero}, ValueRange{init})
+               .getResult(0);
+  }
+  SmallVector<AffineExpr> exprs;
+  for (unsigned i = 0; i + 2 < rank; ++i)
+    exprs.push_back(b.getAffineDimExpr(i));
+  AffineExpr m = b.getAffineDimExpr(rank - 2),
+             kk = b.getAffineDimExpr(rank - 1);
+  SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
+  SmallVector<utils::IteratorType> iterators = generic.getIteratorTypesArray();
+  if (k && *k % td == 0) {
+    // Loops (batch.., m, ko, e) with k = ko·D + e: the innermost loop runs
+    // along one tile row in both A and its tiles (contiguous, so it
+    // vectorizes), and no k lies past K.
+    AffineExpr e = b.getAffineDimExpr(rank);
+    SmallVector<AffineExpr> split;
+    for (unsigned i = 0; i + 1 < rank; ++i)
+      split.push_back(b.getAffineDimExpr(i));
+    split.push_back(kk * td + e);
+    AffineMap sigma = AffineMap::get(rank + 1, 0, split, ctx);
+    for (unsigned i = 0; i + 1 < maps.size(); ++i)
+      maps[i] = maps[i].compose(sigma);
+    exprs.append({m.floorDiv(tr), kk, m % tr, e});
+    maps.back() = AffineMap::get(rank + 1, 0, exprs, ctx);
+    iterators.push_back(utils::IteratorType::parallel);
+  } else {
+    exprs.append({m.floorDiv(tr), kk.floorDiv(td), m % tr, kk % td});
+    maps.back() = AffineMap::get(rank, 0, exprs, ctx);
+  }
+  generic->moveAfter(init.getDefiningOp());
+  b.setInsertionPointAfter(generic);
+  auto redirected = linalg::GenericOp::create(
+      b, loc, type, generic.getDpsInputs(), init, maps, iterators);
+  redirected.getRegion().takeBody(generic.getRegion());
+  generic->erase();
+  return redirected.getResult(0);
 }
 
 /// The operand of `op` at `index` as a tensor of `element` whose dims are
@@ -254,66 +324,115 @@ LogicalResult torsor::packBF16Contraction(RewriterBase &rewriter,
   OpFoldResult mp = roundUp(b, loc, aSizes[nA], products.blockRows());
   OpFoldResult kp = roundUp(b, loc, aSizes[nA + 1], products.blockDepth());
   OpFoldResult np = roundUp(b, loc, bSizes[nbB + 1], products.blockCols());
-  OpFoldResult k2 = affine::makeComposedFoldedAffineApply(
-      b, loc, getAffineSymbolExpr(0, ctx).floorDiv(2), {kp});
   OpFoldResult two = b.getIndexAttr(2);
 
-  // A: [batch.., Mp, Kp] → [batch.., Mp, Kp/2, 2].
-  Value aPad = padTo(b, loc, a, mp, kp);
-  SmallVector<OpFoldResult> a3Sizes(ArrayRef(aSizes).take_front(nA));
-  a3Sizes.append({mp, k2, two});
-  SmallVector<ReassociationIndices> aGroups;
-  for (unsigned i = 0; i <= nA; ++i)
-    aGroups.push_back({i});
-  aGroups.push_back({nA + 1, nA + 2});
-  Value aPacked = tensor::ExpandShapeOp::create(b, loc, tensorOf(a3Sizes, bf16),
-                                                aPad, aGroups, a3Sizes);
+  // Tile-contiguous layouts (T, T' the tile's rows and columns, D its
+  // depth, H = D / 2 its VNNI rows): A [batch.., Mp/T, Kp/D, T, H, 2], B
+  // [bBatch.., Np/T', Kp/D, H, T', 2], so that one tile of either is 16
+  // rows of 64 bytes, one contiguous KiB; C [batch.., Mp, Np] viewed as
+  // [batch.., Mp/T, T, Np/T', T'].
+  int64_t tr = products.getTileRows(), tc = products.getTileCols(),
+          td = products.getTileDepth(), th = td / 2;
+  auto over = [&](OpFoldResult size, int64_t tile) {
+    return affine::makeComposedFoldedAffineApply(
+        b, loc, getAffineSymbolExpr(0, ctx).floorDiv(tile), {size});
+  };
+  OpFoldResult mo = over(mp, tr), ko = over(kp, td), no = over(np, tc);
+  auto d = [&](unsigned i) { return b.getAffineDimExpr(i); };
+  auto parallel = [](unsigned n) {
+    return SmallVector<utils::IteratorType>(n, utils::IteratorType::parallel);
+  };
+  auto copy = [](OpBuilder &nb, Location nloc, ValueRange args) {
+    linalg::YieldOp::create(nb, nloc, args[0]);
+  };
 
-  // B: [bBatch.., Kp, Np] → VNNI [bBatch.., Kp/2, Np, 2].
+  // A: [batch.., Mp, Kp] → [batch.., Mp/T, Kp/D, T, D] (then viewed as
+  // [.., T, H, 2]): the rounding generic writes its tiles directly
+  // (tileRowsInPlace), else a copy of tile rows (D contiguous bf16) each,
+  // loops (batch.., mo, ko, mi, e) reading A[.., mo·T + mi, ko·D + e].
+  SmallVector<OpFoldResult> aRows(ArrayRef(aSizes).take_front(nA));
+  aRows.append({mo, ko, b.getIndexAttr(tr), b.getIndexAttr(td)});
+  Value aTileRows = tileRowsInPlace(b, loc, a, aRows, tr, td);
+  if (!aTileRows) {
+    Value aPad = padTo(b, loc, a, mp, kp);
+    SmallVector<AffineExpr> aRead;
+    for (unsigned i = 0; i < nA; ++i)
+      aRead.push_back(d(i));
+    aRead.push_back(d(nA) * tr + d(nA + 2));
+    aRead.push_back(d(nA + 1) * td + d(nA + 3));
+    aTileRows =
+        linalg::GenericOp::create(
+            b, loc, tensorOf(aRows, bf16), aPad,
+            tensor::EmptyOp::create(b, loc, aRows, bf16).getResult(),
+            SmallVector<AffineMap>{AffineMap::get(nA + 4, 0, aRead, ctx),
+                                   b.getMultiDimIdentityMap(nA + 4)},
+            parallel(nA + 4), copy)
+            .getResult(0);
+  }
+  SmallVector<OpFoldResult> aTiled(aRows);
+  aTiled.back() = b.getIndexAttr(th);
+  aTiled.push_back(two);
+  SmallVector<ReassociationIndices> aGroups;
+  for (unsigned i = 0; i < nA + 3; ++i)
+    aGroups.push_back({i});
+  aGroups.push_back({nA + 3, nA + 4});
+  Value aPacked = tensor::ExpandShapeOp::create(b, loc, tensorOf(aTiled, bf16),
+                                                aTileRows, aGroups, aTiled);
+
+  // B: [bBatch.., Kp, Np] → [bBatch.., Np/T', Kp/D, H, T', 2], loops
+  // (bBatch.., no, ko, ai, ni, p) reading B[.., ko·D + 2·ai + p, no·T' + ni].
   Value bPad = padTo(b, loc, bb, kp, np);
-  SmallVector<OpFoldResult> b3Sizes(ArrayRef(bSizes).take_front(nbB));
-  b3Sizes.append({k2, np, two});
-  Value bInit = tensor::EmptyOp::create(b, loc, b3Sizes, bf16);
-  SmallVector<AffineExpr> vnni;
+  SmallVector<OpFoldResult> bTiled(ArrayRef(bSizes).take_front(nbB));
+  bTiled.append({no, ko, b.getIndexAttr(th), b.getIndexAttr(tc), two});
+  SmallVector<AffineExpr> bRead;
   for (unsigned i = 0; i < nbB; ++i)
-    vnni.push_back(b.getAffineDimExpr(i));
-  vnni.push_back(b.getAffineDimExpr(nbB) * 2 + b.getAffineDimExpr(nbB + 2));
-  vnni.push_back(b.getAffineDimExpr(nbB + 1));
-  SmallVector<AffineMap> vnniMaps = {AffineMap::get(nbB + 3, 0, vnni, ctx),
-                                     b.getMultiDimIdentityMap(nbB + 3)};
-  Value bPacked = linalg::GenericOp::create(
-                      b, loc, bInit.getType(), bPad, bInit, vnniMaps,
-                      SmallVector<utils::IteratorType>(
-                          nbB + 3, utils::IteratorType::parallel),
-                      [&](OpBuilder &nb, Location nloc, ValueRange args) {
-                        linalg::YieldOp::create(nb, nloc, args[0]);
-                      })
-                      .getResult(0);
+    bRead.push_back(d(i));
+  bRead.push_back(d(nbB + 1) * td + d(nbB + 2) * 2 + d(nbB + 4));
+  bRead.push_back(d(nbB) * tc + d(nbB + 3));
+  Value bPacked =
+      linalg::GenericOp::create(
+          b, loc, tensorOf(bTiled, bf16), bPad,
+          tensor::EmptyOp::create(b, loc, bTiled, bf16).getResult(),
+          SmallVector<AffineMap>{AffineMap::get(nbB + 5, 0, bRead, ctx),
+                                 b.getMultiDimIdentityMap(nbB + 5)},
+          parallel(nbB + 5), copy)
+          .getResult(0);
   bPacked.getDefiningOp()->setAttr(kPackedOperandAttr, b.getUnitAttr());
 
-  // C: [batch.., Mp, Np] += A · B over (batch.., m, n, a, p).
+  // C: [batch.., Mp, Np] → [batch.., Mp/T, T, Np/T', T'].
   Value cPad = padTo(b, loc, c, mp, np);
+  SmallVector<OpFoldResult> cTiled(ArrayRef(cSizes).take_front(nA));
+  cTiled.append({mo, b.getIndexAttr(tr), no, b.getIndexAttr(tc)});
+  SmallVector<ReassociationIndices> cGroups;
+  for (unsigned i = 0; i < nA; ++i)
+    cGroups.push_back({i});
+  cGroups.push_back({nA, nA + 1});
+  cGroups.push_back({nA + 2, nA + 3});
+  Value cView = tensor::ExpandShapeOp::create(b, loc, tensorOf(cTiled, f32),
+                                              cPad, cGroups, cTiled);
+
+  // C += A · B over (batch.., mo, mi, no, ni, ko, ai, p).
   SmallVector<AffineExpr> aMap, bMap, cMap;
   for (unsigned i = 0; i < nA; ++i) {
-    aMap.push_back(b.getAffineDimExpr(i));
-    cMap.push_back(b.getAffineDimExpr(i));
+    aMap.push_back(d(i));
+    cMap.push_back(d(i));
     if (llvm::is_contained(bBatch, batch[i]))
-      bMap.push_back(b.getAffineDimExpr(i));
+      bMap.push_back(d(i));
   }
-  AffineExpr dm = b.getAffineDimExpr(nA), dn = b.getAffineDimExpr(nA + 1),
-             da = b.getAffineDimExpr(nA + 2), dp = b.getAffineDimExpr(nA + 3);
-  aMap.append({dm, da, dp});
-  bMap.append({da, dn, dp});
-  cMap.append({dm, dn});
-  unsigned loops = nA + 4;
+  AffineExpr dmo = d(nA), dmi = d(nA + 1), dno = d(nA + 2), dni = d(nA + 3),
+             dko = d(nA + 4), dai = d(nA + 5), dp = d(nA + 6);
+  aMap.append({dmo, dko, dmi, dai, dp});
+  bMap.append({dno, dko, dai, dni, dp});
+  cMap.append({dmo, dmi, dno, dni});
+  unsigned loops = nA + 7;
   SmallVector<AffineMap> maps = {AffineMap::get(loops, 0, aMap, ctx),
                                  AffineMap::get(loops, 0, bMap, ctx),
                                  AffineMap::get(loops, 0, cMap, ctx)};
   using utils::IteratorType;
-  SmallVector<IteratorType> iterators(nA + 2, IteratorType::parallel);
-  iterators.append({IteratorType::reduction, IteratorType::reduction});
+  SmallVector<IteratorType> iterators(nA + 4, IteratorType::parallel);
+  iterators.append(3, IteratorType::reduction);
   auto product = linalg::GenericOp::create(
-      b, loc, cPad.getType(), ValueRange{aPacked, bPacked}, cPad, maps,
+      b, loc, cView.getType(), ValueRange{aPacked, bPacked}, cView, maps,
       iterators, [&](OpBuilder &nb, Location nloc, ValueRange args) {
         Value x = arith::ExtFOp::create(nb, nloc, f32, args[0]);
         Value y = arith::ExtFOp::create(nb, nloc, f32, args[1]);
@@ -322,10 +441,12 @@ LogicalResult torsor::packBF16Contraction(RewriterBase &rewriter,
             nb, nloc, arith::AddFOp::create(nb, nloc, args[2], xy).getResult());
       });
   product->setAttr(kBF16ProductAttr, b.getUnitAttr());
+  Value cFlat = tensor::CollapseShapeOp::create(b, loc, cPad.getType(),
+                                                product.getResult(0), cGroups);
 
   // Back to [batch.., M, N], then to the op's own output layout.
   Value slice = tensor::ExtractSliceOp::create(
-      b, loc, cast<RankedTensorType>(c.getType()), product.getResult(0),
+      b, loc, cast<RankedTensorType>(c.getType()), cFlat,
       SmallVector<OpFoldResult>(nA + 2, b.getIndexAttr(0)), cSizes,
       SmallVector<OpFoldResult>(nA + 2, b.getIndexAttr(1)));
   SmallVector<int64_t> perm;

@@ -2,21 +2,28 @@
 //
 // torsor-lower-dense-bf16: the buffer half of `--compute=bf16`
 // (DenseBF16.h). Each packed product torsor-tile-dense left (a
-// linalg.generic marked `torsor.bf16_product` reading A [.., Mp, Kp/2, 2] and
-// VNNI B [.., Kp/2, Np, 2] in bf16 and accumulating into C [.., Mp, Np] f32;
-// the leading dims are batch dims, attention heads say)
-// becomes, by the strategy's matmul unit:
+// linalg.generic marked `torsor.bf16_product` reading tile-contiguous A
+// [.., Mp/T, Kp/D, T, D/2, 2] and VNNI B [.., Np/T', Kp/D, D/2, T', 2] in
+// bf16 and accumulating into C [.., Mp/T, T, Np/T', T'] f32; the leading
+// dims are batch dims, attention heads say) becomes, by the strategy's
+// matmul unit:
 //
-//   amx         scf.parallel over batch elements × blocks of R·T rows → tasks
-//                 scf.for columns in blocks of B·T'
-//                   R × B C tiles (amx.tile_load), then over depth D:
-//                     R A tiles, B B tiles, R·B amx.tile_mulf   (tdpbf16ps)
-//                   amx.tile_store
-//   avx512bf16  scf.parallel over the same tasks
-//                 scf.for mr rows, scf.for 32 columns:
-//                   mr × 2 vector<16xf32> accumulators; per VNNI row a of
-//                   B: two vector<32xbf16> loads, and per row the pair
-//                   A[r, 2a..2a+1] broadcast → x86vector.avx512.dot
+//   amx         scf.parallel over batch elements × tasks of task_rows rows
+//               (the f32 kernel's task_rows where C has fewer than two
+//               tasks' rows, so a short sequence still spreads out)
+//                 scf.for depth blocks of cache_depth
+//                   scf.for columns in blocks of B·T'
+//                     scf.for the task's rows in blocks of R·T
+//                       R × B C tiles (amx.tile_load), then over the block:
+//                         R A tiles, B B tiles (each one contiguous KiB,
+//                         rows 64 bytes apart), R·B amx.tile_mulf
+//                       amx.tile_store
+//   avx512bf16  scf.parallel over the same tasks, depth blocks and columns
+//                 scf.for the task's rows by mr:
+//                   mr × B vector<16xf32> accumulators; per VNNI row a of
+//                   each depth tile: B vector<32xbf16> loads (one B tile
+//                   row each), and per row the pair A[r, 2a..2a+1]
+//                   broadcast → x86vector.avx512.dot
 //
 // Tile configuration (ldtilecfg) is LLVM's: its X86 backend configures the
 // tiles at the entry of every function that uses them and releases them at
@@ -54,6 +61,12 @@ struct BF16Schedule {
   /// function has no packed bf16 products.
   std::optional<strategy::MatmulUnit> unit;
   int64_t tileRows, tileCols, tileDepth, blockRows, blockCols;
+  /// Rows of C per task, and the depth block in tiles.
+  int64_t taskRows, depthTiles;
+  /// Rows per task where C has fewer than 2 · taskRows rows: the f32
+  /// kernel's tasks (rounded up to a row block), so that a short
+  /// sequence still spreads over the thread pool.
+  int64_t shortTaskRows;
   /// Rows of one AVX512-BF16 register tile.
   int64_t registerRows;
 
@@ -68,38 +81,56 @@ struct BF16Schedule {
                           p.getTileDepth(),
                           p.getBlockRows(),
                           p.getBlockCols(),
+                          p.getTaskRows(),
+                          p.getCacheDepth() / p.getTileDepth(),
+                          0,
                           dense.getRegisterRows()};
-    int64_t rows = schedule.tileRows * schedule.blockRows;
-    // The register tile must divide the row block the packing pads to.
-    while (schedule.registerRows > 1 && rows % schedule.registerRows != 0)
+    int64_t rowBlock = p.blockRows();
+    schedule.shortTaskRows = std::min<int64_t>(
+        schedule.taskRows,
+        (dense.getTaskRows() + rowBlock - 1) / rowBlock * rowBlock);
+    // The register tile must divide the tile's rows (one register tile
+    // reads one row of A tiles).
+    while (schedule.registerRows > 1 &&
+           schedule.tileRows % schedule.registerRows != 0)
       --schedule.registerRows;
     return schedule;
   }
 };
 
-/// The packed operands of a marked product, with the packed depth's pairs
-/// collapsed: A [batch.., Mp, Kp], B [batch'.., Kp/2, 2·Np] (VNNI rows),
-/// C [batch.., Mp, Np], and the loop over one task's batch element and
-/// block of rows.
+/// The packed operands of a marked product, with each tile's VNNI pairs
+/// collapsed: A [batch.., Mp/T, Kp/D, T, D], B [batch'.., Np/T', Kp/D,
+/// D/2, 2·T'] (VNNI rows), C [batch.., Mp, Np], and their extents.
 struct Operands {
   Value a, b, c;
-  Value rows, cols, depth;
+  /// Rows and columns of C, and the depth in tiles.
+  Value rows, cols, depthTiles;
   /// Which batch dims (positions in C's) B reads, in B's order.
   SmallVector<unsigned> bBatch;
   unsigned batchRank = 0;
 };
 
-/// Collapses the packed buffers' last two dims to the rows the kernels
-/// load; fails when a buffer is not contiguous enough to collapse.
-FailureOr<Operands> collapse(OpBuilder &b, Location loc, linalg::GenericOp op) {
+/// Collapses the packed buffers to the tiles the kernels load; fails when
+/// a buffer is not contiguous enough to collapse or its tiles are not the
+/// schedule's.
+FailureOr<Operands> collapse(OpBuilder &b, Location loc, linalg::GenericOp op,
+                             const BF16Schedule &s) {
   Value a = op.getDpsInputs()[0], bv = op.getDpsInputs()[1],
         c = op.getDpsInits()[0];
   auto aType = dyn_cast<MemRefType>(a.getType());
   auto bType = dyn_cast<MemRefType>(bv.getType());
   auto cType = dyn_cast<MemRefType>(c.getType());
-  if (!aType || !bType || !cType || cType.getRank() < 2 ||
-      aType.getRank() != cType.getRank() + 1 || bType.getRank() < 3 ||
-      !cType.getLayout().isIdentity())
+  if (!aType || !bType || !cType || cType.getRank() < 4 ||
+      aType.getRank() != cType.getRank() + 1 || bType.getRank() < 5)
+    return failure();
+  auto trailing = [](MemRefType type, ArrayRef<int64_t> shape) {
+    return type.getShape().take_back(shape.size()) == shape;
+  };
+  int64_t h = s.tileDepth / 2;
+  if (!trailing(aType, {s.tileRows, h, 2}) ||
+      !trailing(bType, {h, s.tileCols, 2}) ||
+      cType.getShape()[cType.getRank() - 3] != s.tileRows ||
+      cType.getShape().back() != s.tileCols)
     return failure();
   auto pairs = [](int64_t rank) {
     SmallVector<ReassociationIndices> groups;
@@ -108,22 +139,29 @@ FailureOr<Operands> collapse(OpBuilder &b, Location loc, linalg::GenericOp op) {
     groups.push_back({rank - 2, rank - 1});
     return groups;
   };
+  unsigned batchRank = cType.getRank() - 4;
+  SmallVector<ReassociationIndices> cGroups;
+  for (unsigned i = 0; i < batchRank; ++i)
+    cGroups.push_back({i});
+  cGroups.push_back({batchRank, batchRank + 1});
+  cGroups.push_back({batchRank + 2, batchRank + 3});
   if (!memref::CollapseShapeOp::isGuaranteedCollapsible(
           aType, pairs(aType.getRank())) ||
-      !memref::CollapseShapeOp::isGuaranteedCollapsible(bType,
-                                                        pairs(bType.getRank())))
+      !memref::CollapseShapeOp::isGuaranteedCollapsible(
+          bType, pairs(bType.getRank())) ||
+      !memref::CollapseShapeOp::isGuaranteedCollapsible(cType, cGroups))
     return failure();
   Operands o;
-  o.batchRank = cType.getRank() - 2;
+  o.batchRank = batchRank;
   AffineMap bMap = op.getIndexingMapsArray()[1];
-  for (unsigned pos = 0; pos + 3 < bMap.getNumResults(); ++pos)
+  for (unsigned pos = 0; pos + 5 < bMap.getNumResults(); ++pos)
     o.bBatch.push_back(bMap.getDimPosition(pos));
   o.a = memref::CollapseShapeOp::create(b, loc, a, pairs(aType.getRank()));
   o.b = memref::CollapseShapeOp::create(b, loc, bv, pairs(bType.getRank()));
-  o.c = c;
-  o.rows = memref::DimOp::create(b, loc, c, o.batchRank);
-  o.cols = memref::DimOp::create(b, loc, c, o.batchRank + 1);
-  o.depth = memref::DimOp::create(b, loc, o.a, o.batchRank + 1);
+  o.c = memref::CollapseShapeOp::create(b, loc, c, cGroups);
+  o.rows = memref::DimOp::create(b, loc, o.c, o.batchRank);
+  o.cols = memref::DimOp::create(b, loc, o.c, o.batchRank + 1);
+  o.depthTiles = memref::DimOp::create(b, loc, o.a, o.batchRank + 1);
   return o;
 }
 
@@ -135,41 +173,60 @@ Value add(OpBuilder &b, Location loc, Value x, int64_t y) {
   return y == 0 ? x : arith::AddIOp::create(b, loc, x, constant(b, loc, y));
 }
 
+Value divide(OpBuilder &b, Location loc, Value x, int64_t y) {
+  return y == 1 ? x : arith::DivUIOp::create(b, loc, x, constant(b, loc, y));
+}
+
 /// One task's place: its batch element (indices into A and C, and the
-/// ones B reads) and the first of its `rowBlock` rows.
+/// ones B reads) and its rows [row, rowEnd).
 struct Task {
   SmallVector<Value> aBatch, bBatch;
-  Value row;
+  Value row, rowEnd;
 
-  SmallVector<Value> aAt(Value i, Value j) const { return at(aBatch, i, j); }
-  SmallVector<Value> bAt(Value i, Value j) const { return at(bBatch, i, j); }
+  SmallVector<Value> aAt(ArrayRef<Value> tail) const {
+    return at(aBatch, tail);
+  }
+  SmallVector<Value> bAt(ArrayRef<Value> tail) const {
+    return at(bBatch, tail);
+  }
 
 private:
-  static SmallVector<Value> at(ArrayRef<Value> lead, Value i, Value j) {
+  static SmallVector<Value> at(ArrayRef<Value> lead, ArrayRef<Value> tail) {
     SmallVector<Value> indices(lead);
-    indices.append({i, j});
+    indices.append(tail.begin(), tail.end());
     return indices;
   }
 };
 
 /// The task loop: one scf.parallel (the runtime's thread pool splits its
-/// first dim) over every batch element × block of `rowBlock` rows, its
-/// iteration number split into the batch indices and the row block. Leaves
-/// the builder in its body.
+/// first dim) over every batch element × block of the schedule's task rows
+/// (the last one shorter; shortTaskRows where C has fewer than two
+/// tasks' rows), its iteration number split into the batch indices and
+/// the row block. Leaves the builder in its body.
 Task buildTasks(OpBuilder &b, Location loc, const Operands &o,
-                int64_t rowBlock) {
+                const BF16Schedule &s) {
   Value zero = constant(b, loc, 0);
+  Value per = constant(b, loc, s.taskRows);
+  if (s.shortTaskRows != s.taskRows) {
+    Value isLong =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, o.rows,
+                              constant(b, loc, 2 * s.taskRows));
+    per = arith::SelectOp::create(b, loc, isLong, per,
+                                  constant(b, loc, s.shortTaskRows));
+  }
   Task t;
+  auto end = [&](Value row) {
+    Value next = arith::AddIOp::create(b, loc, row, per);
+    return arith::MinUIOp::create(b, loc, next, o.rows).getResult();
+  };
   if (o.batchRank == 0) {
-    auto tasks = scf::ParallelOp::create(b, loc, zero, o.rows,
-                                         constant(b, loc, rowBlock));
+    auto tasks = scf::ParallelOp::create(b, loc, zero, o.rows, per);
     b.setInsertionPointToStart(tasks.getBody());
     t.row = tasks.getInductionVars()[0];
+    t.rowEnd = end(t.row);
     return t;
   }
-  // Rows are padded to whole blocks.
-  Value blocks =
-      arith::DivUIOp::create(b, loc, o.rows, constant(b, loc, rowBlock));
+  Value blocks = arith::CeilDivUIOp::create(b, loc, o.rows, per);
   Value count = blocks;
   SmallVector<Value> extents;
   for (unsigned d = 0; d < o.batchRank; ++d) {
@@ -180,9 +237,9 @@ Task buildTasks(OpBuilder &b, Location loc, const Operands &o,
       scf::ParallelOp::create(b, loc, zero, count, constant(b, loc, 1));
   b.setInsertionPointToStart(tasks.getBody());
   Value rest = tasks.getInductionVars()[0];
-  t.row = arith::MulIOp::create(b, loc,
-                                arith::RemUIOp::create(b, loc, rest, blocks),
-                                constant(b, loc, rowBlock));
+  t.row = arith::MulIOp::create(
+      b, loc, arith::RemUIOp::create(b, loc, rest, blocks), per);
+  t.rowEnd = end(t.row);
   rest = arith::DivUIOp::create(b, loc, rest, blocks);
   t.aBatch.resize(o.batchRank);
   for (int d = o.batchRank - 1; d >= 0; --d) {
@@ -204,40 +261,51 @@ void buildAMX(OpBuilder &b, Location loc, const Operands &o,
   auto aTile = amx::TileType::get({s.tileRows, s.tileDepth}, bf16);
   // A B tile: depth / 2 VNNI rows of tileCols pairs.
   auto bTile = amx::TileType::get({s.tileDepth / 2, 2 * s.tileCols}, bf16);
-  Value zero = constant(b, loc, 0);
+  Value zero = constant(b, loc, 0), one = constant(b, loc, 1);
   int64_t rowBlock = s.tileRows * s.blockRows;
   int64_t colBlock = s.tileCols * s.blockCols;
-  Task t = buildTasks(b, loc, o, rowBlock);
-  Value i = t.row;
+  Task t = buildTasks(b, loc, o, s);
+  // Depth blocks: [k0, kEnd) in tiles.
+  auto depthBlocks = scf::ForOp::create(b, loc, zero, o.depthTiles,
+                                        constant(b, loc, s.depthTiles));
+  b.setInsertionPointToStart(depthBlocks.getBody());
+  Value k0 = depthBlocks.getInductionVar();
+  Value kEnd = arith::MinUIOp::create(b, loc, add(b, loc, k0, s.depthTiles),
+                                      o.depthTiles);
   auto cols =
       scf::ForOp::create(b, loc, zero, o.cols, constant(b, loc, colBlock));
   b.setInsertionPointToStart(cols.getBody());
   Value j = cols.getInductionVar();
-  SmallVector<Value> rowAt, colAt;
-  for (int64_t r = 0; r < s.blockRows; ++r)
+  Value panel = divide(b, loc, j, s.tileCols);
+  auto rows =
+      scf::ForOp::create(b, loc, t.row, t.rowEnd, constant(b, loc, rowBlock));
+  b.setInsertionPointToStart(rows.getBody());
+  Value i = rows.getInductionVar();
+  Value rowTile = divide(b, loc, i, s.tileRows);
+  SmallVector<Value> rowAt, colAt, rowTiles, panels;
+  for (int64_t r = 0; r < s.blockRows; ++r) {
     rowAt.push_back(add(b, loc, i, r * s.tileRows));
-  for (int64_t c = 0; c < s.blockCols; ++c)
+    rowTiles.push_back(add(b, loc, rowTile, r));
+  }
+  for (int64_t c = 0; c < s.blockCols; ++c) {
     colAt.push_back(add(b, loc, j, c * s.tileCols));
+    panels.push_back(add(b, loc, panel, c));
+  }
   SmallVector<Value> acc;
   for (int64_t r = 0; r < s.blockRows; ++r)
     for (int64_t c = 0; c < s.blockCols; ++c)
       acc.push_back(amx::TileLoadOp::create(b, loc, cTile, o.c,
-                                            t.aAt(rowAt[r], colAt[c])));
+                                            t.aAt({rowAt[r], colAt[c]})));
   auto depth = scf::ForOp::create(
-      b, loc, zero, o.depth, constant(b, loc, s.tileDepth), acc,
+      b, loc, k0, kEnd, one, acc,
       [&](OpBuilder &nb, Location nloc, Value k, ValueRange iter) {
-        Value pairRow =
-            arith::DivUIOp::create(nb, nloc, k, constant(nb, nloc, 2));
         SmallVector<Value> as, bs;
         for (int64_t r = 0; r < s.blockRows; ++r)
-          as.push_back(amx::TileLoadOp::create(nb, nloc, aTile, o.a,
-                                               t.aAt(rowAt[r], k)));
-        for (int64_t c = 0; c < s.blockCols; ++c) {
-          Value col =
-              arith::MulIOp::create(nb, nloc, colAt[c], constant(nb, nloc, 2));
-          bs.push_back(amx::TileLoadOp::create(nb, nloc, bTile, o.b,
-                                               t.bAt(pairRow, col)));
-        }
+          as.push_back(amx::TileLoadOp::create(
+              nb, nloc, aTile, o.a, t.aAt({rowTiles[r], k, zero, zero})));
+        for (int64_t c = 0; c < s.blockCols; ++c)
+          bs.push_back(amx::TileLoadOp::create(
+              nb, nloc, bTile, o.b, t.bAt({panels[c], k, zero, zero})));
         SmallVector<Value> next;
         for (int64_t r = 0; r < s.blockRows; ++r)
           for (int64_t c = 0; c < s.blockCols; ++c)
@@ -247,7 +315,7 @@ void buildAMX(OpBuilder &b, Location loc, const Operands &o,
       });
   for (int64_t r = 0; r < s.blockRows; ++r)
     for (int64_t c = 0; c < s.blockCols; ++c)
-      amx::TileStoreOp::create(b, loc, o.c, t.aAt(rowAt[r], colAt[c]),
+      amx::TileStoreOp::create(b, loc, o.c, t.aAt({rowAt[r], colAt[c]}),
                                depth.getResult(r * s.blockCols + c));
 }
 
@@ -258,61 +326,83 @@ void buildAVX512BF16(OpBuilder &b, Location loc, const Operands &o,
   constexpr int64_t lanes = 16; // f32 lanes of a 512-bit vector
   auto accType = VectorType::get({lanes}, f32);
   auto pairsType = VectorType::get({2 * lanes}, bf16);
-  int64_t vectors = s.tileCols * s.blockCols / lanes;
-  int64_t rowBlock = s.tileRows * s.blockRows;
+  // One vector of columns is one B tile's row: tiles of 16 columns.
+  int64_t vectors = s.blockCols;
   Value zero = constant(b, loc, 0), one = constant(b, loc, 1);
-  Task t = buildTasks(b, loc, o, rowBlock);
-  Value i0 = t.row;
-  auto rows = scf::ForOp::create(b, loc, zero, constant(b, loc, rowBlock),
-                                 constant(b, loc, s.registerRows));
-  b.setInsertionPointToStart(rows.getBody());
-  Value i = arith::AddIOp::create(b, loc, i0, rows.getInductionVar());
+  Task t = buildTasks(b, loc, o, s);
+  // Depth blocks [k0, kEnd) in tiles, then columns, then the task's rows:
+  // one block column of B (B·16 columns × cache_depth) stays in L1 while
+  // every register tile of the task's rows reads it.
+  auto depthBlocks = scf::ForOp::create(b, loc, zero, o.depthTiles,
+                                        constant(b, loc, s.depthTiles));
+  b.setInsertionPointToStart(depthBlocks.getBody());
+  Value k0 = depthBlocks.getInductionVar();
+  Value kEnd = arith::MinUIOp::create(b, loc, add(b, loc, k0, s.depthTiles),
+                                      o.depthTiles);
   auto cols = scf::ForOp::create(b, loc, zero, o.cols,
                                  constant(b, loc, vectors * lanes));
   b.setInsertionPointToStart(cols.getBody());
   Value j = cols.getInductionVar();
-  SmallVector<Value> rowAt, colAt, acc;
-  for (int64_t r = 0; r < s.registerRows; ++r)
+  Value panel = divide(b, loc, j, lanes);
+  auto rows = scf::ForOp::create(b, loc, t.row, t.rowEnd,
+                                 constant(b, loc, s.registerRows));
+  b.setInsertionPointToStart(rows.getBody());
+  Value i = rows.getInductionVar();
+  // The register tile's rows lie in one row of A tiles.
+  Value rowTile = divide(b, loc, i, s.tileRows);
+  Value inTile =
+      arith::RemUIOp::create(b, loc, i, constant(b, loc, s.tileRows));
+  SmallVector<Value> rowAt, inTileAt, colAt, panels, acc;
+  for (int64_t r = 0; r < s.registerRows; ++r) {
     rowAt.push_back(add(b, loc, i, r));
-  for (int64_t v = 0; v < vectors; ++v)
+    inTileAt.push_back(add(b, loc, inTile, r));
+  }
+  for (int64_t v = 0; v < vectors; ++v) {
     colAt.push_back(add(b, loc, j, v * lanes));
+    panels.push_back(add(b, loc, panel, v));
+  }
   for (int64_t r = 0; r < s.registerRows; ++r)
     for (int64_t v = 0; v < vectors; ++v)
       acc.push_back(vector::LoadOp::create(b, loc, accType, o.c,
-                                           t.aAt(rowAt[r], colAt[v])));
-  Value pairRows = arith::DivUIOp::create(b, loc, o.depth, constant(b, loc, 2));
+                                           t.aAt({rowAt[r], colAt[v]})));
   auto depth = scf::ForOp::create(
-      b, loc, zero, pairRows, one, acc,
-      [&](OpBuilder &nb, Location nloc, Value a, ValueRange iter) {
-        SmallVector<Value> bs;
-        for (int64_t v = 0; v < vectors; ++v) {
-          Value col =
-              arith::MulIOp::create(nb, nloc, colAt[v], constant(nb, nloc, 2));
-          bs.push_back(
-              vector::LoadOp::create(nb, nloc, pairsType, o.b, t.bAt(a, col)));
-        }
-        Value k = arith::MulIOp::create(nb, nloc, a, constant(nb, nloc, 2));
-        SmallVector<Value> next;
-        for (int64_t r = 0; r < s.registerRows; ++r) {
-          // The pair A[r, 2a], A[r, 2a + 1] as one i32, in every lane.
-          Value pair = vector::LoadOp::create(
-              nb, nloc, VectorType::get({2}, bf16), o.a, t.aAt(rowAt[r], k));
-          Value word = vector::BitCastOp::create(
-              nb, nloc, VectorType::get({1}, nb.getI32Type()), pair);
-          Value scalar = vector::ExtractOp::create(nb, nloc, word, 0);
-          Value splat = vector::BroadcastOp::create(
-              nb, nloc, VectorType::get({lanes}, nb.getI32Type()), scalar);
-          Value pairs = vector::BitCastOp::create(nb, nloc, pairsType, splat);
-          for (int64_t v = 0; v < vectors; ++v)
-            next.push_back(x86vector::DotBF16Op::create(
-                nb, nloc, accType, iter[r * vectors + v], pairs, bs[v]));
-        }
-        scf::YieldOp::create(nb, nloc, next);
+      b, loc, k0, kEnd, one, acc,
+      [&](OpBuilder &kb, Location kloc, Value k, ValueRange kIter) {
+        auto pairsLoop = scf::ForOp::create(
+            kb, kloc, zero, constant(kb, kloc, s.tileDepth / 2), one, kIter,
+            [&](OpBuilder &nb, Location nloc, Value a, ValueRange iter) {
+              SmallVector<Value> bs;
+              for (int64_t v = 0; v < vectors; ++v)
+                bs.push_back(vector::LoadOp::create(
+                    nb, nloc, pairsType, o.b, t.bAt({panels[v], k, a, zero})));
+              Value col =
+                  arith::MulIOp::create(nb, nloc, a, constant(nb, nloc, 2));
+              SmallVector<Value> next;
+              for (int64_t r = 0; r < s.registerRows; ++r) {
+                // The pair A[r, 2a], A[r, 2a + 1] as one i32, in every lane.
+                Value pair = vector::LoadOp::create(
+                    nb, nloc, VectorType::get({2}, bf16), o.a,
+                    t.aAt({rowTile, k, inTileAt[r], col}));
+                Value word = vector::BitCastOp::create(
+                    nb, nloc, VectorType::get({1}, nb.getI32Type()), pair);
+                Value scalar = vector::ExtractOp::create(nb, nloc, word, 0);
+                Value splat = vector::BroadcastOp::create(
+                    nb, nloc, VectorType::get({lanes}, nb.getI32Type()),
+                    scalar);
+                Value pairs =
+                    vector::BitCastOp::create(nb, nloc, pairsType, splat);
+                for (int64_t v = 0; v < vectors; ++v)
+                  next.push_back(x86vector::DotBF16Op::create(
+                      nb, nloc, accType, iter[r * vectors + v], pairs, bs[v]));
+              }
+              scf::YieldOp::create(nb, nloc, next);
+            });
+        scf::YieldOp::create(kb, kloc, pairsLoop.getResults());
       });
   for (int64_t r = 0; r < s.registerRows; ++r)
     for (int64_t v = 0; v < vectors; ++v)
       vector::StoreOp::create(b, loc, depth.getResult(r * vectors + v), o.c,
-                              t.aAt(rowAt[r], colAt[v]));
+                              t.aAt({rowAt[r], colAt[v]}));
 }
 
 struct LowerDenseBF16 : torsor::impl::TorsorLowerDenseBF16Base<LowerDenseBF16> {
@@ -328,7 +418,11 @@ struct LowerDenseBF16 : torsor::impl::TorsorLowerDenseBF16Base<LowerDenseBF16> {
     });
     for (linalg::GenericOp op : products) {
       OpBuilder b(op);
-      FailureOr<Operands> operands = collapse(b, op.getLoc(), op);
+      // The AVX512-BF16 kernel reads one B tile row per vector.
+      if (*schedule.unit == strategy::MatmulUnit::AVX512BF16 &&
+          schedule.tileCols != 16)
+        continue;
+      FailureOr<Operands> operands = collapse(b, op.getLoc(), op, schedule);
       // Not collapsible: the generic's own loops compute the same sums.
       if (failed(operands))
         continue;

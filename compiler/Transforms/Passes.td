@@ -586,24 +586,31 @@ def TorsorLowerDenseBF16
   let summary = "Lower packed bf16 products to AMX tiles or AVX512-BF16 dots";
   let description = [{
     Runs after bufferization under `--compute=bf16`. Each
-    `linalg.generic {torsor.bf16_product}` torsor-tile-dense packed (A
-    `[Mp, Kp/2, 2]`, VNNI B `[Kp/2, Np, 2]` in bf16, C `[Mp, Np]` in f32)
-    becomes a kernel for the strategy's `matmul_unit`: `amx` (tile loads,
-    `amx.tile_mulf`, tile stores over a block of `amx_block_rows` ×
-    `amx_block_cols` C tiles) or `avx512bf16` (`x86vector.avx512.dot` on
-    `vector<32xbf16>` pairs into `vector<16xf32>` accumulators). The row
-    blocks are an `scf.parallel` (thread-pool tasks). With any other unit
-    the pass does nothing and the generic's loops compute the product.
+    `linalg.generic {torsor.bf16_product}` torsor-tile-dense packed
+    (tile-contiguous A `[Mp/16, Kp/32, 16, 16, 2]` and VNNI B
+    `[Np/16, Kp/32, 16, 16, 2]` in bf16, C `[Mp/16, 16, Np/16, 16]` in
+    f32, for the strategy's 16 × 16 × 32 tiles) becomes a kernel for the
+    strategy's unit: `amx` (tile loads, `amx.tile_mulf`, tile stores over
+    a block of `block_rows` × `block_cols` C tiles, each A and B tile one
+    contiguous KiB) or `avx512bf16` (`x86vector.avx512.dot` on
+    `vector<32xbf16>` pairs into `vector<16xf32>` accumulators). Tasks of
+    `task_rows` rows are an `scf.parallel` (thread-pool tasks); inside one,
+    for both units, the depth runs in blocks of `cache_depth`, then the
+    columns in register blocks, then the task's rows, so one block column
+    of B stays in L1 while every row block of the task reads it. With any other unit the
+    pass does nothing and the generic's loops compute the product.
 
-    After (`matmul_unit = "amx"`):
+    After (`unit = amx`, C collapsed back to `[Mp, Np]`):
     ```mlir
-    scf.parallel (%i) = (%c0) to (%Mp) step (%c32) {
-      scf.for %j = %c0 to %Np step %c32 {
-        %c = amx.tile_load %C[%i, %j] : memref<?x64xf32> into !amx.tile<16x16xf32>
-        %r = scf.for %k = %c0 to %Kp step %c32 iter_args(%acc = %c, ...) {
-          %a = amx.tile_load %A[%i, %k] : ... into !amx.tile<16x32xbf16>
-          %b = amx.tile_load %B[%k2, %j2] : ... into !amx.tile<16x32xbf16>
-          %p = amx.tile_mulf %a, %b, %acc : ...
+    scf.parallel (%i0) = (%c0) to (%Mp) step (%c128) {
+      scf.for %k0 = %c0 to %Ko step %c8 {
+        scf.for %j = %c0 to %Np step %c32 {
+          scf.for %i = %i0 to %iEnd step %c32 {
+            %c = amx.tile_load %C[%i, %j] : memref<?x64xf32> into !amx.tile<16x16xf32>
+            %r = scf.for %k = %k0 to %kEnd step %c1 iter_args(%acc = %c, ...) {
+              %a = amx.tile_load %A[%it, %k, %c0, %c0] : ... into !amx.tile<16x32xbf16>
+              %b = amx.tile_load %B[%jt, %k, %c0, %c0] : ... into !amx.tile<16x32xbf16>
+              %p = amx.tile_mulf %a, %b, %acc : ...
     ```
   }];
   let dependentDialects = ["::mlir::amx::AMXDialect",

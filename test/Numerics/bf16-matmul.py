@@ -16,14 +16,18 @@ products are exact in f32, so
 and, on random data without cancellation,
   max|C - A·B| / max|A·B| <= 1e-2                                   (issue)
 Shapes: K = 1, K not a multiple of the tile depth 32, N not a multiple of
-the block, a transposed right operand (x @ transpose(W)); L = 0, 1, tile
-rows ± 1 (15-17, 31-33) and 100. Data: normal; rows and columns scaled over
-10^±3 (dynamic range); [u, u] @ [v; -v + 1e-3 r] (near-cancelling sums).
+the block, a transposed right operand (x @ transpose(W)), K = 300 (two
+depth blocks of the AMX kernel's cache_depth 256, the last one short);
+L = 0, 1, tile rows ± 1 (15-17, 31-33), 100 (tasks of 32 rows: fewer
+than 256) and 300 (tasks of 128 rows, the last one short). Data: normal;
+rows and columns scaled over 10^±3 (dynamic range); [u, u] @ [v; -v +
+1e-3 r] (near-cancelling sums).
 
 Contractions with a batch dim take the same paths, packed per batch
 element: QKᵀ and P·V of 4 heads (depth 20 and S, columns S and 16: neither a
 multiple of the tile) and `z @ W` with z [3, L, 20] (W shared by the batch),
-for L = 0, 1, 17, 33 and S = 1, 17, 40, under the same bounds.
+for L = 0, 1, 17, 33, 260 (tasks of 128 rows per head, the last one
+short) and S = 1, 17, 40, under the same bounds.
 """
 import os
 import tempfile
@@ -48,8 +52,9 @@ PATHS = [("fma", "generic", None),
          ("avx512bf16", "cooperlake", {"avx512f", "avx512_bf16"}),
          ("amx", "sapphirerapids", {"avx512f", "avx512_bf16", "amx_tile",
                                     "amx_bf16"})]
-SHAPES = [(1, 16, False), (40, 48, False), (33, 17, True), (64, 64, False)]
-LENGTHS = [0, 1, 15, 16, 17, 31, 32, 33, 100]
+SHAPES = [(1, 16, False), (40, 48, False), (33, 17, True), (64, 64, False),
+          (300, 40, False)]
+LENGTHS = [0, 1, 15, 16, 17, 31, 32, 33, 100, 300]
 
 MODEL = """model MM {{
   dim L;
@@ -109,7 +114,7 @@ def batched(report, rng, work, path, cpu, runs):
     if not runs:
         return
     f32 = lambda a: a.astype(np.float32).astype(np.float64)  # noqa: E731
-    for L in (0, 1, 17, 33):
+    for L in (0, 1, 17, 33, 260):
         for S in (1, 17, 40):
             q, k = f32(rng.standard_normal((4, L, 20))), f32(rng.standard_normal((4, S, 20)))
             p, v = f32(rng.random((4, L, S))), f32(rng.standard_normal((4, S, 16)))

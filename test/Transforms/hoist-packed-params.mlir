@@ -1,7 +1,7 @@
 // RUN: torsor-opt %s --torsor-select-strategy="vector-bits=512 compute=bf16 amx=true" --torsor-tile-dense --torsor-hoist-packed-params | FileCheck %s
 // RUN: torsor-opt %s --torsor-select-strategy="vector-bits=512" --torsor-tile-dense --torsor-hoist-packed-params | FileCheck %s --check-prefix=F32
 
-// torsor-hoist-packed-params: the VNNI packing of the param %w (40 x 48,
+// torsor-hoist-packed-params: the VNNI tile packing of the param %w (40 x 48,
 // padded to 64 x 64, 8192 bytes of bf16) moves into torsor_prepare_model,
 // which writes it at offset 0 of the byte buffer; the model takes that
 // buffer as a new last argument and reads the packed copy through a view.
@@ -10,15 +10,15 @@
 // CHECK: module attributes {torsor.prepared_bytes = 8192 : i64}
 // CHECK-LABEL: func.func @torsor_model(
 // CHECK-SAME:    %[[X:[^:]*]]: memref<?x40xf32>, %{{[^:]*}}: memref<40x48xf32>, %{{[^:]*}}: memref<?x48xf32>, %[[BYTES:[^:]*]]: memref<?xi8>)
-//      CHECK:   %[[VIEW:.*]] = memref.view %[[BYTES]][%{{.*}}][] : memref<?xi8> to memref<32x64x2xbf16>
+//      CHECK:   %[[VIEW:.*]] = memref.view %[[BYTES]][%{{.*}}][] : memref<?xi8> to memref<4x2x16x16x2xbf16>
 //      CHECK:   %[[PACKED:.*]] = bufferization.to_tensor %[[VIEW]] restrict
 //  CHECK-NOT:   torsor.packed_operand
-//      CHECK:   linalg.generic {{.*}} ins(%{{.*}}, %[[PACKED]] : tensor<?x32x2xbf16>, tensor<32x64x2xbf16>) {{.*}} attrs = {torsor.bf16_product}
+//      CHECK:   linalg.generic {{.*}} ins(%{{.*}}, %[[PACKED]] : tensor<?x2x16x16x2xbf16>, tensor<4x2x16x16x2xbf16>) {{.*}} attrs = {torsor.bf16_product}
 // CHECK-LABEL: func.func @torsor_prepare_model(
 // CHECK-SAME:    %[[W:[^:]*]]: memref<40x48xf32>, %[[OUT:[^:]*]]: memref<?xi8>)
 //      CHECK:   bufferization.to_tensor %[[W]]
-//      CHECK:   %[[P:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<32x64x2xbf16>) attrs = {torsor.packed_operand}
-//      CHECK:   %[[V:.*]] = memref.view %[[OUT]][%{{.*}}][] : memref<?xi8> to memref<32x64x2xbf16>
+//      CHECK:   %[[P:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<4x2x16x16x2xbf16>) attrs = {torsor.packed_operand}
+//      CHECK:   %[[V:.*]] = memref.view %[[OUT]][%{{.*}}][] : memref<?xi8> to memref<4x2x16x16x2xbf16>
 //      CHECK:   bufferization.materialize_in_destination %[[P]] in restrict writable %[[V]]
 
 // f32: the param's column panels for the FMA kernel (48 columns in 2

@@ -2,52 +2,75 @@
 // RUN: torsor-opt %s --torsor-select-strategy="vector-bits=512 compute=bf16 avx512bf16=true" --torsor-lower-dense-bf16 | FileCheck %s --check-prefix=DOT
 // RUN: torsor-opt %s --torsor-select-strategy="vector-bits=512 compute=bf16" --torsor-lower-dense-bf16 | FileCheck %s --check-prefix=NONE
 
-// The packed product torsor-tile-dense leaves (A [Mp, 32, 2], VNNI B
-// [32, 64, 2], C [Mp, 64]) on buffers. On AMX, row blocks of 32 are tasks
-// (scf.parallel); per 32 x 32 block of C, 2 x 2 C tiles are loaded, the
-// depth loop carries them while loading 2 A and 2 B tiles and doing 4 tile
-// products, and they are stored once. With AVX512-BF16, 8 rows x 2 vectors of
-// accumulators per block, and per VNNI row two 32 x bf16 loads of B and
-// one broadcast A pair per row feeding x86vector.avx512.dot. Without a
-// bf16 unit the generic stays (its loops compute the same sums).
+// The packed product torsor-tile-dense leaves on buffers: tile-contiguous
+// A [Mp/16, 2, 16, 16, 2] (K = 64), VNNI B [4, 2, 16, 16, 2] (N = 64), C
+// [Mp/16, 16, 4, 16]. The tiles' pairs are collapsed (A [Mp/16, 2, 16, 32],
+// B [4, 2, 16, 32]: each tile a contiguous 16 x 64 bytes) and C back to
+// [Mp, 64]. On AMX, tasks of 128 rows (task_rows; 32, the f32 kernel's
+// task_rows, where C has fewer than 256 rows, so a short sequence still
+// spreads over the threads; scf.parallel, the last task cut at Mp) run
+// depth blocks of 8 tiles (cache_depth 256), inside them column
+// blocks of 32, inside them the task's row blocks of 32; per 32 x 32 block
+// of C, 2 x 2 C tiles are loaded, the depth loop carries them while
+// loading 2 A and 2 B tiles at [tile, k, 0, 0] and doing 4 tile products,
+// and they are stored once. With AVX512-BF16, the same tasks, depth
+// blocks and column blocks, then the task's rows by 8: 8 rows x 2 vectors
+// of accumulators; per depth tile and VNNI row, two 32 x bf16 loads
+// (one B tile row each) and one broadcast A pair per row feeding
+// x86vector.avx512.dot. Without a bf16 unit the generic stays (its loops
+// compute the same sums).
 
-#a = affine_map<(m, n, a, p) -> (m, a, p)>
-#b = affine_map<(m, n, a, p) -> (a, n, p)>
-#c = affine_map<(m, n, a, p) -> (m, n)>
+#a = affine_map<(mo, mi, no, ni, ko, ai, p) -> (mo, ko, mi, ai, p)>
+#b = affine_map<(mo, mi, no, ni, ko, ai, p) -> (no, ko, ai, ni, p)>
+#c = affine_map<(mo, mi, no, ni, ko, ai, p) -> (mo, mi, no, ni)>
 
 // AMX-LABEL: func.func @product
-//   AMX-DAG:   %[[A:.*]] = memref.collapse_shape %{{.*}} {{\[\[}}0], [1, 2]] : memref<?x32x2xbf16> into memref<?x64xbf16>
-//   AMX-DAG:   %[[B:.*]] = memref.collapse_shape %{{.*}} {{\[\[}}0], [1, 2]] : memref<32x64x2xbf16> into memref<32x128xbf16>
-//       AMX:   scf.parallel
-//       AMX:     scf.for
-//   AMX-COUNT-4: amx.tile_load %{{.*}} : memref<?x64xf32> into !amx.tile<16x16xf32>
-//       AMX:       scf.for {{.*}} iter_args
-//   AMX-COUNT-2:     amx.tile_load %[[A]]{{.*}} into !amx.tile<16x32xbf16>
-//   AMX-COUNT-2:     amx.tile_load %[[B]]{{.*}} into !amx.tile<16x32xbf16>
-//   AMX-COUNT-4:     amx.tile_mulf
-//       AMX:         scf.yield
-//   AMX-COUNT-4: amx.tile_store
+//   AMX-DAG:   %[[A:.*]] = memref.collapse_shape %{{.*}} {{\[\[}}0], [1], [2], [3, 4]] : memref<?x2x16x16x2xbf16> into memref<?x2x16x32xbf16>
+//   AMX-DAG:   %[[B:.*]] = memref.collapse_shape %{{.*}} {{\[\[}}0], [1], [2], [3, 4]] : memref<4x2x16x16x2xbf16> into memref<4x2x16x32xbf16>
+//   AMX-DAG:   %[[C:.*]] = memref.collapse_shape %{{.*}} {{\[\[}}0, 1], [2, 3]] : memref<?x16x4x16xf32> into memref<?x64xf32>
+//   AMX-DAG:   %[[ROWS:.*]] = memref.dim %[[C]], %{{c0[_0-9]*}}
+//       AMX:   %[[LONG:.*]] = arith.cmpi uge, %[[ROWS]], %{{c256[_0-9]*}}
+//       AMX:   %[[PER:.*]] = arith.select %[[LONG]], %{{c128[_0-9]*}}, %{{c32[_0-9]*}}
+//       AMX:   scf.parallel (%[[T:[^)]*]]) = (%{{[^)]*}}) to (%[[ROWS]]) step (%[[PER]])
+//       AMX:     %[[NEXT:.*]] = arith.addi %[[T]], %[[PER]]
+//       AMX:     %[[END:.*]] = arith.minui %[[NEXT]], %[[ROWS]]
+//       AMX:     scf.for %[[K0:[^ ]*]] = %{{c0[_0-9]*}} to %{{.*}} step %{{c8[_0-9]*}}
+//       AMX:       %[[KEND:.*]] = arith.minui
+//       AMX:       scf.for %{{[^ ]*}} = %{{c0[_0-9]*}} to %{{.*}} step %{{c32[_0-9]*}}
+//       AMX:         scf.for %{{[^ ]*}} = %[[T]] to %[[END]] step %{{c32[_0-9]*}}
+//   AMX-COUNT-4:       amx.tile_load %[[C]]{{.*}} : memref<?x64xf32> into !amx.tile<16x16xf32>
+//       AMX:           scf.for %[[K:[^ ]*]] = %[[K0]] to %[[KEND]] step %{{c1[_0-9]*}} iter_args
+//   AMX-COUNT-2:         amx.tile_load %[[A]][%{{[^,]*}}, %[[K]], %[[Z:c0[_0-9]*]], %[[Z]]] : memref<?x2x16x32xbf16> into !amx.tile<16x32xbf16>
+//   AMX-COUNT-2:         amx.tile_load %[[B]][%{{[^,]*}}, %[[K]], %[[Z:c0[_0-9]*]], %[[Z]]] : memref<4x2x16x32xbf16> into !amx.tile<16x32xbf16>
+//   AMX-COUNT-4:         amx.tile_mulf
+//       AMX:             scf.yield
+//   AMX-COUNT-4:       amx.tile_store %[[C]]
 //   AMX-NOT:   linalg.generic
 
 // DOT-LABEL: func.func @product
-//       DOT:   scf.parallel
-//       DOT:     scf.for
-//       DOT:       scf.for
-//       DOT:         scf.for {{.*}} iter_args
-//  DOT-COUNT-2:        vector.load {{.*}} : memref<32x128xbf16>, vector<32xbf16>
-//       DOT:           vector.bitcast {{.*}} : vector<2xbf16> to vector<1xi32>
-//       DOT:           vector.broadcast {{.*}} : i32 to vector<16xi32>
-//  DOT-COUNT-2:        x86vector.avx512.dot {{.*}} : vector<32xbf16> -> vector<16xf32>
+//       DOT:   scf.parallel (%[[T:[^)]*]]) =
+//       DOT:     %[[END:.*]] = arith.minui
+//       DOT:     scf.for %[[K0:[^ ]*]] = {{.*}} step %{{c8[_0-9]*}}
+//       DOT:       %[[KEND:.*]] = arith.minui
+//       DOT:       scf.for {{.*}} step %{{c32[_0-9]*}}
+//       DOT:         scf.for {{.*}} = %[[T]] to %[[END]] step %{{c8[_0-9]*}}
+//       DOT:           scf.for {{.*}} = %[[K0]] to %[[KEND]] {{.*}} iter_args
+//       DOT:           scf.for {{.*}} to %{{c16[_0-9]*}} step %{{c1[_0-9]*}} iter_args
+//  DOT-COUNT-2:          vector.load {{.*}} : memref<4x2x16x32xbf16>, vector<32xbf16>
+//       DOT:             vector.load {{.*}} : memref<?x2x16x32xbf16>, vector<2xbf16>
+//       DOT:             vector.bitcast {{.*}} : vector<2xbf16> to vector<1xi32>
+//       DOT:             vector.broadcast {{.*}} : i32 to vector<16xi32>
+//  DOT-COUNT-2:          x86vector.avx512.dot {{.*}} : vector<32xbf16> -> vector<16xf32>
 //   DOT-NOT:   linalg.generic
 
 // NONE-LABEL: func.func @product
 //       NONE:   linalg.generic
 //   NONE-NOT:   amx.
 //   NONE-NOT:   x86vector.
-func.func @product(%a: memref<?x32x2xbf16>, %b: memref<32x64x2xbf16>, %c: memref<?x64xf32>) {
+func.func @product(%a: memref<?x2x16x16x2xbf16>, %b: memref<4x2x16x16x2xbf16>, %c: memref<?x16x4x16xf32>) {
   linalg.generic {indexing_maps = [#a, #b, #c],
-                  iterator_types = ["parallel", "parallel", "reduction", "reduction"]}
-      ins(%a, %b : memref<?x32x2xbf16>, memref<32x64x2xbf16>) outs(%c : memref<?x64xf32>)
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%a, %b : memref<?x2x16x16x2xbf16>, memref<4x2x16x16x2xbf16>) outs(%c : memref<?x16x4x16xf32>)
       attrs = {torsor.bf16_product} {
   ^bb0(%x: bf16, %y: bf16, %acc: f32):
     %xe = arith.extf %x : bf16 to f32
@@ -61,24 +84,26 @@ func.func @product(%a: memref<?x32x2xbf16>, %b: memref<32x64x2xbf16>, %c: memref
 
 // A batched product (attention heads: C [4, Mp, 32]) whose B has the batch
 // dim too, and one (`x @ W` with x [3, L, K]) whose B is shared by every
-// batch element. One scf.parallel runs every batch element x row block
-// (its index split into the head and the row block); the tile loads take
-// the head as their leading index, and B's loads drop it where B has none.
+// batch element. One scf.parallel runs every batch element x task (its
+// index split into the head and the task's rows, ceil(Mp / task rows)
+// tasks per head); the tile loads take the head as their leading index, and B's
+// loads drop it where B has none.
 
-#ha = affine_map<(h, m, n, a, p) -> (h, m, a, p)>
-#hb = affine_map<(h, m, n, a, p) -> (h, a, n, p)>
-#hw = affine_map<(h, m, n, a, p) -> (a, n, p)>
-#hc = affine_map<(h, m, n, a, p) -> (h, m, n)>
+#ha = affine_map<(h, mo, mi, no, ni, ko, ai, p) -> (h, mo, ko, mi, ai, p)>
+#hb = affine_map<(h, mo, mi, no, ni, ko, ai, p) -> (h, no, ko, ai, ni, p)>
+#hw = affine_map<(h, mo, mi, no, ni, ko, ai, p) -> (no, ko, ai, ni, p)>
+#hc = affine_map<(h, mo, mi, no, ni, ko, ai, p) -> (h, mo, mi, no, ni)>
 
 // AMX-LABEL: func.func @heads
-//       AMX:   %[[BLOCKS:[^ ]*]] = arith.divui %{{.*}}, %c32
+//       AMX:   %[[PER:.*]] = arith.select
+//       AMX:   %[[TASKS:[^ ]*]] = arith.ceildivui %{{.*}}, %[[PER]]
 //       AMX:   scf.parallel (%[[T:[^)]*]]) = ({{.*}}) to ({{.*}}) step ({{.*}})
-//       AMX:     %[[R:.*]] = arith.remui %[[T]], %[[BLOCKS]]
-//       AMX:     %[[H:.*]] = arith.divui %[[T]], %[[BLOCKS]]
+//       AMX:     %[[R:.*]] = arith.remui %[[T]], %[[TASKS]]
+//       AMX:     %[[H:.*]] = arith.divui %[[T]], %[[TASKS]]
 //       AMX:     amx.tile_load %{{.*}}[%[[H]], %{{.*}}, %{{.*}}] : memref<4x?x32xf32> into !amx.tile<16x16xf32>
 //       AMX:     scf.for {{.*}} iter_args
-//       AMX:       amx.tile_load %{{.*}}[%[[H]], %{{.*}}, %{{.*}}] : memref<4x?x64xbf16> into !amx.tile<16x32xbf16>
-//       AMX:       amx.tile_load %{{.*}}[%[[H]], %{{.*}}, %{{.*}}] : memref<4x32x64xbf16> into !amx.tile<16x32xbf16>
+//       AMX:       amx.tile_load %{{.*}}[%[[H]], %{{.*}}, %{{.*}}, %{{c0[_0-9]*}}, %{{c0[_0-9]*}}] : memref<4x?x1x16x32xbf16> into !amx.tile<16x32xbf16>
+//       AMX:       amx.tile_load %{{.*}}[%[[H]], %{{.*}}, %{{.*}}, %{{c0[_0-9]*}}, %{{c0[_0-9]*}}] : memref<4x2x1x16x32xbf16> into !amx.tile<16x32xbf16>
 //       AMX:     amx.tile_store %{{.*}}[%[[H]],
 //   AMX-NOT:   linalg.generic
 
@@ -86,10 +111,10 @@ func.func @product(%a: memref<?x32x2xbf16>, %b: memref<32x64x2xbf16>, %c: memref
 //       DOT:   scf.parallel
 //       DOT:     x86vector.avx512.dot
 //   DOT-NOT:   linalg.generic
-func.func @heads(%a: memref<4x?x32x2xbf16>, %b: memref<4x32x32x2xbf16>, %c: memref<4x?x32xf32>) {
+func.func @heads(%a: memref<4x?x1x16x16x2xbf16>, %b: memref<4x2x1x16x16x2xbf16>, %c: memref<4x?x16x2x16xf32>) {
   linalg.generic {indexing_maps = [#ha, #hb, #hc],
-                  iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction"]}
-      ins(%a, %b : memref<4x?x32x2xbf16>, memref<4x32x32x2xbf16>) outs(%c : memref<4x?x32xf32>)
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%a, %b : memref<4x?x1x16x16x2xbf16>, memref<4x2x1x16x16x2xbf16>) outs(%c : memref<4x?x16x2x16xf32>)
       attrs = {torsor.bf16_product} {
   ^bb0(%x: bf16, %y: bf16, %acc: f32):
     %xe = arith.extf %x : bf16 to f32
@@ -105,13 +130,39 @@ func.func @heads(%a: memref<4x?x32x2xbf16>, %b: memref<4x32x32x2xbf16>, %c: memr
 //       AMX:   scf.parallel (%[[T:[^)]*]]) =
 //       AMX:     %[[H:.*]] = arith.divui %[[T]],
 //       AMX:     scf.for {{.*}} iter_args
-//       AMX:       amx.tile_load %{{.*}}[%[[H]], %{{.*}}, %{{.*}}] : memref<3x?x64xbf16> into !amx.tile<16x32xbf16>
-//       AMX:       amx.tile_load %{{.*}}[%{{[^,]*}}, %{{[^,]*}}] : memref<32x64xbf16> into !amx.tile<16x32xbf16>
+//       AMX:       amx.tile_load %{{.*}}[%[[H]], %{{.*}}, %{{.*}}, %{{c0[_0-9]*}}, %{{c0[_0-9]*}}] : memref<3x?x1x16x32xbf16> into !amx.tile<16x32xbf16>
+//       AMX:       amx.tile_load %{{.*}}[%{{[^,]*}}, %{{[^,]*}}, %{{c0[_0-9]*}}, %{{c0[_0-9]*}}] : memref<2x1x16x32xbf16> into !amx.tile<16x32xbf16>
 //   AMX-NOT:   linalg.generic
-func.func @shared_weight(%a: memref<3x?x32x2xbf16>, %b: memref<32x32x2xbf16>, %c: memref<3x?x32xf32>) {
+func.func @shared_weight(%a: memref<3x?x1x16x16x2xbf16>, %b: memref<2x1x16x16x2xbf16>, %c: memref<3x?x16x2x16xf32>) {
   linalg.generic {indexing_maps = [#ha, #hw, #hc],
-                  iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction"]}
-      ins(%a, %b : memref<3x?x32x2xbf16>, memref<32x32x2xbf16>) outs(%c : memref<3x?x32xf32>)
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%a, %b : memref<3x?x1x16x16x2xbf16>, memref<2x1x16x16x2xbf16>) outs(%c : memref<3x?x16x2x16xf32>)
+      attrs = {torsor.bf16_product} {
+  ^bb0(%x: bf16, %y: bf16, %acc: f32):
+    %xe = arith.extf %x : bf16 to f32
+    %ye = arith.extf %y : bf16 to f32
+    %p = arith.mulf %xe, %ye : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// Tiles that are not the strategy's (here 8 deep) are left to the
+// generic's loops.
+
+#sa = affine_map<(mo, mi, no, ni, ko, ai, p) -> (mo, ko, mi, ai, p)>
+
+// AMX-LABEL: func.func @other_tiles
+//       AMX:   linalg.generic
+//   AMX-NOT:   amx.
+// DOT-LABEL: func.func @other_tiles
+//       DOT:   linalg.generic
+//   DOT-NOT:   x86vector.
+func.func @other_tiles(%a: memref<?x2x16x4x2xbf16>, %b: memref<4x2x4x16x2xbf16>, %c: memref<?x16x4x16xf32>) {
+  linalg.generic {indexing_maps = [#sa, #b, #c],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%a, %b : memref<?x2x16x4x2xbf16>, memref<4x2x4x16x2xbf16>) outs(%c : memref<?x16x4x16xf32>)
       attrs = {torsor.bf16_product} {
   ^bb0(%x: bf16, %y: bf16, %acc: f32):
     %xe = arith.extf %x : bf16 to f32

@@ -92,13 +92,21 @@ LogicalResult
 BF16ProductsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                          MatmulUnit unit, unsigned tileRows, unsigned tileCols,
                          unsigned tileDepth, unsigned blockRows,
-                         unsigned blockCols) {
+                         unsigned blockCols, unsigned taskRows,
+                         unsigned cacheDepth) {
   if (failed(verifyPositive(emitError, {{"tile_rows", tileRows},
                                         {"tile_cols", tileCols},
                                         {"tile_depth", tileDepth},
                                         {"block_rows", blockRows},
-                                        {"block_cols", blockCols}})))
+                                        {"block_cols", blockCols},
+                                        {"task_rows", taskRows},
+                                        {"cache_depth", cacheDepth}})))
     return failure();
+  if (taskRows % (tileRows * blockRows) || cacheDepth % tileDepth)
+    return emitError() << "needs task_rows a multiple of tile_rows · "
+                          "block_rows and cache_depth a multiple of "
+                          "tile_depth, got "
+                       << taskRows << " and " << cacheDepth;
   // An AMX tile register is 16 rows of 64 bytes: a C tile of f32 and an A
   // tile of bf16 pairs must fit one, and the block's accumulators with one
   // A tile per row and one B tile per column must fit the eight registers.
@@ -232,13 +240,17 @@ DenseAttr torsor::strategy::selectDense(MLIRContext *context,
   // bf16 products: a tile is 16 rows of 64 bytes, 16 × 32 bf16 operands
   // and 16 × 16 f32 accumulators. 2 × 2 accumulator tiles, two A and two
   // B tiles fill the eight tile registers, so each loaded tile feeds two
-  // products.
+  // products. A task of 128 rows with depth blocks of 256: its A block
+  // (128 × 256 bf16, 64 KiB) stays in L2 and one block column of B (32
+  // columns × 256, 16 KiB) in L1 while the task's four row blocks read
+  // it; each byte of B streamed from L3 feeds 128 multiply-adds.
   BF16ProductsAttr products;
   if (bf16)
     products = BF16ProductsAttr::get(context, selectMatmulUnit(target),
                                      /*tileRows=*/16, /*tileCols=*/16,
                                      /*tileDepth=*/32, /*blockRows=*/2,
-                                     /*blockCols=*/2);
+                                     /*blockCols=*/2, /*taskRows=*/128,
+                                     /*cacheDepth=*/256);
   return DenseAttr::get(context, target.vectorBits, /*taskRows=*/32,
                         /*cacheCols=*/256, /*cacheDepth=*/256, registerRows,
                         registerVectors, /*packTransposed=*/true,

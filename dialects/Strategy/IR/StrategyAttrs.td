@@ -80,7 +80,13 @@ def Strategy_BF16ProductsAttr
     (`vdpbf16ps` on vectors) or `fma` (operands rounded to bf16, then the
     f32 kernel). For the first two, operands are packed to multiples of a
     register block: `block_rows` × `block_cols` C tiles of `tile_rows` ×
-    `tile_cols` f32, `tile_depth` bf16 deep per tile product.
+    `tile_cols` f32, `tile_depth` bf16 deep per tile product. The packed
+    operands are tile-contiguous (A `[Mp/T, Kp/D, T, D/2, 2]`, B
+    `[Np/T', Kp/D, D/2, T', 2]`), so each tile load reads one block of
+    16 rows of 64 bytes. A task computes `task_rows` rows of C; within it
+    the depth is split into blocks of `cache_depth` (the A block of the
+    task's rows stays in L2, one block column of B in L1 while every row
+    block of the task reads it).
   }];
   let parameters = (ins
     EnumParameter<Strategy_MatmulUnit>:$unit,
@@ -88,7 +94,9 @@ def Strategy_BF16ProductsAttr
     "unsigned":$tile_cols,
     "unsigned":$tile_depth,
     "unsigned":$block_rows,
-    "unsigned":$block_cols
+    "unsigned":$block_cols,
+    DefaultValuedParameter<"unsigned", "128">:$task_rows,
+    DefaultValuedParameter<"unsigned", "256">:$cache_depth
   );
   let extraClassDeclaration = [{
     /// Whether the products run on packed bf16 operands (AMX or
