@@ -13,6 +13,7 @@ import shutil
 
 import lit.formats
 from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
 
 config.name = "Torsor"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
@@ -82,5 +83,14 @@ config.environment["TORSOR_BIN"] = config.torsor_tools_dir
 # Our tools first, then LLVM's (FileCheck, not, count).
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.torsor_tools_dir, append_path=True)
-tools = ["torsor-opt", "torsorc", "torsor-run", "FileCheck", "not", "count"]
+# torsorc verifies the IR only after its whole pipeline unless asked to do
+# so after every pass, as torsor-opt does; the tests ask.
+tools = [
+    "torsor-opt",
+    ToolSubst("torsorc", extra_args=["--verify-each"]),
+    "torsor-run",
+    "FileCheck",
+    "not",
+    "count",
+]
 llvm_config.add_tool_substitutions(tools, [config.torsor_tools_dir, config.llvm_tools_dir])

@@ -84,8 +84,13 @@ void torsor::buildCPULoweringPipeline(OpPassManager &pm,
   if (options.optLevel > 0) {
     // The dense kernels' tiles leave copies of a subview onto an equal
     // subview; CSE makes them one value and the canonicalizer drops them.
-    pm.addPass(createCSEPass());
-    pm.addPass(createCanonicalizerPass());
+    // The deallocation pipeline ends with both, so only the bf16 kernels,
+    // lowered after it, need them again (a --grad compile's IR is large:
+    // each pass over it costs).
+    if (options.compute == "bf16") {
+      pm.addPass(createCSEPass());
+      pm.addPass(createCanonicalizerPass());
+    }
     pm.addPass(createForallToParallelLoopPass());
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
     // Drops the buffer iter_args bufferization left on marked loops, which

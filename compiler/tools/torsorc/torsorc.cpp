@@ -33,6 +33,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
@@ -120,6 +121,11 @@ cl::opt<unsigned> optLevel("O",
 cl::opt<bool> verifyDiagnostics(
     "verify-diagnostics",
     cl::desc("Check diagnostics against expected-* comments in the input"),
+    cl::init(false), cl::cat(torsorcCategory));
+cl::opt<bool> verifyEach(
+    "verify-each",
+    cl::desc("Verify the IR after every pass of the pipeline, not only "
+             "after the last (slower; for debugging the compiler)"),
     cl::init(false), cl::cat(torsorcCategory));
 cl::opt<std::string> splitInputFile(
     "split-input-file", cl::ValueOptional,
@@ -387,6 +393,10 @@ LogicalResult compile(llvm::SourceMgr &sourceMgr, MLIRContext &context,
   PassManager pm(&context, module.get()->getName().getStringRef());
   if (failed(applyPassManagerCLOptions(pm)))
     return failure();
+  // The IR is verified once, after the whole pipeline, unless
+  // --verify-each asks for it after every pass (a fifth of a --grad
+  // compile's time; the lit suite and torsor-opt verify every pass).
+  pm.enableVerifier(verifyEach);
   torsor::buildTorsorOptimizationPipeline(pm, pipelineOptions);
   if (emitAction != Emit::Opt)
     target->buildLoweringPipeline(pm, pipelineOptions);
@@ -394,6 +404,11 @@ LogicalResult compile(llvm::SourceMgr &sourceMgr, MLIRContext &context,
   pm.enableTiming(pipelineTimer);
   if (failed(pm.run(*module)))
     return failure();
+  if (!verifyEach) {
+    TimingScope verifyTimer = pipelineTimer.nest("verify");
+    if (failed(verify(*module)))
+      return failure();
+  }
   pipelineTimer.stop();
   if (emitAction == Emit::Opt) {
     module->print(os);
