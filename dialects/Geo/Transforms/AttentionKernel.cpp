@@ -11,10 +11,10 @@
 #include "dialects/Lie/IR/LieOps.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
-#include "mlir/Dialect/Vector/IR/VectorOps.h"
-#include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/Utils/Utils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/xxhash.h"
 
@@ -527,8 +527,8 @@ Value torsor::geo::buildPackedValuesBF16(ImplicitLocOpBuilder &b,
         Value second = arith::AddIOp::create(lb, first, ci(1));
         // The second key of an odd L's last pair is zero (its row is read
         // in bounds, at the last key, and dropped).
-        Value hasSecond = arith::CmpIOp::create(lb, arith::CmpIPredicate::ult,
-                                                second, len);
+        Value hasSecond =
+            arith::CmpIOp::create(lb, arith::CmpIPredicate::ult, second, len);
         second = arith::MinUIOp::create(lb, second, lastKey);
         Value zero = arith::ConstantOp::create(lb, lb.getZeroAttr(f32));
         Value out = iter[0];
@@ -575,8 +575,8 @@ void torsor::geo::buildPVUpdateBF16(ImplicitLocOpBuilder &b,
         b, VectorType::get({chunk.width}, b.getI32Type()), words[chunk.head]);
     Value p = vector::BitCastOp::create(
         b, VectorType::get({2 * chunk.width}, b.getBF16Type()), splat);
-    acc[c] = x86vector::DotBF16Op::create(b, acc[c].getType(), acc[c], p,
-                                          pairs[c]);
+    acc[c] =
+        x86vector::DotBF16Op::create(b, acc[c].getType(), acc[c], p, pairs[c]);
   }
 }
 

@@ -354,21 +354,19 @@ SoftmaxState ForwardSchedule::step(ImplicitLocOpBuilder &b, Value first,
             row.push_back(vector::TransferReadOp::create(
                 lb, VectorType::get({2 * chunk.width}, lb.getBF16Type()),
                 packed.packed,
-                withBatch(packed.batch,
-                          {pair, arith::ConstantIndexOp::create(
-                                     lb, 2 * chunk.col)}),
-                arith::ConstantOp::create(lb,
-                                          lb.getZeroAttr(lb.getBF16Type())),
+                withBatch(packed.batch, {pair, arith::ConstantIndexOp::create(
+                                                   lb, 2 * chunk.col)}),
+                arith::ConstantOp::create(lb, lb.getZeroAttr(lb.getBF16Type())),
                 ArrayRef<bool>{true}));
           SmallVector<Value> next(accs);
           for (int64_t r = 0; r < rows; ++r)
             buildPVUpdateBF16(
                 lb, chunks, rowOf(next, r),
                 [&](int64_t h) -> Value {
-                  Value at = arith::AddIOp::create(
-                      lb, k,
-                      arith::ConstantIndexOp::create(lb,
-                                                     (r * heads + h) * keyTile));
+                  Value at =
+                      arith::AddIOp::create(lb, k,
+                                            arith::ConstantIndexOp::create(
+                                                lb, (r * heads + h) * keyTile));
                   return vector::LoadOp::create(
                       lb, VectorType::get({2}, lb.getBF16Type()), probBF16,
                       ValueRange{at});
@@ -607,8 +605,7 @@ Value fullValues(Value values, SmallVectorImpl<Value> &batch) {
 /// the first), before the outermost loop around `op` that it is defined
 /// outside of; `op`'s own values, packed before it, when they are not a
 /// slice.
-PackedValues packValues(FlashLieAttentionOp op,
-                        DenseMap<Value, Value> &cache) {
+PackedValues packValues(FlashLieAttentionOp op, DenseMap<Value, Value> &cache) {
   PackedValues result;
   Value source = fullValues(op.getValues(), result.batch);
   if (!source) {
@@ -660,8 +657,8 @@ struct GeoDecomposeAttention
       // Mark where the kernel starts, to find its math ops afterwards.
       Operation *before = op->getPrevNode();
       ImplicitLocOpBuilder b(op.getLoc(), builder);
-      ForwardSchedule kernel(
-          op, strategyOf(op, rowsType.getElementTypeBitWidth()));
+      ForwardSchedule kernel(op,
+                             strategyOf(op, rowsType.getElementTypeBitWidth()));
       if (kernel.usesBF16())
         kernel.setPackedValues(packValues(op, packedSources));
       auto [out, lse] = kernel.build(b);
