@@ -10,11 +10,15 @@ Sections (--sections, default all three):
              (median; the whole forward call: A packing and output
              allocation included, W packed once per load by torsor_prepare).
              torch: torch.mm on bfloat16 and float32 tensors.
-- attention: Lie attention (SO(3), SE(3); heads 1 and 4; dv = 64; L from
-             --lengths, 1024-16384) compiled with --compute=bf16 and f32,
-             against SDPA in bfloat16 (same L, heads, dv) and the chunked
-             PyTorch closed form (bench/lie_peers.py) under
-             torch.autocast("cpu", torch.bfloat16).
+- attention: Lie attention (SO(3), SE(3), SE(2), --groups; heads 1 and 4,
+             --heads; dv = 64; L from --lengths, 1024-16384) compiled with
+             --compute=bf16 (P·V on vdpbf16ps where the CPU has
+             AVX512-BF16) and f32, against SDPA in bfloat16 (same L,
+             heads, dv) and the chunked PyTorch closed form
+             (bench/lie_peers.py) under torch.autocast("cpu",
+             torch.bfloat16). The bound column is bench/machine_bound.py's
+             per-pair cost with P·V at dv/2 FMA slots (vdpbf16ps: two
+             products per lane), measured on this machine.
 - models:    grassmann_lm and se3_pose_attention (examples/) with
              --compute=bf16 and f32, against PyTorch eager and
              torch.compile under bf16 autocast (the PyTorch models of
@@ -29,7 +33,8 @@ Not part of `make test`; run it on a quiet machine (torch venv:
 bench/setup-venv.sh). Usage:
   /work/bench-venv/bin/python bench/bench_bf16.py [--build build]
       [--threads 2] [--runs 10] [--sections matmul attention models]
-      [--lengths 1024 4096 16384] [--model-lengths 256 1024 4096]
+      [--lengths 1024 4096 16384] [--groups SO3 SE3 SE2] [--heads 1 4]
+      [--model-lengths 256 1024 4096]
       [--tiny] [--results DIR]
 Writes DIR/bf16.json, DIR/bf16.md and DIR/bf16.png (DIR: bench/results).
 --tiny runs tiny sizes (a smoke check of the script, not a measurement).
@@ -50,7 +55,7 @@ SHAPES = [(64, 256, 256), (1024, 256, 1024), (1024, 1024, 1024),
           (4096, 256, 1024), (4096, 1024, 256), (2048, 2048, 2048),
           (16384, 256, 256)]
 TINY = [(40, 64, 48)]
-GROUPS = ("SO3", "SE3")
+GROUPS = ("SO3", "SE3", "SE2")
 HEADS = (1, 4)
 DV = 64
 MODELS = ("grassmann_lm", "se3_pose_attention")
@@ -147,13 +152,35 @@ def bench_matmul(args, torch, tmp, rng):
 
 # --- Lie attention -----------------------------------------------------------------
 
+def attention_bound(args):
+    """bound(group, heads, L) in ms: bench/machine_bound.py's per-pair cost
+    with P·V at dv/2 FMA slots (bf16 pairs), or None where microbench.c
+    cannot run."""
+    import machine_bound as mbnd
+    try:
+        mb = mbnd.run_microbench(args.threads)
+    except Exception as e:  # no cc, no libmvec, no AVX-512
+        print("machine bound: not measured (%s)" % e)
+        return None
+    tr = {"sqrt": mb["sqrtf"], "atan2": mb["atan2f"], "sin": mb["sinf"], "exp": mb["expf"],
+          "div": mb["div"]}
+
+    def bound(group, heads, L):
+        m = mbnd.GROUPS[group]
+        ops = m["ops"] + 3 * heads + DV / 2
+        trans = sum(tr[t] for t in m["trans"]) + heads * tr["exp"]
+        return float(L) ** 2 * (ops / mb["fma"] + trans * 1e-9) * 1e3
+    return bound
+
+
 def bench_attention(args, torch, tmp, rt):
     import numpy as np
     import lie_peers
     rows = []
     lengths = [64] if args.tiny else args.lengths
-    for group in GROUPS:
-        for heads in HEADS:
+    bound = attention_bound(args)
+    for group in args.groups:
+        for heads in args.heads:
             sos = {}
             for compute in ("f32", "bf16"):
                 tsr = os.path.join(tmp, "att_%s_%d.tsr" % (group, heads))
@@ -165,6 +192,8 @@ def bench_attention(args, torch, tmp, rt):
                 g64, v64 = lie_peers.random_inputs(group, L, DV, seed=L)
                 g, v = g64.astype(np.float32), v64.astype(np.float32)
                 row = {"group": group, "heads": heads, "L": L}
+                if bound is not None:
+                    row["bound_bf16_ms"] = bound(group, heads, L)
                 ys = {}
                 for compute, (so, unit) in sos.items():
                     t, ys[compute] = time_torsor(rt, so, {"g": g, "v": v}, {}, "y",
@@ -194,11 +223,13 @@ def bench_attention(args, torch, tmp, rt):
                                 q, k, vv), args.runs) * 1e3
                 rows.append(row)
                 print("attention %s H=%d L=%6d  torsor f32 %8.2f ms  bf16(%s) %8.2f ms  "
-                      "torch chunked bf16 %s  SDPA bf16 %s" % (
+                      "torch chunked bf16 %s  SDPA bf16 %s  bound %s  err %.1e" % (
                           group, heads, L, row["torsor_f32_ms"],
                           row["torsor_bf16_unit"], row["torsor_bf16_ms"],
                           "%8.2f" % row["torch_chunked_bf16_ms"] if torch else "-",
-                          "%8.2f" % row["sdpa_bf16_ms"] if torch else "-"),
+                          "%8.2f" % row["sdpa_bf16_ms"] if torch else "-",
+                          "%.2f" % row["bound_bf16_ms"] if "bound_bf16_ms" in row else "-",
+                          row["torsor_bf16_err"]),
                       flush=True)
     return rows
 
@@ -288,13 +319,15 @@ def markdown(meta, sections):
         out += ["## Lie attention, dv = %d (ms)\n" % DV,
                 "| group | heads | L | Torsor f32 | Torsor bf16 (unit) | "
                 "torch chunked, bf16 autocast | SDPA bf16 | Torsor bf16 / SDPA bf16 "
-                "| bf16 err vs f32 |", "|---|---|---|---|---|---|---|---|---|"]
+                "| bound (bf16 P·V) | Torsor bf16 / bound | bf16 err vs f32 |",
+                "|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in sections["attention"]:
-            out.append("| %s | %d | %d | %s | %s (%s) | %s | %s | %s | %s |" % (
+            out.append("| %s | %d | %d | %s | %s (%s) | %s | %s | %s | %s | %s | %s |" % (
                 r["group"], r["heads"], r["L"], fmt(r, "torsor_f32_ms"),
                 fmt(r, "torsor_bf16_ms"), r["torsor_bf16_unit"],
                 fmt(r, "torch_chunked_bf16_ms"), fmt(r, "sdpa_bf16_ms"),
                 ratio(r, "torsor_bf16_ms", "sdpa_bf16_ms"),
+                fmt(r, "bound_bf16_ms"), ratio(r, "torsor_bf16_ms", "bound_bf16_ms"),
                 fmt(r, "torsor_bf16_err", "%.1e")))
         out.append("")
     if "models" in sections:
@@ -371,6 +404,8 @@ def main():
     ap.add_argument("--sections", nargs="+", default=["matmul", "attention", "models"],
                     choices=["matmul", "attention", "models"])
     ap.add_argument("--lengths", type=int, nargs="+", default=[1024, 4096, 16384])
+    ap.add_argument("--groups", nargs="+", default=list(GROUPS), choices=list(GROUPS))
+    ap.add_argument("--heads", type=int, nargs="+", default=list(HEADS))
     ap.add_argument("--model-lengths", type=int, nargs="+", default=[256, 1024, 4096])
     ap.add_argument("--tiny", action="store_true")
     ap.add_argument("--results", default=os.path.join(ROOT, "bench", "results"))

@@ -56,9 +56,11 @@ struct SelectStrategy : torsor::impl::TorsorSelectStrategyBase<SelectStrategy> {
     module.walk([&](Operation *op) {
       if (auto fwd = dyn_cast<geo::FlashLieAttentionOp>(op)) {
         auto [bits, dim] = valueShape(fwd);
+        // The forward's P·V takes bf16 products under --compute=bf16; the
+        // backward's stamps below stay f32 products.
         stamp(op, gpu ? Attribute(selectGPUAttention(context))
-                      : Attribute(selectVectorAttention(context, machine, bits,
-                                                        dim)));
+                      : Attribute(selectVectorAttention(
+                            context, machine, bits, dim, compute == "bf16")));
       } else if (auto grad = dyn_cast<geo::FlashLieAttentionGradOp>(op)) {
         auto [bits, dim] = valueShape(grad);
         stamp(op, selectVectorAttention(context, machine, bits, dim));

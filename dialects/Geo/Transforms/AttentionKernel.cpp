@@ -13,6 +13,8 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/Utils/Utils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/xxhash.h"
 
@@ -464,6 +466,117 @@ void torsor::geo::buildPVUpdate(ImplicitLocOpBuilder &b, FloatType elt,
       p.push_back(prob(chunk.head));
     ScalarBuilder cm(b, elt, chunk.width);
     acc[c] = cm.fma(cm.splat(p[chunk.head]), values[c], acc[c]);
+  }
+}
+
+bool torsor::geo::supportsBF16Products(FloatType elt,
+                                       ArrayRef<ValueChunk> chunks,
+                                       int64_t keyTile) {
+  if (!elt.isF32() || keyTile % 2 != 0 || chunks.empty())
+    return false;
+  return llvm::all_of(chunks, [](const ValueChunk &chunk) {
+    return chunk.width == 4 || chunk.width == 8 || chunk.width == 16;
+  });
+}
+
+Value torsor::geo::buildPackedValuesBF16(ImplicitLocOpBuilder &b,
+                                         Value values) {
+  auto type = cast<RankedTensorType>(values.getType());
+  int64_t rank = type.getRank(), nb = rank - 2;
+  int64_t dim = type.getDimSize(rank - 1);
+  assert(!ShapedType::isDynamic(dim) && "packs a static number of columns");
+  Type bf16 = b.getBF16Type(), f32 = type.getElementType();
+  auto c = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, v);
+  };
+  SmallVector<Value> extents, dynamic;
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < nb; ++d) {
+    extents.push_back(tensor::DimOp::create(b, values, d));
+    shape.push_back(type.getDimSize(d));
+    if (type.isDynamicDim(d))
+      dynamic.push_back(extents.back());
+  }
+  Value len = tensor::DimOp::create(b, values, nb);
+  Value pairs =
+      arith::DivUIOp::create(b, arith::AddIOp::create(b, len, c(1)), c(2));
+  shape.push_back(type.isDynamicDim(nb) ? ShapedType::kDynamic
+                                        : (type.getDimSize(nb) + 1) / 2);
+  if (type.isDynamicDim(nb))
+    dynamic.push_back(pairs);
+  shape.push_back(2 * dim);
+  Value init = tensor::EmptyOp::create(b, shape, bf16, dynamic);
+  Value count = pairs;
+  for (Value extent : extents)
+    count = arith::MulIOp::create(b, count, extent);
+  Value lastKey = arith::SubIOp::create(b, len, c(1));
+  // One pair of keys per iteration: two value rows read in 16-column
+  // vectors, rounded, interleaved and written as one packed row.
+  constexpr int64_t width = 16;
+  auto loop = scf::ForOp::create(
+      b, c(0), count, c(1), ValueRange{init},
+      [&](OpBuilder &nested, Location loc, Value t, ValueRange iter) {
+        ImplicitLocOpBuilder lb(loc, nested);
+        auto ci = [&](int64_t v) -> Value {
+          return arith::ConstantIndexOp::create(lb, v);
+        };
+        Value pair = arith::RemUIOp::create(lb, t, pairs);
+        SmallVector<Value> batch = buildDelinearized(
+            lb, arith::DivUIOp::create(lb, t, pairs), extents);
+        Value first = arith::MulIOp::create(lb, pair, ci(2));
+        Value second = arith::AddIOp::create(lb, first, ci(1));
+        // The second key of an odd L's last pair is zero (its row is read
+        // in bounds, at the last key, and dropped).
+        Value hasSecond =
+            arith::CmpIOp::create(lb, arith::CmpIPredicate::ult, second, len);
+        second = arith::MinUIOp::create(lb, second, lastKey);
+        Value zero = arith::ConstantOp::create(lb, lb.getZeroAttr(f32));
+        Value out = iter[0];
+        for (int64_t col = 0; col < dim; col += width) {
+          int64_t w = std::min(width, dim - col);
+          auto rowType = VectorType::get({w}, f32);
+          auto halfType = VectorType::get({w}, bf16);
+          auto read = [&](Value key) -> Value {
+            Value v = vector::TransferReadOp::create(
+                lb, rowType, values, withBatch(batch, {key, ci(col)}), zero,
+                ArrayRef<bool>{true});
+            return arith::TruncFOp::create(lb, halfType, v);
+          };
+          Value lo = read(first), hi = read(second);
+          hi = arith::SelectOp::create(
+              lb, hasSecond, hi,
+              arith::ConstantOp::create(lb, lb.getZeroAttr(halfType)));
+          Value packed = vector::InterleaveOp::create(lb, lo, hi);
+          out = vector::TransferWriteOp::create(
+                    lb, packed, out, withBatch(batch, {pair, ci(2 * col)}),
+                    ArrayRef<bool>{true})
+                    .getResult();
+        }
+        scf::YieldOp::create(lb, out);
+      });
+  return loop.getResult(0);
+}
+
+void torsor::geo::buildPVUpdateBF16(ImplicitLocOpBuilder &b,
+                                    ArrayRef<ValueChunk> chunks,
+                                    MutableArrayRef<Value> acc,
+                                    function_ref<Value(int64_t)> probPair,
+                                    ArrayRef<Value> pairs) {
+  // Each head's pair of probabilities as one i32 (loaded once per head),
+  // broadcast to every lane of the chunk's width.
+  SmallVector<Value> words;
+  for (auto [c, chunk] : llvm::enumerate(chunks)) {
+    if (words.size() <= static_cast<size_t>(chunk.head)) {
+      Value word = vector::BitCastOp::create(
+          b, VectorType::get({1}, b.getI32Type()), probPair(chunk.head));
+      words.push_back(vector::ExtractOp::create(b, word, 0));
+    }
+    Value splat = vector::BroadcastOp::create(
+        b, VectorType::get({chunk.width}, b.getI32Type()), words[chunk.head]);
+    Value p = vector::BitCastOp::create(
+        b, VectorType::get({2 * chunk.width}, b.getBF16Type()), splat);
+    acc[c] =
+        x86vector::DotBF16Op::create(b, acc[c].getType(), acc[c], p, pairs[c]);
   }
 }
 

@@ -261,6 +261,38 @@ void buildPVUpdate(mlir::ImplicitLocOpBuilder &b, mlir::FloatType elt,
                    llvm::function_ref<mlir::Value(int64_t head)> prob,
                    llvm::ArrayRef<mlir::Value> values);
 
+//===----------------------------------------------------------------------===//
+// P·V with bf16 products (strategy products = bf16_dot)
+//===----------------------------------------------------------------------===//
+
+/// Whether the bf16 form of P·V (buildPVUpdateBF16) runs `chunks` of
+/// `elt` values in key tiles of `keyTile`: f32 values, whole pairs of
+/// keys per tile, and chunks of 4, 8 or 16 columns (vdpbf16ps on 128-,
+/// 256- or 512-bit vectors).
+bool supportsBF16Products(mlir::FloatType elt,
+                          llvm::ArrayRef<ValueChunk> chunks, int64_t keyTile);
+
+/// `values` ([batch...] x L x D, f32, D static) rounded to bf16 (to
+/// nearest even) once and packed in pairs of keys (VNNI):
+/// [batch...] x ceil(L/2) x 2D bf16, whose row a holds keys 2a and 2a + 1
+/// interleaved column by column (element 2c + t is V[2a + t][c]), zeros
+/// for the key past an odd L. One contiguous row per pair of keys is what
+/// buildPVUpdateBF16 reads.
+mlir::Value buildPackedValuesBF16(mlir::ImplicitLocOpBuilder &b,
+                                  mlir::Value values);
+
+/// acc_c ← acc_c + p_{h,0} V_{2a,c} + p_{h,1} V_{2a+1,c} for every chunk
+/// of one row and one pair of keys, bf16 products summed in f32
+/// (x86vector.avx512.dot, vdpbf16ps): `probPair(h)` is the pair's two
+/// probabilities for head h as a vector<2xbf16>, `pairs` the pair's
+/// packed value row (buildPackedValuesBF16), a vector<2·width x bf16> per
+/// chunk.
+void buildPVUpdateBF16(mlir::ImplicitLocOpBuilder &b,
+                       llvm::ArrayRef<ValueChunk> chunks,
+                       llvm::MutableArrayRef<mlir::Value> acc,
+                       llvm::function_ref<mlir::Value(int64_t head)> probPair,
+                       llvm::ArrayRef<mlir::Value> pairs);
+
 /// out_c = acc_c / l_{head(c)} for every chunk of one row (`totals` the
 /// row's lane sums per head).
 llvm::SmallVector<mlir::Value>

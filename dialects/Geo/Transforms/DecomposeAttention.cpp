@@ -55,9 +55,12 @@
 #include "dialects/Geo/Transforms/KernelMath.h"
 #include "dialects/Geo/Transforms/Passes.h"
 
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 
 namespace torsor::geo {
 #define GEN_PASS_DEF_GEODECOMPOSEATTENTION
@@ -73,19 +76,26 @@ using torsor::lie::Scalars;
 namespace {
 
 /// The schedule's one read of the target strategy: lanes per vector for
-/// elements of `bits` width.
-int64_t strategyLanes(FlashLieAttentionOp op, unsigned bits) {
+/// elements of `bits` width, and how P·V multiplies.
+strategy::VectorAttentionAttr strategyOf(FlashLieAttentionOp op,
+                                         unsigned bits) {
   auto values = cast<RankedTensorType>(op.getValues().getType());
-  return strategy::vectorAttentionOf(op, bits, values.getShape().back())
-      .getLanes();
+  return strategy::vectorAttentionOf(op, bits, values.getShape().back());
 }
+
+/// The bf16 values a tile's P·V reads: V packed once per call
+/// (buildPackedValuesBF16), and the tile's batch indices into it.
+struct PackedValues {
+  Value packed;
+  SmallVector<Value> batch;
+};
 
 /// The CPU forward schedule of one tiled op (AttentionKernel.h builds
 /// the math): key tiles of `keyTile` keys in vectors of `lanes`, R query
 /// rows sharing every key load, the state in registers.
 class ForwardSchedule {
 public:
-  ForwardSchedule(FlashLieAttentionOp op, int64_t strategyLanes)
+  ForwardSchedule(FlashLieAttentionOp op, strategy::VectorAttentionAttr tiles)
       : op(op), coefs(ScoreCoefficients::of(op)),
         elt(cast<FloatType>(
             cast<RankedTensorType>(op.getValues().getType()).getElementType())),
@@ -95,7 +105,7 @@ public:
     rows = cast<RankedTensorType>(op.getQueries().getType()).getDimSize(0);
     heads = op.getHeads();
     keyTile = *op.getKeyTile();
-    lanes = std::min<int64_t>(strategyLanes, keyTile);
+    lanes = std::min<int64_t>(tiles.getLanes(), keyTile);
     if (keyTile % lanes != 0)
       lanes = keyTile;
     keyVectors = keyTile / lanes;
@@ -106,7 +116,16 @@ public:
     // and keys are one token set; the cross form (a key offset) keeps the
     // running max.
     knownMax = coefs.allNonPositive() && !op.getKeyOffset();
+    // bf16 products where the strategy asks for them and the chunks fit
+    // vdpbf16ps; f32 FMAs otherwise.
+    bf16 = tiles.getProducts() == strategy::AttentionProducts::BF16Dot &&
+           supportsBF16Products(elt, chunks, keyTile);
   }
+
+  /// Whether P·V runs on bf16 products; then the kernel reads `values`
+  /// before it is built.
+  bool usesBF16() const { return bf16; }
+  void setPackedValues(PackedValues values) { packed = std::move(values); }
 
   /// Builds the kernel before `op` and returns the output tensor and,
   /// when the op has one, the lse tensor.
@@ -166,8 +185,12 @@ private:
   bool knownMax;
   /// Query features per row.
   int64_t numQueryFeatures;
+  /// P·V on bf16 products (packed values, probabilities rounded into
+  /// probBF16).
+  bool bf16 = false;
+  PackedValues packed;
   // Per-kernel values built in build().
-  Value len, offset, probBuffer;
+  Value len, offset, probBuffer, probBF16;
 };
 
 SoftmaxState ForwardSchedule::step(ImplicitLocOpBuilder &b, Value first,
@@ -188,10 +211,21 @@ SoftmaxState ForwardSchedule::step(ImplicitLocOpBuilder &b, Value first,
   SoftmaxState out = in;
   auto storeProb = [&](ImplicitLocOpBuilder &kb, int64_t rh, Value at,
                        Value p) {
-    vector::StoreOp::create(
-        kb, p, probBuffer,
-        ValueRange{arith::AddIOp::create(
-            kb, at, arith::ConstantIndexOp::create(kb, rh * keyTile))});
+    Value slot = arith::AddIOp::create(
+        kb, at, arith::ConstantIndexOp::create(kb, rh * keyTile));
+    // bf16 products: P in [0, 1] rounded once, at the same slot of its own
+    // buffer (the f32 sums l take the unrounded p).
+    if (bf16)
+      vector::StoreOp::create(
+          kb,
+          arith::TruncFOp::create(
+              kb,
+              VectorType::get(cast<VectorType>(p.getType()).getShape(),
+                              kb.getBF16Type()),
+              p),
+          probBF16, ValueRange{slot});
+    else
+      vector::StoreOp::create(kb, p, probBuffer, ValueRange{slot});
   };
   // The key vector at `at`: its features loaded once, then per row r its
   // lane mask (masked tiles) and its scores s[h], passed to `use`.
@@ -297,6 +331,52 @@ SoftmaxState ForwardSchedule::step(ImplicitLocOpBuilder &b, Value first,
   // loop so that the accumulators stay in registers.
   Value lastKey =
       arith::SubIOp::create(b, len, arith::ConstantIndexOp::create(b, 1));
+  if (bf16) {
+    // The same micro-kernel on pairs of keys: per pair one packed value
+    // row (two keys' bf16 columns interleaved) and per row and head one
+    // broadcast pair of bf16 probabilities, summed in f32 by vdpbf16ps.
+    Value two = arith::ConstantIndexOp::create(b, 2);
+    Value lastPair = arith::DivUIOp::create(b, lastKey, two);
+    auto pv = scf::ForOp::create(
+        b, arith::ConstantIndexOp::create(b, 0),
+        arith::ConstantIndexOp::create(b, keyTile), two, out.acc,
+        [&](OpBuilder &nested, Location loc, Value k, ValueRange accs) {
+          ImplicitLocOpBuilder lb(loc, nested);
+          // `first` is a multiple of the (even) key tile.
+          Value pair =
+              arith::DivUIOp::create(lb, arith::AddIOp::create(lb, first, k),
+                                     arith::ConstantIndexOp::create(lb, 2));
+          // Pairs past the end have p = 0; any pair in bounds will do.
+          if (masked)
+            pair = arith::MinUIOp::create(lb, pair, lastPair);
+          SmallVector<Value> row;
+          for (const ValueChunk &chunk : chunks)
+            row.push_back(vector::TransferReadOp::create(
+                lb, VectorType::get({2 * chunk.width}, lb.getBF16Type()),
+                packed.packed,
+                withBatch(packed.batch, {pair, arith::ConstantIndexOp::create(
+                                                   lb, 2 * chunk.col)}),
+                arith::ConstantOp::create(lb, lb.getZeroAttr(lb.getBF16Type())),
+                ArrayRef<bool>{true}));
+          SmallVector<Value> next(accs);
+          for (int64_t r = 0; r < rows; ++r)
+            buildPVUpdateBF16(
+                lb, chunks, rowOf(next, r),
+                [&](int64_t h) -> Value {
+                  Value at =
+                      arith::AddIOp::create(lb, k,
+                                            arith::ConstantIndexOp::create(
+                                                lb, (r * heads + h) * keyTile));
+                  return vector::LoadOp::create(
+                      lb, VectorType::get({2}, lb.getBF16Type()), probBF16,
+                      ValueRange{at});
+                },
+                row);
+          scf::YieldOp::create(lb, next);
+        });
+    out.acc.assign(pv.getResults().begin(), pv.getResults().end());
+    return out;
+  }
   auto pv = scf::ForOp::create(
       b, arith::ConstantIndexOp::create(b, 0),
       arith::ConstantIndexOp::create(b, keyTile),
@@ -383,6 +463,9 @@ std::pair<Value, Value> ForwardSchedule::build(ImplicitLocOpBuilder &b) {
   // features back into registers.
   probBuffer = memref::AllocaOp::create(
       b, MemRefType::get({rows * (heads * keyTile + numQueryFeatures)}, elt));
+  if (bf16)
+    probBF16 = memref::AllocaOp::create(
+        b, MemRefType::get({rows * heads * keyTile}, b.getBF16Type()));
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t f = 0; f < numQueryFeatures; ++f) {
       Value row = arith::ConstantIndexOp::create(b, r);
@@ -480,12 +563,88 @@ std::pair<Value, Value> ForwardSchedule::build(ImplicitLocOpBuilder &b) {
   return {loop.getResult(0), op.getLseInit() ? loop.getResult(1) : Value()};
 }
 
+/// The full value tensor a tile of geo-tile-attention slices (batch
+/// element `batch` of its [batch...] x L x D, all keys and columns), or
+/// null when `values` is not such a slice.
+Value fullValues(Value values, SmallVectorImpl<Value> &batch) {
+  auto slice = values.getDefiningOp<tensor::ExtractSliceOp>();
+  if (!slice)
+    return Value();
+  Value source = slice.getSource();
+  auto type = slice.getSourceType();
+  int64_t rank = type.getRank(), nb = rank - 2;
+  if (rank < 2 || !slice.hasUnitStride())
+    return Value();
+  SmallVector<OpFoldResult> offsets = slice.getMixedOffsets(),
+                            sizes = slice.getMixedSizes();
+  for (int64_t d = 0; d < nb; ++d)
+    if (!isConstantIntValue(sizes[d], 1))
+      return Value();
+  // All keys (the source's dim, or its static size) and all columns.
+  auto full = [&](int64_t d) {
+    if (!isConstantIntValue(offsets[d], 0))
+      return false;
+    if (!type.isDynamicDim(d))
+      return isConstantIntValue(sizes[d], type.getDimSize(d));
+    auto size = dyn_cast_if_present<Value>(sizes[d]);
+    auto dimOp = size ? size.getDefiningOp<tensor::DimOp>() : nullptr;
+    return dimOp && dimOp.getSource() == source &&
+           dimOp.getConstantIndex() == d;
+  };
+  if (!full(nb) || !full(nb + 1))
+    return Value();
+  OpBuilder builder(slice);
+  for (int64_t d = 0; d < nb; ++d)
+    batch.push_back(
+        getValueOrCreateConstantIndexOp(builder, slice.getLoc(), offsets[d]));
+  return source;
+}
+
+/// The values of `op` packed for bf16 products: the full value tensor it
+/// slices packed once (reused through `cache` by every tile loop after
+/// the first), before the outermost loop around `op` that it is defined
+/// outside of; `op`'s own values, packed before it, when they are not a
+/// slice.
+PackedValues packValues(FlashLieAttentionOp op, DenseMap<Value, Value> &cache) {
+  PackedValues result;
+  Value source = fullValues(op.getValues(), result.batch);
+  if (!source) {
+    source = op.getValues();
+    result.batch.clear();
+  }
+  Block *block = source.getParentBlock();
+  Operation *anchor = op;
+  while (anchor && anchor->getBlock() != block)
+    anchor = anchor->getParentOp();
+  if (!anchor) {
+    source = op.getValues();
+    result.batch.clear();
+    anchor = op;
+  }
+  auto it = cache.find(source);
+  if (it != cache.end()) {
+    Operation *def = it->second.getDefiningOp();
+    if (def->getBlock() == anchor->getBlock() && def->isBeforeInBlock(anchor)) {
+      result.packed = it->second;
+      return result;
+    }
+  }
+  OpBuilder builder(anchor);
+  ImplicitLocOpBuilder b(op.getLoc(), builder);
+  result.packed = buildPackedValuesBF16(b, source);
+  cache[source] = result.packed;
+  return result;
+}
+
 struct GeoDecomposeAttention
     : torsor::geo::impl::GeoDecomposeAttentionBase<GeoDecomposeAttention> {
   void runOnOperation() override {
     SmallVector<FlashLieAttentionOp> ops;
     getOperation()->walk([&](FlashLieAttentionOp op) { ops.push_back(op); });
     SmallVector<Operation *> approximate;
+    // Values packed for bf16 products, per full value tensor: once per
+    // call, before the tile loops that read it.
+    DenseMap<Value, Value> packedSources;
     for (FlashLieAttentionOp op : ops) {
       auto rowsType = cast<RankedTensorType>(op.getQueries().getType());
       if (!op.getKeyTile() || rowsType.getRank() != 2 ||
@@ -498,8 +657,10 @@ struct GeoDecomposeAttention
       // Mark where the kernel starts, to find its math ops afterwards.
       Operation *before = op->getPrevNode();
       ImplicitLocOpBuilder b(op.getLoc(), builder);
-      ForwardSchedule kernel(
-          op, strategyLanes(op, rowsType.getElementTypeBitWidth()));
+      ForwardSchedule kernel(op,
+                             strategyOf(op, rowsType.getElementTypeBitWidth()));
+      if (kernel.usesBF16())
+        kernel.setPackedValues(packValues(op, packedSources));
       auto [out, lse] = kernel.build(b);
       // f32 kernels: vectorizable polynomial atan2/exp instead of per-lane
       // libm calls (KernelMath.h; accuracy in docs/geo.md). f64 keeps libm.

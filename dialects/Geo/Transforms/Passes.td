@@ -103,7 +103,12 @@ def GeoDecomposeAttention : Pass<"geo-decompose-attention"> {
          (one copy of the pair form per row). Coefficients of either sign
          would get the online softmax's running max (one horizontal max
          per tile and head, rescaling of sum and accumulators);
-      4. P·V as vector FMAs of each value row into the accumulators.
+      4. P·V as vector FMAs of each value row into the accumulators; with
+         the strategy's `products = bf16_dot` (`--compute=bf16` on a CPU
+         with AVX512-BF16), V is rounded to bf16 and packed in pairs of
+         keys once per call, P is rounded to bf16, and each pair of keys
+         is one `x86vector.avx512.dot` (vdpbf16ps, f32 sums) per chunk;
+         the softmax statistics stay f32.
     With an `lse` result, log Σ l (m + log Σ l with a running max) per
     row and head is written too.
     Keys that no row of the tile may see (causal) are never visited; key
@@ -121,6 +126,7 @@ def GeoDecomposeAttention : Pass<"geo-decompose-attention"> {
                            "::mlir::memref::MemRefDialect",
                            "::mlir::tensor::TensorDialect",
                            "::mlir::arith::ArithDialect",
+                           "::mlir::x86vector::X86VectorDialect",
                            "::torsor::strategy::StrategyDialect"];
 }
 

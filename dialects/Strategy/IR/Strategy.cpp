@@ -49,7 +49,7 @@ verifyPositive(function_ref<InFlightDiagnostic()> emitError,
 LogicalResult
 VectorAttentionAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                             unsigned lanes, unsigned queryRows,
-                            unsigned keyTile) {
+                            unsigned keyTile, AttentionProducts products) {
   if (failed(verifyPositive(emitError, {{"lanes", lanes},
                                         {"query_rows", queryRows},
                                         {"key_tile", keyTile}})))
@@ -57,6 +57,11 @@ VectorAttentionAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (keyTile % lanes != 0)
     return emitError() << "needs key_tile (" << keyTile
                        << ") to be a multiple of lanes (" << lanes << ")";
+  // vdpbf16ps sums pairs of keys: a key tile holds whole pairs.
+  if (products == AttentionProducts::BF16Dot && keyTile % 2 != 0)
+    return emitError() << "needs an even key_tile for products = bf16_dot "
+                          "(pairs of keys), got "
+                       << keyTile;
   return success();
 }
 
@@ -168,7 +173,7 @@ Target Target::gpuThread() {
 VectorAttentionAttr
 torsor::strategy::selectVectorAttention(MLIRContext *context,
                                         const Target &target, unsigned bits,
-                                        int64_t valueDim) {
+                                        int64_t valueDim, bool bf16) {
   unsigned lanes = target.lanes(bits);
   // Rows of one micro-kernel share every key feature and value load; the
   // forward and the backward both keep R × ceil(D / lanes) accumulators
@@ -184,8 +189,17 @@ torsor::strategy::selectVectorAttention(MLIRContext *context,
   // rescale are paid once per tile, so wider tiles amortise the horizontal
   // max.
   constexpr unsigned keyVectors = 4;
+  // --compute=bf16: P·V on vdpbf16ps, two keys per f32 lane, where the
+  // CPU has AVX512-BF16 on 512-bit vectors (every AMX CPU has it too).
+  // Not on AMX tiles: a micro-kernel's R ≤ 4 query rows would fill 4 of a
+  // tile's 16 rows, and its accumulators would go through memory at every
+  // key tile (the online softmax rescales them), where vdpbf16ps keeps
+  // them in registers. f64 and CPUs without AVX512-BF16 keep f32 FMAs.
+  AttentionProducts products = AttentionProducts::F32;
+  if (bf16 && bits == 32 && target.hasAVX512BF16 && target.vectorBits >= 512)
+    products = AttentionProducts::BF16Dot;
   return VectorAttentionAttr::get(context, lanes, static_cast<unsigned>(rows),
-                                  keyVectors * lanes);
+                                  keyVectors * lanes, products);
 }
 
 GPUAttentionAttr torsor::strategy::selectGPUAttention(MLIRContext *context) {

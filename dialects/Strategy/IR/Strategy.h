@@ -52,10 +52,12 @@ struct Target {
 };
 
 /// The vector schedule of a fused attention op (forward or backward: one
-/// rule) whose elements are `bits` wide with `valueDim` value features.
+/// rule) whose elements are `bits` wide with `valueDim` value features;
+/// `bf16` for `--compute=bf16` products (`products = bf16_dot` where the
+/// target has AVX512-BF16).
 VectorAttentionAttr selectVectorAttention(mlir::MLIRContext *context,
                                           const Target &target, unsigned bits,
-                                          int64_t valueDim);
+                                          int64_t valueDim, bool bf16 = false);
 /// The GPU kernel schedule of a fused attention op.
 GPUAttentionAttr selectGPUAttention(mlir::MLIRContext *context);
 /// The unit that runs bf16 products on `target`: AMX when it has it,

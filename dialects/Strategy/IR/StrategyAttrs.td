@@ -20,6 +20,20 @@ class Strategy_Attr<string name, string attrMnemonic>
   let genVerifyDecl = 1;
 }
 
+def Strategy_AttentionProducts : I32EnumAttr<"AttentionProducts",
+    "how the fused Lie attention multiplies probabilities by values", [
+  I32EnumAttrCase<"F32", 0, "f32">,
+  I32EnumAttrCase<"BF16Dot", 1, "bf16_dot">
+]> {
+  let cppNamespace = "::torsor::strategy";
+  let genSpecializedAttr = 0;
+}
+
+def Strategy_AttentionProductsParameter
+    : EnumParameter<Strategy_AttentionProducts> {
+  let defaultValue = "::torsor::strategy::AttentionProducts::F32";
+}
+
 def Strategy_VectorAttentionAttr
     : Strategy_Attr<"VectorAttention", "vector_attention"> {
   let summary = "the fused Lie attention in vectors over keys";
@@ -29,15 +43,27 @@ def Strategy_VectorAttentionAttr
     every key feature and value load; keys are processed `lanes` at a
     time, `key_tile` per online-softmax step (a multiple of `lanes`).
 
+    `products` is how the forward multiplies probabilities by values:
+    `f32` (the default: vector FMAs on f32 P and V) or, under
+    `--compute=bf16` on a CPU with AVX512-BF16, `bf16_dot`: P rounded to
+    bf16, V rounded to bf16 once per call and packed in pairs of keys
+    (VNNI), the products summed in f32 by `vdpbf16ps`
+    (`x86vector.avx512.dot`); the online softmax and the lse stay f32
+    (docs/precision.md).
+
     ```mlir
     geo.flash_lie_attention ... {torsor.strategy =
         #strategy.vector_attention<lanes = 16, query_rows = 1, key_tile = 64>}
+    geo.flash_lie_attention ... {torsor.strategy =
+        #strategy.vector_attention<lanes = 16, query_rows = 4, key_tile = 64,
+                                   products = bf16_dot>}
     ```
   }];
   let parameters = (ins
     "unsigned":$lanes,
     "unsigned":$query_rows,
-    "unsigned":$key_tile
+    "unsigned":$key_tile,
+    Strategy_AttentionProductsParameter:$products
   );
 }
 

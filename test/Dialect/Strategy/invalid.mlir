@@ -24,3 +24,9 @@ func.func @no_chunk() attributes {torsor.strategy = #strategy.gpu_attention<thre
 
 // expected-error @+1 {{needs cache_depth ≥ 1}}
 func.func @no_depth() attributes {torsor.strategy = #strategy.dense<vector_bits = 512, task_rows = 32, cache_cols = 256, cache_depth = 0, register_rows = 8, register_vectors = 2, pack_transposed = true, row_task_rows = 16>} { return }
+
+// -----
+
+// vdpbf16ps sums pairs of keys.
+// expected-error @+1 {{needs an even key_tile for products = bf16_dot (pairs of keys), got 3}}
+func.func @odd_bf16_key_tile() attributes {torsor.strategy = #strategy.vector_attention<lanes = 1, query_rows = 1, key_tile = 3, products = bf16_dot>} { return }
