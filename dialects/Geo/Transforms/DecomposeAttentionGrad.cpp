@@ -7,8 +7,9 @@
 //     D_i = ⟨dO_i, O_i⟩ per head;
 //     lse_i per head from the op's lse operand (the fused forward's) or,
 //       without one, a recompute of the scores: per-lane sums of exp(s)
-//       when every λ ≥ 0 (scores ≤ 0, row max 0), else a running max and
-//       per-lane sums as the forward's online softmax;
+//       in the self form (every λ ≥ 0, so scores ≤ 0, and the self pair
+//       makes the row max 0), else (two token sets, no self pair) a
+//       running max and per-lane sums as the forward's online softmax;
 //     lse_i and D_i are stored: 2·heads scalars per row.
 //   CPU, one pass over (batch element, key chunk) (torsor.parallel): chunk
 //     c of 8 takes key blocks c and 15 − c of every 16, of `key_tile`
@@ -219,8 +220,9 @@ private:
   unsigned numQ, numK;
   /// One pass over key blocks (the CPU's), or pass A then pass B.
   bool onePass;
-  /// Self form with every score ≤ 0: the one-pass schedule's P = e^s ·
-  /// e^{−lse} (buildKnownMaxProbability).
+  /// The self form (every score ≤ 0, the self pair's 0): the row max is
+  /// 0, so the statistics need no running max and the one-pass schedule's
+  /// P = e^s · e^{−lse} (buildKnownMaxProbability).
   bool knownMax = false;
   /// The one-pass schedule's scratch (one stack buffer per chunk, in
   /// elements): per key vector of the block its dk then dv per lane
@@ -290,7 +292,6 @@ SmallVector<Value> GradSchedule::passATile(ImplicitLocOpBuilder &b,
     // Stats: lse per row and head from a recompute of the scores, with
     // the online softmax's running max unless the row max is known (0:
     // the self pair, which two token sets do not have).
-    bool knownMax = coefs.allNonPositive() && !cross;
     size_t maxes = knownMax ? 0 : tileRows * heads;
     SoftmaxState init = SoftmaxState::initial(sm, vm, tileRows, heads, {},
                                               /*withMax=*/!knownMax);
@@ -858,7 +859,10 @@ FailureOr<SmallVector<Value>> GradSchedule::build(ImplicitLocOpBuilder &b) {
     cross = true;
     queryLen = tensor::DimOp::create(b, queries, rank - 2);
   }
-  knownMax = coefs.allNonPositive() && !cross;
+  // The scores' verifier refuses λ < 0, so every score is ≤ 0; the self
+  // pair's is 0.
+  assert(coefs.allNonPositive() && "λ ≥ 0 on the gradient ops");
+  knownMax = !cross;
   auto transposed = [&](Value t) {
     SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, b.getLoc(), t);
     std::swap(sizes[rank - 2], sizes[rank - 1]);
