@@ -11,7 +11,8 @@
 //       makes the row max 0), else (two token sets, no self pair) a
 //       running max and per-lane sums as the forward's online softmax;
 //     lse_i and D_i are stored: 2·heads scalars per row.
-//   CPU, one pass over (batch element, key chunk) (torsor.parallel): chunk
+//   CPU (`backward = one_pass`), one pass over (batch element, key chunk)
+//     (torsor.parallel): chunk
 //     c of 8 takes key blocks c and 15 − c of every 16, of `key_tile`
 //     keys (under a causal mask a mirrored pair is as much work as any
 //     other); per block, the
@@ -24,7 +25,8 @@
 //     the block, then lane-summed into chunk c's partial [chunks, Lq, Fq];
 //     a last parallel loop over rows sums the partials. Each pair's form
 //     (and exp) is evaluated once. (DecomposeAttentionGradOnePass.cpp.)
-//   GPU (vectors of one lane: a thread per row or key), two passes:
+//   GPU (vectors of one lane: a thread per row or key), two passes (the
+//   strategy's `backward = two_pass`):
 //     pass A also accumulates dq per row over every key it sees;
 //     pass B, over (batch element, key vector): for every query i that may
 //     see them, the same P and dS from the stored lse_i and D_i,
@@ -81,7 +83,8 @@ GradTiles strategyTiles(FlashLieAttentionGradOp op) {
   auto vType = cast<RankedTensorType>(op.getValues().getType());
   strategy::VectorAttentionAttr tiles = strategy::vectorAttentionOf(
       op, vType.getElementTypeBitWidth(), vType.getShape().back());
-  return {tiles.getLanes(), tiles.getQueryRows(), tiles.getKeyTile()};
+  return {tiles.getLanes(), tiles.getQueryRows(), tiles.getKeyTile(),
+          tiles.getBackward() == strategy::GradSchedule::OnePass};
 }
 
 } // namespace

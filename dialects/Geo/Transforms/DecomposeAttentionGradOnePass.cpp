@@ -1,6 +1,7 @@
 //===- DecomposeAttentionGradOnePass.cpp - The CPU's one-pass backward ---===//
 //
-// GradSchedule's one-pass schedule (the CPU's): one parallel loop over (batch element, key chunk); chunk c of 8 takes
+// GradSchedule's one-pass schedule (the strategy's `backward = one_pass`,
+// the CPU's): one parallel loop over (batch element, key chunk); chunk c of 8 takes
 // key blocks c and 15 − c of every 16. Per key block, dk and dv
 // accumulate per lane in a stack scratch while every query row that may
 // see the block visits it, R rows at a time; dq per lane over the block,

@@ -44,6 +44,7 @@ struct GradTiles {
   int64_t lanes;        ///< keys per vector
   int64_t registerRows; ///< query rows whose state fits the registers
   int64_t keyTile;      ///< keys per block of the one-pass schedule
+  bool onePass;         ///< one pass over key blocks, or pass A and pass B
 };
 
 /// The key chunks of the one-pass schedule: its parallel loop runs over
@@ -75,10 +76,7 @@ public:
     numQ = model.getQueryFeatureCount();
     numK = model.getKeyFeatureCount();
     keyVectors = std::max<int64_t>(tiles.keyTile / lanes, 1);
-    // Vectors of one lane are a GPU thread's (Target::gpuThread): there
-    // the two passes give one thread per query row and per key, where the
-    // one-pass schedule would give one per key chunk.
-    onePass = lanes > 1;
+    onePass = tiles.onePass;
     scratch.perVector = (numK + dim) * lanes;
     scratch.probs = keyVectors * scratch.perVector;
     scratch.dq = scratch.probs + rows * heads * lanes;

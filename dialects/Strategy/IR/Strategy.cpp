@@ -49,7 +49,7 @@ verifyPositive(function_ref<InFlightDiagnostic()> emitError,
 LogicalResult
 VectorAttentionAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                             unsigned lanes, unsigned queryRows,
-                            unsigned keyTile) {
+                            unsigned keyTile, GradSchedule) {
   if (failed(verifyPositive(emitError, {{"lanes", lanes},
                                         {"query_rows", queryRows},
                                         {"key_tile", keyTile}})))
@@ -154,6 +154,7 @@ Target Target::gpuThread() {
   // within the ~128 registers that leave several warps resident.
   Target t = cpu(128);
   t.vectorBits = 32;
+  t.isGPUThread = true;
   return t;
 }
 
@@ -176,8 +177,15 @@ torsor::strategy::selectVectorAttention(MLIRContext *context,
   // rescale are paid once per tile, so wider tiles amortise the horizontal
   // max.
   constexpr unsigned keyVectors = 4;
+  // The backward: SIMD lanes take one pass over key blocks, which
+  // evaluates each pair's form once and keeps dq in one partial per key
+  // chunk (eight chunks: enough for a CPU's threads). A GPU thread's
+  // scalar code takes two passes instead, a thread per query row for dq
+  // and per key for dk and dv: eight chunks would be eight threads.
+  GradSchedule backward =
+      target.isGPUThread ? GradSchedule::TwoPass : GradSchedule::OnePass;
   return VectorAttentionAttr::get(context, lanes, static_cast<unsigned>(rows),
-                                  keyVectors * lanes);
+                                  keyVectors * lanes, backward);
 }
 
 GPUAttentionAttr torsor::strategy::selectGPUAttention(MLIRContext *context) {

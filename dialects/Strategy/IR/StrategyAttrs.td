@@ -20,6 +20,19 @@ class Strategy_Attr<string name, string attrMnemonic>
   let genVerifyDecl = 1;
 }
 
+def Strategy_GradSchedule : I32EnumAttr<"GradSchedule",
+    "how the fused attention's backward visits the pairs", [
+  I32EnumAttrCase<"OnePass", 0, "one_pass">,
+  I32EnumAttrCase<"TwoPass", 1, "two_pass">
+]> {
+  let cppNamespace = "::torsor::strategy";
+  let genSpecializedAttr = 0;
+}
+
+def Strategy_GradScheduleParameter : EnumParameter<Strategy_GradSchedule> {
+  let defaultValue = "::torsor::strategy::GradSchedule::OnePass";
+}
+
 def Strategy_VectorAttentionAttr
     : Strategy_Attr<"VectorAttention", "vector_attention"> {
   let summary = "the fused Lie attention in vectors over keys";
@@ -29,15 +42,28 @@ def Strategy_VectorAttentionAttr
     every key feature and value load; keys are processed `lanes` at a
     time, `key_tile` per online-softmax step (a multiple of `lanes`).
 
+    `backward` chooses the backward's schedule (the forward ignores it).
+    `one_pass` (the default, the CPU's): one parallel loop over key chunks
+    evaluates each pair's form and exp once; dk and dv of a block of
+    `key_tile` keys accumulate in a stack scratch, dq in per-chunk
+    partials that a last loop sums. `two_pass` (a GPU thread's): pass A
+    over query rows accumulates dq, pass B over key vectors dk and dv, so
+    every pair is evaluated twice but each pass has a thread per row or
+    per key.
+
     ```mlir
     geo.flash_lie_attention ... {torsor.strategy =
         #strategy.vector_attention<lanes = 16, query_rows = 1, key_tile = 64>}
+    geo.flash_lie_attention_grad ... {torsor.strategy =
+        #strategy.vector_attention<lanes = 1, query_rows = 1, key_tile = 4,
+                                   backward = two_pass>}
     ```
   }];
   let parameters = (ins
     "unsigned":$lanes,
     "unsigned":$query_rows,
-    "unsigned":$key_tile
+    "unsigned":$key_tile,
+    Strategy_GradScheduleParameter:$backward
   );
 }
 
