@@ -18,7 +18,9 @@
 //     other); per block, the
 //     query rows that may see it in row blocks of R, and per row block the
 //     block's key vectors: P = exp(s − lse) (with the known max 0,
-//     e^s · e^{−lse}), dP = dO_i·v_j (values feature-major, each column
+//     e^s · e^{−lse}), dP = dO_i·v_j (keys and values packed per key
+//     vector, [⌈L/lanes⌉, F, lanes], so a key vector's features are read
+//     at fixed offsets from one address; each value column
 //     loaded once for the R rows), dS = P (dP − D), n̄_b = Σ_h dS c_hb and
 //     the adjoint of the group model's pair form: dk_j and dv_j += P dO_i
 //     accumulate per lane in the block's stack scratch, dq_i per lane over
@@ -36,7 +38,8 @@
 // Each pass recomputes the pair block norms from the per-token features,
 // so no L × L tensor (scores, probabilities or log coordinates) exists;
 // memory beyond the inputs and gradients is O(L·(heads + chunks·Fq)) plus
-// the feature-major copies of V and dV. The derivative of the pair form is
+// the feature-major (two passes) or packed (one pass) copies of K, V and
+// dV. The derivative of the pair form is
 // buildPairBlockNormsVJP: the adjoint of the same formula the forward
 // kernel runs, on vectors (one pair per lane), or, for a pair form that
 // builds loops (declared groups' iterative log), per lane with scalar code
@@ -380,8 +383,10 @@ FailureOr<SmallVector<Value>> GradSchedule::build(ImplicitLocOpBuilder &b) {
     Value empty = tensor::EmptyOp::create(b, sizes, elt);
     return linalg::TransposeOp::create(b, t, empty, perm).getResult()[0];
   };
-  // Values feature-major: lanes read consecutive keys.
-  valuesT = transposed(values);
+  // Values feature-major: lanes read consecutive keys (the two passes;
+  // the one-pass schedule packs them per key vector).
+  if (!onePass)
+    valuesT = transposed(values);
 
   auto empty = [&](int64_t cols) {
     SmallVector<OpFoldResult> sizes =
@@ -403,15 +408,19 @@ FailureOr<SmallVector<Value>> GradSchedule::build(ImplicitLocOpBuilder &b) {
   // dkᵀ and dvᵀ start at zero: pass B writes whole key vectors, masked at
   // the end of the sequence.
   ScalarBuilder sm(b, elt);
-  auto zeros = [&](Value like) {
+  auto zeros = [&](Value like, bool swapLast = false) {
     SmallVector<OpFoldResult> sizes =
         tensor::getMixedSizes(b, b.getLoc(), like);
+    if (swapLast)
+      std::swap(sizes[rank - 2], sizes[rank - 1]);
     Value e = tensor::EmptyOp::create(b, sizes, elt);
     return linalg::FillOp::create(b, ValueRange{sm.c(0.0)}, ValueRange{e})
         .getResult(0);
   };
-  SmallVector<Value> kv = {zeros(keys), zeros(valuesT)};
+  SmallVector<Value> kv = {zeros(keys), zeros(values, /*swapLast=*/true)};
   if (onePass) {
+    keysPacked = packPerKeyVector(b, keys, /*featureMajor=*/true);
+    valuesPacked = packPerKeyVector(b, values, /*featureMajor=*/false);
     // Partials of dq, [batch..., chunks, Lq, Fq], zero where a chunk sees
     // no key of a row (causal, or fewer key blocks than chunks). The chunk
     // count is static: the scratch is O(Lq), whatever the sequence.

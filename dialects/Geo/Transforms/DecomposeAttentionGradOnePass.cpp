@@ -1,7 +1,8 @@
 //===- DecomposeAttentionGradOnePass.cpp - The CPU's one-pass backward ---===//
 //
 // GradSchedule's one-pass schedule (the strategy's `backward = one_pass`,
-// the CPU's): one parallel loop over (batch element, key chunk); chunk c of 8 takes
+// the CPU's):
+// one parallel loop over (batch element, key chunk); chunk c of 8 takes
 // key blocks c and 15 − c of every 16. Per key block, dk and dv
 // accumulate per lane in a stack scratch while every query row that may
 // see the block visits it, R rows at a time; dq per lane over the block,
@@ -81,9 +82,10 @@ Value GradSchedule::onePassRows(ImplicitLocOpBuilder &b, Value partial,
               };
               Value jv = arith::AddIOp::create(
                   ib, j0, arith::MulIOp::create(ib, kv, idx(ib, lanes)));
+              Value packed = arith::DivUIOp::create(ib, jv, idx(ib, lanes));
               Scalars k;
               for (unsigned f = 0; f < numK; ++f)
-                k.push_back(loadKeys(ib, keys, batch, f, jv));
+                k.push_back(loadPacked(ib, keysPacked, batch, packed, f));
               // This key vector's dk, then dv, per lane in the scratch.
               Value base = arith::MulIOp::create(ib, kv, idx(ib, sc.perVector));
               auto slot = [&](int64_t i) -> Value {
@@ -116,7 +118,7 @@ Value GradSchedule::onePassRows(ImplicitLocOpBuilder &b, Value partial,
               SmallVector<SmallVector<Value>> dps(
                   tileRows, SmallVector<Value>(heads, ivm.c(0.0)));
               for (int64_t d = 0; d < dim; ++d) {
-                Value v = loadKeys(ib, valuesT, batch, d, jv);
+                Value v = loadPacked(ib, valuesPacked, batch, packed, d);
                 for (int64_t r = 0; r < tileRows; ++r)
                   dps[r][d / headDim] =
                       ivm.fma(ivm.splat(scalar(sc.outGrad + r * dim + d)), v,
@@ -163,7 +165,9 @@ Value GradSchedule::onePassRows(ImplicitLocOpBuilder &b, Value partial,
               scf::YieldOp::create(ib);
             });
         // The block's dq into this chunk's partials: one lane sum per row
-        // and feature per block.
+        // and feature per block, as a tree (reassoc: log₂ lanes shuffles
+        // and adds, where the ordered sum is a chain of `lanes` scalar
+        // adds, R · Fq of them per block).
         Value out = args[0];
         for (int64_t r = 0; r < tileRows; ++r)
           for (unsigned f = 0; f < numQ; ++f) {
@@ -171,8 +175,14 @@ Value GradSchedule::onePassRows(ImplicitLocOpBuilder &b, Value partial,
                 withBatch(batch, {chunk, rowIdx[r], idx(rb, f)});
             Value lanesDq = vector::LoadOp::create(
                 rb, vec(), buffer, at1(rb, sc.dq + (r * numQ + f) * lanes));
-            Value sum = rsm.add(tensor::ExtractOp::create(rb, out, pos),
-                                buildLaneSum(rb, lanesDq));
+            Value lanesSum = lanes > 1
+                                 ? vector::ReductionOp::create(
+                                       rb, vector::CombiningKind::ADD, lanesDq,
+                                       arith::FastMathFlags::reassoc)
+                                       .getResult()
+                                 : buildLaneSum(rb, lanesDq);
+            Value sum =
+                rsm.add(tensor::ExtractOp::create(rb, out, pos), lanesSum);
             out = tensor::InsertOp::create(rb, sum, out, pos);
           }
         scf::YieldOp::create(rb, out);
@@ -325,6 +335,54 @@ SmallVector<Value> GradSchedule::buildOnePass(ImplicitLocOpBuilder &b,
   // dkᵀ and dvᵀ only.
   loop->setAttr(kParallelLoopAttr, b.getUnitAttr());
   return SmallVector<Value>(loop.getResults());
+}
+
+Value GradSchedule::packPerKeyVector(ImplicitLocOpBuilder &b, Value t,
+                                     bool featureMajor) {
+  auto type = cast<RankedTensorType>(t.getType());
+  int64_t rank = type.getRank();
+  int64_t features = type.getShape()[featureMajor ? rank - 2 : rank - 1];
+  Value vectors = arith::DivUIOp::create(
+      b, arith::AddIOp::create(b, len, idx(b, lanes - 1)), idx(b, lanes));
+  SmallVector<OpFoldResult> sizes(tensor::getMixedSizes(b, b.getLoc(), t));
+  sizes.resize(rank - 2);
+  sizes.append({vectors, b.getIndexAttr(features), b.getIndexAttr(lanes)});
+  Value init = tensor::EmptyOp::create(b, sizes, elt);
+  // One flat parallel loop over (batch element, key vector); per lane j
+  // of the vector, its features, or 0 past the end (read at the last key,
+  // then replaced). O(L · F) scalar moves, against the O(L²) kernel.
+  Value trips = arith::MulIOp::create(b, batches, vectors);
+  auto loop = scf::ForOp::create(
+      b, idx(b, 0), trips, idx(b, 1), ValueRange{init},
+      [&](OpBuilder &nested, Location loc, Value it, ValueRange args) {
+        ImplicitLocOpBuilder lb(loc, nested);
+        auto [batch, vector] = delinearize(lb, it, vectors);
+        Value last = arith::SubIOp::create(lb, len, idx(lb, 1));
+        auto lanesLoop = scf::ForOp::create(
+            lb, idx(lb, 0), idx(lb, lanes), idx(lb, 1), args,
+            [&](OpBuilder &n2, Location l2, Value lane, ValueRange acc) {
+              ImplicitLocOpBuilder ib(l2, n2);
+              ScalarBuilder ism(ib, elt);
+              Value j = arith::AddIOp::create(
+                  ib, arith::MulIOp::create(ib, vector, idx(ib, lanes)), lane);
+              Value inside =
+                  arith::CmpIOp::create(ib, arith::CmpIPredicate::ult, j, len);
+              Value key = arith::MinUIOp::create(ib, j, last);
+              Value out = acc[0];
+              for (int64_t f = 0; f < features; ++f) {
+                Value x = featureMajor ? at(ib, t, batch, idx(ib, f), key)
+                                       : at(ib, t, batch, key, idx(ib, f));
+                x = arith::SelectOp::create(ib, inside, x, ism.c(0.0));
+                out = tensor::InsertOp::create(
+                    ib, x, out, withBatch(batch, {vector, idx(ib, f), lane}));
+              }
+              scf::YieldOp::create(ib, out);
+            });
+        scf::YieldOp::create(lb, lanesLoop.getResults());
+      });
+  // Key vectors write their own slices only.
+  loop->setAttr(kParallelLoopAttr, b.getUnitAttr());
+  return loop.getResult(0);
 }
 
 Value GradSchedule::reduceChunks(ImplicitLocOpBuilder &b, Value partial,

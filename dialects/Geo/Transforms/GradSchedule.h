@@ -161,6 +161,20 @@ private:
   Value onePassRows(ImplicitLocOpBuilder &b, Value partial, ValueRange batch,
                     Value chunk, Value j0, Value kvEnd, Value first, Value last,
                     int64_t tileRows, Value lse, Value dsum, Value buffer);
+  /// `t` ([batch..., L, F], or `featureMajor` [batch..., F, L]) packed per
+  /// key vector, [batch..., ⌈L / lanes⌉, F, lanes], zero past the end: the
+  /// one-pass key loop reads a key vector's features at fixed offsets from
+  /// one address, where rows of a [F, L] tensor take a pointer each (held
+  /// across the loop, spilled, and loaded masked).
+  Value packPerKeyVector(ImplicitLocOpBuilder &b, Value t, bool featureMajor);
+  /// Feature `f` of key vector `vector` of a packed tensor.
+  Value loadPacked(ImplicitLocOpBuilder &b, Value t, ValueRange batch,
+                   Value vector, int64_t f) {
+    ScalarBuilder sm(b, elt);
+    return vector::TransferReadOp::create(
+        b, vec(), t, withBatch(batch, {vector, idx(b, f), idx(b, 0)}),
+        sm.c(0.0), ArrayRef<bool>{true});
+  }
   /// dq = Σ over chunks of the partials.
   Value reduceChunks(ImplicitLocOpBuilder &b, Value partial, Value chunks);
 
@@ -189,6 +203,8 @@ private:
   Value queries, keys, values, out, outGrad, givenLse;
   SmallVector<Value> batchDims;
   Value batches, len, valuesT;
+  /// The one-pass schedule's keys and values packed per key vector.
+  Value keysPacked, valuesPacked;
   /// With offsets: queries and keys are two token sets, `queryLen` rows
   /// against `len` keys, query row i at key position i + `diagonal`.
   bool cross = false;
