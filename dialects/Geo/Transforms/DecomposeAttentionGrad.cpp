@@ -417,7 +417,8 @@ FailureOr<SmallVector<Value>> GradSchedule::build(ImplicitLocOpBuilder &b) {
     return linalg::FillOp::create(b, ValueRange{sm.c(0.0)}, ValueRange{e})
         .getResult(0);
   };
-  SmallVector<Value> kv = {zeros(keys), zeros(values, /*swapLast=*/true)};
+  // The one-pass schedule writes dv row-major; the two passes dvᵀ.
+  SmallVector<Value> kv = {zeros(keys), zeros(values, /*swapLast=*/!onePass)};
   if (onePass) {
     keysPacked = packPerKeyVector(b, keys, /*featureMajor=*/true);
     valuesPacked = packPerKeyVector(b, values, /*featureMajor=*/false);
@@ -443,7 +444,7 @@ FailureOr<SmallVector<Value>> GradSchedule::build(ImplicitLocOpBuilder &b) {
   }
   if (failedVJP)
     return failure();
-  return SmallVector<Value>{dq, kv[0], transposed(kv[1])};
+  return SmallVector<Value>{dq, kv[0], onePass ? kv[1] : transposed(kv[1])};
 }
 
 namespace {

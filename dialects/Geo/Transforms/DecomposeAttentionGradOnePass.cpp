@@ -326,8 +326,45 @@ SmallVector<Value> GradSchedule::buildOnePass(ImplicitLocOpBuilder &b,
                 return outer.getResult(0);
               };
               Value dkT = flush(acc[1], 0, numK);
-              Value dvT = flush(acc[2], numK, dim);
-              scf::YieldOp::create(kb, ValueRange{partial, dkT, dvT});
+              // dv row-major, [.., L, D], straight into the result: per key
+              // of the block (up to the sequence's end) its D entries, read
+              // across the scratch's lanes. L · D scalar moves in all,
+              // where a feature-major dvᵀ and its transpose back would hold
+              // two more L × D buffers.
+              auto dvLoop = scf::ForOp::create(
+                  kb, idx(kb, 0), kvEnd, idx(kb, 1), ValueRange{acc[2]},
+                  [&](OpBuilder &n3, Location l3, Value kv, ValueRange o) {
+                    ImplicitLocOpBuilder fb(l3, n3);
+                    Value jv = arith::AddIOp::create(
+                        fb, j0, arith::MulIOp::create(fb, kv, idx(fb, lanes)));
+                    Value base = arith::AddIOp::create(
+                        fb, arith::MulIOp::create(fb, kv, idx(fb, perVector)),
+                        idx(fb, numK * lanes));
+                    Value laneEnd = arith::MinUIOp::create(
+                        fb, idx(fb, lanes), arith::SubIOp::create(fb, len, jv));
+                    auto lanesLoop = scf::ForOp::create(
+                        fb, idx(fb, 0), laneEnd, idx(fb, 1), o,
+                        [&](OpBuilder &n4, Location l4, Value lane,
+                            ValueRange o2) {
+                          ImplicitLocOpBuilder wb(l4, n4);
+                          Value row = arith::AddIOp::create(wb, jv, lane);
+                          Value from = arith::AddIOp::create(wb, base, lane);
+                          Value out = o2[0];
+                          for (int64_t d = 0; d < dim; ++d) {
+                            Value x = memref::LoadOp::create(
+                                wb, buffer,
+                                ValueRange{arith::AddIOp::create(
+                                    wb, from, idx(wb, d * lanes))});
+                            out = tensor::InsertOp::create(
+                                wb, x, out,
+                                withBatch(batch, {row, idx(wb, d)}));
+                          }
+                          scf::YieldOp::create(wb, out);
+                        });
+                    scf::YieldOp::create(fb, lanesLoop.getResults());
+                  });
+              Value dv = dvLoop.getResult(0);
+              scf::YieldOp::create(kb, ValueRange{partial, dkT, dv});
             });
         scf::YieldOp::create(lb, blockLoop.getResults());
       });

@@ -151,7 +151,7 @@ private:
   SmallVector<Value> buildPassB(ImplicitLocOpBuilder &b, ValueRange state,
                                 Value lse, Value dsum);
   /// The one-pass schedule over batch elements × key chunks; carries
-  /// (dq partials [batch..., chunk, Lq, Fq], dkT, dvT).
+  /// (dq partials [batch..., chunk, Lq, Fq], dkT, dv row-major).
   SmallVector<Value> buildOnePass(ImplicitLocOpBuilder &b, ValueRange state,
                                   Value chunks, Value lse, Value dsum);
   /// The query rows [first, last) of one key block at `j0`, `tileRows` at

@@ -11,7 +11,7 @@
 // CHECK-LABEL: func.func @one_pass
 //       CHECK:   } {torsor.parallel}
 //       CHECK:   linalg.fill {{.*}} -> tensor<8x?x9xf32>
-//       CHECK:   scf.for {{.*}} -> (tensor<8x?x9xf32>, tensor<9x?xf32>, tensor<8x?xf32>) {
+//       CHECK:   scf.for {{.*}} -> (tensor<8x?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>) {
 //       CHECK:     memref.alloca() : memref<{{[0-9]+}}xf32>
 //       CHECK:   } {torsor.parallel}
 //       CHECK:   scf.for
