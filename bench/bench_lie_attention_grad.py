@@ -23,6 +23,7 @@ before it; O(L) extra memory shows up as a few MB, an L × L f32 buffer at
 L = 4096 would be 64 MB).
 
     bench/bench_lie_attention_grad.py --build build --L 4096 --threads 2
+    bench/bench_lie_attention_grad.py --group se3 --L 65536 --memory-only
 
 Never part of make test.
 """
@@ -165,6 +166,9 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--dtype", default="f32", choices=["f32", "f64"])
     ap.add_argument("--budget", type=float, default=3.0, help="seconds per timing")
+    ap.add_argument("--memory-only", action="store_true",
+                    help="one call of the backward (with the forward's lse) and its peak "
+                    "extra memory, no timings (for long sequences, e.g. --L 65536)")
     a = ap.parse_args()
 
     harness.pin_to_cpus(a.threads)
@@ -214,8 +218,17 @@ def main():
     # exceeds the backward's (or where /proc/self/clear_refs can reset it).
     fwd_lse()
     base = harness.rss_mb()
+    harness.reset_peak()  # the forward's transient peak is not the backward's
     bwd()
     bwd_peak = harness.peak_mb() - base
+    if a.memory_only:
+        ok = bool(np.all(np.isfinite(dg)) and np.all(np.isfinite(dv)))
+        inputs = sum(x.nbytes for x in (g, v, o, lse, do, dg, dv)) / 2**20
+        print("group %s  L %d  heads %d  dv %d  %s  threads %d  (compile %.1f s)"
+              % (a.group, a.L, a.heads, a.dv, a.dtype, a.threads, compile_s))
+        print("backward peak +%.1f MB above inputs and outputs (%.1f MB)  finite %s"
+              % (bwd_peak, inputs, ok))
+        return
     base = harness.rss_mb()
     reset = harness.reset_peak()
     fwd()

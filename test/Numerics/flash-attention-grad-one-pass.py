@@ -4,8 +4,8 @@
 
 geo-decompose-attention-grad lowers geo.flash_lie_attention_grad on the CPU
 to one pass over key blocks (dk, dv in a block's scratch, dq into per-chunk
-partials summed at the end) and, for vectors of one lane (the GPU's
-strategy), to pass A over query rows and pass B over keys. A strategy
+partials summed at the end) and, with the strategy's `backward = two_pass`
+(the GPU's), to pass A over query rows and pass B over keys. A strategy
 stamped on the op selects the schedule, so one module holds both: the
 two-pass kernel (lanes = 1, on the CPU here) is the reference, in f64.
 
@@ -26,7 +26,7 @@ import numpy as np
 from torsor_testing import CompiledModule, Report, dps_function
 
 FEATURES = {"so3": (9, 9, 1), "se3": (12, 12, 2), "se2": (4, 4, 2)}
-TWO_PASS = "torsor.strategy = #strategy.vector_attention<lanes = 1, query_rows = 1, key_tile = 1>"
+TWO_PASS = "torsor.strategy = #strategy.vector_attention<lanes = 1, query_rows = 1, key_tile = 1, backward = two_pass>"
 
 
 def tt(shape, dt):

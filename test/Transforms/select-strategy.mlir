@@ -30,7 +30,7 @@
 // NVPTX-LABEL: func.func @attention
 //  NVPTX-SAME: torsor.strategy = #strategy.gpu_dense<threads_per_block = 256, block_rows = 64, block_cols = 64, block_depth = 16, thread_rows = 4, thread_cols = 4>
 //       NVPTX: geo.flash_lie_attention {{.*}}torsor.strategy = #strategy.gpu_attention<threads = 64, rows_per_thread = 1, key_tile = 64, score_chunk = 16, shared_memory_bytes = 49152>
-//       NVPTX: geo.flash_lie_attention_grad {{.*}}torsor.strategy = #strategy.vector_attention<lanes = 1, query_rows = 1, key_tile = 4>
+//       NVPTX: geo.flash_lie_attention_grad {{.*}}torsor.strategy = #strategy.vector_attention<lanes = 1, query_rows = 1, key_tile = 4, backward = two_pass>
 func.func @attention(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x64xf32>, %init: tensor<?x64xf32>, %do: tensor<?x64xf32>,
                      %q64: tensor<?x9xf64>, %k64: tensor<9x?xf64>, %v64: tensor<?x8xf64>, %init64: tensor<?x8xf64>)
     -> (tensor<?x64xf32>, tensor<?x9xf32>, tensor<?x8xf64>) {

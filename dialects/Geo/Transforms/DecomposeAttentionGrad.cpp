@@ -7,23 +7,28 @@
 //     D_i = ⟨dO_i, O_i⟩ per head;
 //     lse_i per head from the op's lse operand (the fused forward's) or,
 //       without one, a recompute of the scores: per-lane sums of exp(s)
-//       when every λ ≥ 0 (scores ≤ 0, row max 0), else a running max and
-//       per-lane sums as the forward's online softmax;
+//       in the self form (every λ ≥ 0, so scores ≤ 0, and the self pair
+//       makes the row max 0), else (two token sets, no self pair) a
+//       running max and per-lane sums as the forward's online softmax;
 //     lse_i and D_i are stored: 2·heads scalars per row.
-//   CPU, one pass over (batch element, key chunk) (torsor.parallel): chunk
+//   CPU (`backward = one_pass`), one pass over (batch element, key chunk)
+//     (torsor.parallel): chunk
 //     c of 8 takes key blocks c and 15 − c of every 16, of `key_tile`
 //     keys (under a causal mask a mirrored pair is as much work as any
 //     other); per block, the
 //     query rows that may see it in row blocks of R, and per row block the
 //     block's key vectors: P = exp(s − lse) (with the known max 0,
-//     e^s · e^{−lse}), dP = dO_i·v_j (values feature-major, each column
+//     e^s · e^{−lse}), dP = dO_i·v_j (keys and values packed per key
+//     vector, [⌈L/lanes⌉, F, lanes], so a key vector's features are read
+//     at fixed offsets from one address; each value column
 //     loaded once for the R rows), dS = P (dP − D), n̄_b = Σ_h dS c_hb and
 //     the adjoint of the group model's pair form: dk_j and dv_j += P dO_i
 //     accumulate per lane in the block's stack scratch, dq_i per lane over
 //     the block, then lane-summed into chunk c's partial [chunks, Lq, Fq];
 //     a last parallel loop over rows sums the partials. Each pair's form
-//     (and exp) is evaluated once.
-//   GPU (vectors of one lane: a thread per row or key), two passes:
+//     (and exp) is evaluated once. (DecomposeAttentionGradOnePass.cpp.)
+//   GPU (vectors of one lane: a thread per row or key), two passes (the
+//   strategy's `backward = two_pass`):
 //     pass A also accumulates dq per row over every key it sees;
 //     pass B, over (batch element, key vector): for every query i that may
 //     see them, the same P and dS from the stored lse_i and D_i,
@@ -33,7 +38,8 @@
 // Each pass recomputes the pair block norms from the per-token features,
 // so no L × L tensor (scores, probabilities or log coordinates) exists;
 // memory beyond the inputs and gradients is O(L·(heads + chunks·Fq)) plus
-// the feature-major copies of V and dV. The derivative of the pair form is
+// the feature-major (two passes) or packed (one pass) copies of K, V and
+// dV. The derivative of the pair form is
 // buildPairBlockNormsVJP: the adjoint of the same formula the forward
 // kernel runs, on vectors (one pair per lane), or, for a pair form that
 // builds loops (declared groups' iterative log), per lane with scalar code
@@ -53,6 +59,7 @@
 #include "compiler/Transforms/LoopAttributes.h"
 #include "dialects/Geo/IR/GeoOps.h"
 #include "dialects/Geo/Transforms/AttentionKernel.h"
+#include "dialects/Geo/Transforms/GradSchedule.h"
 #include "dialects/Geo/Transforms/KernelMath.h"
 #include "dialects/Geo/Transforms/Passes.h"
 #include "dialects/Lie/IR/LieOps.h"
@@ -70,176 +77,20 @@ namespace torsor::geo {
 using namespace mlir;
 using namespace torsor;
 using namespace torsor::geo;
-using torsor::lie::ScalarBuilder;
-using torsor::lie::Scalars;
+using namespace torsor::geo::grad;
 
 namespace {
-
-/// What the backward takes from the target strategy.
-struct GradTiles {
-  int64_t lanes;        ///< keys per vector
-  int64_t registerRows; ///< query rows whose state fits the registers
-  int64_t keyTile;      ///< keys per block of the one-pass schedule
-};
-
-/// The key chunks of the one-pass schedule: its parallel loop runs over
-/// (batch element, chunk), and each chunk keeps a partial dq of the query
-/// rows, [chunks, Lq, Fq]. Eight keep one, two, four or eight threads
-/// evenly busy (the runtime splits the iterations into contiguous equal
-/// runs) at 8 · Lq · Fq scalars of scratch; a chunk with no key block
-/// (fewer than 8) keeps a zero partial.
-constexpr int64_t kMaxKeyChunks = 8;
 
 /// The schedule's one read of the target strategy.
 GradTiles strategyTiles(FlashLieAttentionGradOp op) {
   auto vType = cast<RankedTensorType>(op.getValues().getType());
   strategy::VectorAttentionAttr tiles = strategy::vectorAttentionOf(
       op, vType.getElementTypeBitWidth(), vType.getShape().back());
-  return {tiles.getLanes(), tiles.getQueryRows(), tiles.getKeyTile()};
+  return {tiles.getLanes(), tiles.getQueryRows(), tiles.getKeyTile(),
+          tiles.getBackward() == strategy::GradSchedule::OnePass};
 }
 
-/// Builds the backward kernel of one flash_lie_attention_grad. Both
-/// passes run over (batch element, tile) pairs: one flat loop whose index
-/// is delinearised into the batch indices (row-major), so that no reshape
-/// of the operands is needed.
-class GradSchedule {
-public:
-  GradSchedule(FlashLieAttentionGradOp op, const GradTiles &tiles)
-      : op(op), model(op.getGroup().getModel()),
-        coefs(ScoreCoefficients::of(op)),
-        elt(cast<FloatType>(
-            cast<RankedTensorType>(op.getValues().getType()).getElementType())),
-        pairs(model, op.getGroup(), elt, op->getParentOfType<ModuleOp>(),
-              op.getLoc()) {
-    dim = cast<RankedTensorType>(op.getValues().getType()).getShape().back();
-    heads = op.getHeads();
-    headDim = dim / heads;
-    lanes = tiles.lanes;
-    rows = chooseQueryRows(model, tiles.registerRows);
-    numQ = model.getQueryFeatureCount();
-    numK = model.getKeyFeatureCount();
-    keyVectors = std::max<int64_t>(tiles.keyTile / lanes, 1);
-    // Vectors of one lane are a GPU thread's (Target::gpuThread): there
-    // the two passes give one thread per query row and per key, where the
-    // one-pass schedule would give one per key chunk.
-    onePass = lanes > 1;
-    scratch.perVector = (numK + dim) * lanes;
-    scratch.probs = keyVectors * scratch.perVector;
-    scratch.dq = scratch.probs + rows * heads * lanes;
-    scratch.query = scratch.dq + rows * numQ * lanes;
-    scratch.outGrad = scratch.query + rows * numQ;
-    scratch.size = scratch.outGrad + rows * dim;
-  }
-
-  /// Builds the kernel before `op`; returns (dq, dkᵀ, dv).
-  FailureOr<SmallVector<Value>> build(ImplicitLocOpBuilder &b);
-  /// The pair-form functions the kernel outlined.
-  ArrayRef<func::FuncOp> getOutlined() const { return pairs.getOutlined(); }
-
-private:
-  VectorType vec() const { return VectorType::get({lanes}, elt); }
-  Value idx(ImplicitLocOpBuilder &b, int64_t i) {
-    return arith::ConstantIndexOp::create(b, i);
-  }
-  /// Element [batch..., i, j] of an operand.
-  Value at(ImplicitLocOpBuilder &b, Value t, ValueRange batch, Value i,
-           Value j) {
-    return tensor::ExtractOp::create(b, t, withBatch(batch, {i, j}));
-  }
-  /// Masked vector load of row `r` of a feature-major [batch... x F x L]
-  /// tensor at keys [j0, j0 + lanes) of one batch element, zero past the
-  /// end.
-  Value loadKeys(ImplicitLocOpBuilder &b, Value t, ValueRange batch, int64_t r,
-                 Value j0) {
-    ScalarBuilder sm(b, elt);
-    return vector::TransferReadOp::create(b, vec(), t,
-                                          withBatch(batch, {idx(b, r), j0}),
-                                          sm.c(0.0), ArrayRef<bool>{false});
-  }
-  /// Splits a flat loop index `t` over (batch element, `inner`) into the
-  /// batch indices and the inner index.
-  std::pair<SmallVector<Value>, Value> delinearize(ImplicitLocOpBuilder &b,
-                                                   Value t, Value inner) {
-    Value in = arith::RemUIOp::create(b, t, inner);
-    Value rest = arith::DivUIOp::create(b, t, inner);
-    return {buildDelinearized(b, rest, batchDims), in};
-  }
-  /// Pass A over batch elements × `count` query tiles of `tileRows` rows
-  /// starting at row `first`; carries (dq, lse, dsum).
-  SmallVector<Value> buildPassA(ImplicitLocOpBuilder &b, ValueRange state,
-                                Value first, Value count, int64_t tileRows);
-  /// One pass-A tile at row `row0` of batch element `batch`.
-  SmallVector<Value> passATile(ImplicitLocOpBuilder &b, ValueRange state,
-                               ValueRange batch, Value row0, int64_t tileRows);
-  /// The key position of query row `row`: the row itself, or with
-  /// offsets row + query_offset − key_offset (may be negative).
-  Value keyPosition(ImplicitLocOpBuilder &b, Value row) {
-    return cross ? arith::AddIOp::create(b, row, diagonal).getResult() : row;
-  }
-  /// The diagonal query_offset − key_offset, built inside a loop body:
-  /// offsets read from rank-0 tensors (a model's i64 inputs) are read
-  /// again there, so that on the GPU the read lands in the kernel.
-  Value diagonalHere(ImplicitLocOpBuilder &b) {
-    auto here = [&](Value v) -> Value {
-      auto cast = v.getDefiningOp<arith::IndexCastOp>();
-      auto extract =
-          cast ? cast.getIn().getDefiningOp<tensor::ExtractOp>() : nullptr;
-      if (!extract || extract.getTensor().getType().getRank() != 0)
-        return v;
-      Value scalar =
-          tensor::ExtractOp::create(b, extract.getTensor(), ValueRange{});
-      return arith::IndexCastOp::create(b, b.getIndexType(), scalar);
-    };
-    return buildKeyPosition(b, here(op.getQueryOffset()),
-                            here(op.getKeyOffset()));
-  }
-  /// Pass B over batch elements × key vectors; carries (dkT, dvT).
-  SmallVector<Value> buildPassB(ImplicitLocOpBuilder &b, ValueRange state,
-                                Value lse, Value dsum);
-  /// The one-pass schedule over batch elements × key chunks; carries
-  /// (dq partials [batch..., chunk, Lq, Fq], dkT, dvT).
-  SmallVector<Value> buildOnePass(ImplicitLocOpBuilder &b, ValueRange state,
-                                  Value chunks, Value lse, Value dsum);
-  /// The query rows [first, last) of one key block at `j0`, `tileRows` at
-  /// a time, against its first `kvEnd` key vectors: dk and dv accumulate
-  /// in `buffer`, dq per lane over the block and then into chunk `chunk`'s
-  /// partial; returns the partials.
-  Value onePassRows(ImplicitLocOpBuilder &b, Value partial, ValueRange batch,
-                    Value chunk, Value j0, Value kvEnd, Value first, Value last,
-                    int64_t tileRows, Value lse, Value dsum, Value buffer);
-  /// dq = Σ over chunks of the partials.
-  Value reduceChunks(ImplicitLocOpBuilder &b, Value partial, Value chunks);
-
-  FlashLieAttentionGradOp op;
-  const lie::GroupModel &model;
-  ScoreCoefficients coefs;
-  FloatType elt;
-  PairFormEvaluator pairs;
-  int64_t dim, heads, headDim, lanes, rows, keyVectors;
-  unsigned numQ, numK;
-  /// One pass over key blocks (the CPU's), or pass A then pass B.
-  bool onePass;
-  /// Self form with every score ≤ 0: the one-pass schedule's P = e^s ·
-  /// e^{−lse} (buildKnownMaxProbability).
-  bool knownMax = false;
-  /// The one-pass schedule's scratch (one stack buffer per chunk, in
-  /// elements): per key vector of the block its dk then dv per lane
-  /// (`perVector` each, from 0); then per row of a row block P per head and
-  /// lane, dq per feature and lane, the query features and dO.
-  struct Scratch {
-    int64_t perVector, probs, dq, query, outGrad, size;
-  } scratch;
-  // Built in build(): the operands, the batch extents, their product,
-  // the sequence length and the values feature-major.
-  Value queries, keys, values, out, outGrad, givenLse;
-  SmallVector<Value> batchDims;
-  Value batches, len, valuesT;
-  /// With offsets: queries and keys are two token sets, `queryLen` rows
-  /// against `len` keys, query row i at key position i + `diagonal`.
-  bool cross = false;
-  Value queryLen, diagonal;
-  bool failedVJP = false;
-};
+} // namespace
 
 SmallVector<Value> GradSchedule::passATile(ImplicitLocOpBuilder &b,
                                            ValueRange state, ValueRange batch,
@@ -290,7 +141,6 @@ SmallVector<Value> GradSchedule::passATile(ImplicitLocOpBuilder &b,
     // Stats: lse per row and head from a recompute of the scores, with
     // the online softmax's running max unless the row max is known (0:
     // the self pair, which two token sets do not have).
-    bool knownMax = coefs.allNonPositive() && !cross;
     size_t maxes = knownMax ? 0 : tileRows * heads;
     SoftmaxState init = SoftmaxState::initial(sm, vm, tileRows, heads, {},
                                               /*withMax=*/!knownMax);
@@ -502,343 +352,6 @@ SmallVector<Value> GradSchedule::buildPassB(ImplicitLocOpBuilder &b,
   return SmallVector<Value>(loop.getResults());
 }
 
-Value GradSchedule::onePassRows(ImplicitLocOpBuilder &b, Value partial,
-                                ValueRange batch, Value chunk, Value j0,
-                                Value kvEnd, Value first, Value last,
-                                int64_t tileRows, Value lse, Value dsum,
-                                Value buffer) {
-  const Scratch &sc = scratch;
-  auto at1 = [&](ImplicitLocOpBuilder &lb, int64_t i) { return idx(lb, i); };
-  auto loop = scf::ForOp::create(
-      b, first, last, idx(b, tileRows), ValueRange{partial},
-      [&](OpBuilder &nested, Location loc, Value row0, ValueRange args) {
-        ImplicitLocOpBuilder rb(loc, nested);
-        ScalarBuilder rsm(rb, elt), rvm(rb, elt, lanes);
-        // Per row: lse (with the known max, e^{−lse}) and D per head and
-        // (causal) its key position; its
-        // query features and dO go into the scratch, where the key loop
-        // reads them as broadcast operands (LLVM would otherwise hoist
-        // R · (Fq + D) splats out of it and spill them); dq's per-lane
-        // accumulators start at zero there.
-        SmallVector<Value> rowIdx(tileRows), lastKey(tileRows);
-        SmallVector<SmallVector<Value>> lseRow(tileRows), dRow(tileRows);
-        for (int64_t r = 0; r < tileRows; ++r) {
-          rowIdx[r] = arith::AddIOp::create(rb, row0, idx(rb, r));
-          for (unsigned f = 0; f < numQ; ++f)
-            memref::StoreOp::create(
-                rb, at(rb, queries, batch, rowIdx[r], idx(rb, f)), buffer,
-                at1(rb, sc.query + r * numQ + f));
-          for (int64_t d = 0; d < dim; ++d)
-            memref::StoreOp::create(
-                rb, at(rb, outGrad, batch, rowIdx[r], idx(rb, d)), buffer,
-                at1(rb, sc.outGrad + r * dim + d));
-          for (unsigned f = 0; f < numQ; ++f)
-            vector::StoreOp::create(rb, rvm.c(0.0), buffer,
-                                    at1(rb, sc.dq + (r * numQ + f) * lanes));
-          for (int64_t h = 0; h < heads; ++h) {
-            Value l = at(rb, lse, batch, rowIdx[r], idx(rb, h));
-            lseRow[r].push_back(knownMax ? rsm.exp(rsm.neg(l)) : l);
-            dRow[r].push_back(at(rb, dsum, batch, rowIdx[r], idx(rb, h)));
-          }
-          if (op.getCausal())
-            lastKey[r] = keyPosition(rb, rowIdx[r]);
-        }
-        scf::ForOp::create(
-            rb, idx(rb, 0), kvEnd, idx(rb, 1), ValueRange{},
-            [&](OpBuilder &nested2, Location loc2, Value kv, ValueRange) {
-              ImplicitLocOpBuilder ib(loc2, nested2);
-              ScalarBuilder ivm(ib, elt, lanes);
-              auto scalar = [&](int64_t i) {
-                return memref::LoadOp::create(ib, buffer, at1(ib, i))
-                    .getResult();
-              };
-              auto vload = [&](Value i) {
-                return vector::LoadOp::create(ib, vec(), buffer, i).getResult();
-              };
-              auto vstore = [&](Value v, Value i) {
-                vector::StoreOp::create(ib, v, buffer, i);
-              };
-              Value jv = arith::AddIOp::create(
-                  ib, j0, arith::MulIOp::create(ib, kv, idx(ib, lanes)));
-              Scalars k;
-              for (unsigned f = 0; f < numK; ++f)
-                k.push_back(loadKeys(ib, keys, batch, f, jv));
-              // This key vector's dk, then dv, per lane in the scratch.
-              Value base = arith::MulIOp::create(ib, kv, idx(ib, sc.perVector));
-              auto slot = [&](int64_t i) -> Value {
-                return arith::AddIOp::create(ib, base, idx(ib, i * lanes));
-              };
-              auto prob = [&](int64_t r, int64_t h) {
-                return at1(ib, sc.probs + (r * heads + h) * lanes);
-              };
-              // 1. Per row: the pair form, the scores and P (kept in the
-              // scratch for dv and dS).
-              SmallVector<Scalars> q(tileRows);
-              SmallVector<Value> masks(tileRows);
-              std::vector<PairEvaluation> evals(tileRows);
-              for (int64_t r = 0; r < tileRows; ++r) {
-                for (unsigned f = 0; f < numQ; ++f)
-                  q[r].push_back(ivm.splat(scalar(sc.query + r * numQ + f)));
-                masks[r] = buildKeyMask(ib, lanes, jv, len, lastKey[r]);
-                evals[r] = pairs.evaluate(ivm, q[r], k);
-                SmallVector<Value> s = coefs.buildScores(ivm, evals[r].norms);
-                for (int64_t h = 0; h < heads; ++h)
-                  vstore(knownMax ? buildKnownMaxProbability(
-                                        ivm, s[h], lseRow[r][h], masks[r])
-                                  : buildProbability(ivm, s[h], lseRow[r][h],
-                                                     masks[r]),
-                         prob(r, h));
-              }
-              // 2. dP = dO·v for every row, each v column loaded once;
-              // then dv_j += Σ_r P_rj dO_r, each accumulator loaded and
-              // stored once per row block.
-              SmallVector<SmallVector<Value>> dps(
-                  tileRows, SmallVector<Value>(heads, ivm.c(0.0)));
-              for (int64_t d = 0; d < dim; ++d) {
-                Value v = loadKeys(ib, valuesT, batch, d, jv);
-                for (int64_t r = 0; r < tileRows; ++r)
-                  dps[r][d / headDim] =
-                      ivm.fma(ivm.splat(scalar(sc.outGrad + r * dim + d)), v,
-                              dps[r][d / headDim]);
-              }
-              for (int64_t h = 0; h < heads; ++h) {
-                SmallVector<Value> p;
-                for (int64_t r = 0; r < tileRows; ++r)
-                  p.push_back(vload(prob(r, h)));
-                for (int64_t d = h * headDim; d < (h + 1) * headDim; ++d) {
-                  Value acc = vload(slot(numK + d));
-                  for (int64_t r = 0; r < tileRows; ++r)
-                    acc = ivm.fma(
-                        p[r], ivm.splat(scalar(sc.outGrad + r * dim + d)), acc);
-                  vstore(acc, slot(numK + d));
-                }
-              }
-              // 3. Per row: dS = P (dP − D) and the pair form's adjoint,
-              // into dq's and dk's accumulators.
-              SmallVector<Value> dk;
-              for (unsigned f = 0; f < numK; ++f)
-                dk.push_back(vload(slot(f)));
-              for (int64_t r = 0; r < tileRows && !failedVJP; ++r) {
-                SmallVector<Value> ds;
-                for (int64_t h = 0; h < heads; ++h)
-                  ds.push_back(buildScoreBar(ivm, vload(prob(r, h)), dps[r][h],
-                                             dRow[r][h]));
-                auto vjp =
-                    pairs.evaluateVJP(ivm, evals[r], q[r], k,
-                                      coefs.buildNormBars(ivm, ds), masks[r]);
-                if (failed(vjp)) {
-                  failedVJP = true;
-                  break;
-                }
-                for (unsigned f = 0; f < numQ; ++f) {
-                  Value i = at1(ib, sc.dq + (r * numQ + f) * lanes);
-                  vstore(ivm.add(vload(i), vjp->first[f]), i);
-                }
-                for (unsigned f = 0; f < numK; ++f)
-                  dk[f] = ivm.add(dk[f], vjp->second[f]);
-              }
-              for (unsigned f = 0; f < numK; ++f)
-                vstore(dk[f], slot(f));
-              scf::YieldOp::create(ib);
-            });
-        // The block's dq into this chunk's partials: one lane sum per row
-        // and feature per block.
-        Value out = args[0];
-        for (int64_t r = 0; r < tileRows; ++r)
-          for (unsigned f = 0; f < numQ; ++f) {
-            SmallVector<Value> pos =
-                withBatch(batch, {chunk, rowIdx[r], idx(rb, f)});
-            Value lanesDq = vector::LoadOp::create(
-                rb, vec(), buffer, at1(rb, sc.dq + (r * numQ + f) * lanes));
-            Value sum = rsm.add(tensor::ExtractOp::create(rb, out, pos),
-                                buildLaneSum(rb, lanesDq));
-            out = tensor::InsertOp::create(rb, sum, out, pos);
-          }
-        scf::YieldOp::create(rb, out);
-      });
-  return loop.getResult(0);
-}
-
-SmallVector<Value> GradSchedule::buildOnePass(ImplicitLocOpBuilder &b,
-                                              ValueRange state, Value chunks,
-                                              Value lse, Value dsum) {
-  int64_t blockKeys = keyVectors * lanes, perVector = (numK + dim) * lanes;
-  Value blocks = arith::DivUIOp::create(
-      b, arith::AddIOp::create(b, len, idx(b, blockKeys - 1)),
-      idx(b, blockKeys));
-  Value trips = arith::MulIOp::create(b, batches, chunks);
-  auto loop = scf::ForOp::create(
-      b, idx(b, 0), trips, idx(b, 1), state,
-      [&](OpBuilder &nested, Location loc, Value t, ValueRange args) {
-        ImplicitLocOpBuilder lb(loc, nested);
-        auto [batch, chunk] = delinearize(lb, t, chunks);
-        if (cross)
-          diagonal = diagonalHere(lb);
-        // dk and dv of one key block, [key vector][feature][lane]: in L1
-        // while every query row that sees the block visits it.
-        Value buffer =
-            memref::AllocaOp::create(lb, MemRefType::get({scratch.size}, elt));
-        // Chunk c of C takes key blocks c and 2C − 1 − c of every 2C: under
-        // a causal mask early keys are seen by more rows, and each pair of
-        // mirrored blocks sums to the same work, so the runtime's
-        // contiguous runs of chunks get equal shares.
-        Value period = idx(lb, 2 * kMaxKeyChunks);
-        Value periods = arith::DivUIOp::create(
-            lb,
-            arith::AddIOp::create(lb, blocks, idx(lb, 2 * kMaxKeyChunks - 1)),
-            period);
-        Value mirror =
-            arith::SubIOp::create(lb, idx(lb, 2 * kMaxKeyChunks - 1), chunk);
-        auto blockLoop = scf::ForOp::create(
-            lb, idx(lb, 0), arith::MulIOp::create(lb, periods, idx(lb, 2)),
-            idx(lb, 1), args,
-            [&](OpBuilder &nested2, Location loc2, Value i, ValueRange acc) {
-              ImplicitLocOpBuilder ob(loc2, nested2);
-              Value odd = arith::CmpIOp::create(
-                  ob, arith::CmpIPredicate::ne,
-                  arith::AndIOp::create(ob, i, idx(ob, 1)), idx(ob, 0));
-              Value block = arith::AddIOp::create(
-                  ob,
-                  arith::MulIOp::create(
-                      ob, arith::ShRUIOp::create(ob, i, idx(ob, 1)), period),
-                  arith::SelectOp::create(ob, odd, mirror, chunk));
-              auto inRange = scf::IfOp::create(
-                  ob, TypeRange(acc),
-                  arith::CmpIOp::create(ob, arith::CmpIPredicate::ult, block,
-                                        blocks),
-                  /*withElseRegion=*/true);
-              scf::YieldOp::create(ob, inRange.getResults());
-              OpBuilder::InsertionGuard guard(ob);
-              ob.setInsertionPointToStart(inRange.elseBlock());
-              scf::YieldOp::create(ob, acc);
-              ob.setInsertionPointToStart(inRange.thenBlock());
-              ImplicitLocOpBuilder &kb = ob;
-              ScalarBuilder kvm(kb, elt, lanes);
-              Value j0 = arith::MulIOp::create(kb, block, idx(kb, blockKeys));
-              // The block's key vectors that hold keys.
-              Value kvEnd = arith::MinUIOp::create(
-                  kb, idx(kb, keyVectors),
-                  arith::DivUIOp::create(
-                      kb,
-                      arith::AddIOp::create(kb,
-                                            arith::SubIOp::create(kb, len, j0),
-                                            idx(kb, lanes - 1)),
-                      idx(kb, lanes)));
-              Value zero = kvm.c(0.0);
-              scf::ForOp::create(
-                  kb, idx(kb, 0), idx(kb, keyVectors * perVector),
-                  idx(kb, lanes), ValueRange{},
-                  [&](OpBuilder &zb, Location zl, Value i, ValueRange) {
-                    vector::StoreOp::create(zb, zl, zero, buffer, i);
-                    scf::YieldOp::create(zb, zl);
-                  });
-              // Rows that may see the block: all, or (causal) from the
-              // block's first key on (with offsets from j0 − diagonal,
-              // clamped to the query rows); R at a time, then one.
-              Value first = idx(kb, 0);
-              if (op.getCausal() && !cross)
-                first = arith::MinUIOp::create(kb, j0, queryLen);
-              else if (op.getCausal())
-                first = arith::MaxSIOp::create(
-                    kb, idx(kb, 0),
-                    arith::MinSIOp::create(
-                        kb, queryLen, arith::SubIOp::create(kb, j0, diagonal)));
-              Value partial = acc[0];
-              if (rows > 1) {
-                Value full = arith::AddIOp::create(
-                    kb, first,
-                    arith::MulIOp::create(
-                        kb,
-                        arith::DivUIOp::create(
-                            kb, arith::SubIOp::create(kb, queryLen, first),
-                            idx(kb, rows)),
-                        idx(kb, rows)));
-                partial = onePassRows(kb, partial, batch, chunk, j0, kvEnd,
-                                      first, full, rows, lse, dsum, buffer);
-                first = full;
-              }
-              partial = onePassRows(kb, partial, batch, chunk, j0, kvEnd, first,
-                                    queryLen, 1, lse, dsum, buffer);
-              // The block's dk and dv, feature-major.
-              auto flush = [&](Value t, int64_t from, int64_t count) {
-                auto outer = scf::ForOp::create(
-                    kb, idx(kb, 0), kvEnd, idx(kb, 1), ValueRange{t},
-                    [&](OpBuilder &n3, Location l3, Value kv, ValueRange o) {
-                      ImplicitLocOpBuilder fb(l3, n3);
-                      Value jv = arith::AddIOp::create(
-                          fb, j0,
-                          arith::MulIOp::create(fb, kv, idx(fb, lanes)));
-                      Value base =
-                          arith::MulIOp::create(fb, kv, idx(fb, perVector));
-                      auto inner = scf::ForOp::create(
-                          fb, idx(fb, 0), idx(fb, count), idx(fb, 1), o,
-                          [&](OpBuilder &n4, Location l4, Value f,
-                              ValueRange o2) {
-                            ImplicitLocOpBuilder wb(l4, n4);
-                            Value at = arith::AddIOp::create(
-                                wb, base,
-                                arith::MulIOp::create(
-                                    wb,
-                                    arith::AddIOp::create(wb, f, idx(wb, from)),
-                                    idx(wb, lanes)));
-                            Value v =
-                                vector::LoadOp::create(wb, vec(), buffer, at);
-                            Value w =
-                                vector::TransferWriteOp::create(
-                                    wb, v, o2[0], withBatch(batch, {f, jv}),
-                                    ArrayRef<bool>{false})
-                                    .getResult();
-                            scf::YieldOp::create(wb, w);
-                          });
-                      scf::YieldOp::create(fb, inner.getResults());
-                    });
-                return outer.getResult(0);
-              };
-              Value dkT = flush(acc[1], 0, numK);
-              Value dvT = flush(acc[2], numK, dim);
-              scf::YieldOp::create(kb, ValueRange{partial, dkT, dvT});
-            });
-        scf::YieldOp::create(lb, blockLoop.getResults());
-      });
-  // Chunks write their own partials and their own key blocks' columns of
-  // dkᵀ and dvᵀ only.
-  loop->setAttr(kParallelLoopAttr, b.getUnitAttr());
-  return SmallVector<Value>(loop.getResults());
-}
-
-Value GradSchedule::reduceChunks(ImplicitLocOpBuilder &b, Value partial,
-                                 Value chunks) {
-  SmallVector<OpFoldResult> sizes =
-      tensor::getMixedSizes(b, b.getLoc(), queries);
-  Value dq = tensor::EmptyOp::create(b, sizes, elt);
-  Value trips = arith::MulIOp::create(b, batches, queryLen);
-  auto loop = scf::ForOp::create(
-      b, idx(b, 0), trips, idx(b, 1), ValueRange{dq},
-      [&](OpBuilder &nested, Location loc, Value t, ValueRange args) {
-        ImplicitLocOpBuilder lb(loc, nested);
-        ScalarBuilder lsm(lb, elt);
-        auto [batch, row] = delinearize(lb, t, queryLen);
-        Value out = args[0];
-        for (unsigned f = 0; f < numQ; ++f) {
-          auto sum = scf::ForOp::create(
-              lb, idx(lb, 0), chunks, idx(lb, 1), ValueRange{lsm.c(0.0)},
-              [&](OpBuilder &n2, Location l2, Value c, ValueRange acc) {
-                ImplicitLocOpBuilder cb(l2, n2);
-                ScalarBuilder csm(cb, elt);
-                Value x = tensor::ExtractOp::create(
-                    cb, partial, withBatch(batch, {c, row, idx(cb, f)}));
-                scf::YieldOp::create(cb, csm.add(acc[0], x));
-              });
-          out = tensor::InsertOp::create(lb, sum.getResult(0), out,
-                                         withBatch(batch, {row, idx(lb, f)}));
-        }
-        scf::YieldOp::create(lb, out);
-      });
-  // Rows write their own dq only.
-  loop->setAttr(kParallelLoopAttr, b.getUnitAttr());
-  return loop.getResult(0);
-}
-
 FailureOr<SmallVector<Value>> GradSchedule::build(ImplicitLocOpBuilder &b) {
   queries = op.getQueries();
   keys = op.getKeys();
@@ -858,7 +371,10 @@ FailureOr<SmallVector<Value>> GradSchedule::build(ImplicitLocOpBuilder &b) {
     cross = true;
     queryLen = tensor::DimOp::create(b, queries, rank - 2);
   }
-  knownMax = coefs.allNonPositive() && !cross;
+  // The scores' verifier refuses λ < 0, so every score is ≤ 0; the self
+  // pair's is 0.
+  assert(coefs.allNonPositive() && "λ ≥ 0 on the gradient ops");
+  knownMax = !cross;
   auto transposed = [&](Value t) {
     SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, b.getLoc(), t);
     std::swap(sizes[rank - 2], sizes[rank - 1]);
@@ -867,8 +383,10 @@ FailureOr<SmallVector<Value>> GradSchedule::build(ImplicitLocOpBuilder &b) {
     Value empty = tensor::EmptyOp::create(b, sizes, elt);
     return linalg::TransposeOp::create(b, t, empty, perm).getResult()[0];
   };
-  // Values feature-major: lanes read consecutive keys.
-  valuesT = transposed(values);
+  // Values feature-major: lanes read consecutive keys (the two passes;
+  // the one-pass schedule packs them per key vector).
+  if (!onePass)
+    valuesT = transposed(values);
 
   auto empty = [&](int64_t cols) {
     SmallVector<OpFoldResult> sizes =
@@ -890,15 +408,20 @@ FailureOr<SmallVector<Value>> GradSchedule::build(ImplicitLocOpBuilder &b) {
   // dkᵀ and dvᵀ start at zero: pass B writes whole key vectors, masked at
   // the end of the sequence.
   ScalarBuilder sm(b, elt);
-  auto zeros = [&](Value like) {
+  auto zeros = [&](Value like, bool swapLast = false) {
     SmallVector<OpFoldResult> sizes =
         tensor::getMixedSizes(b, b.getLoc(), like);
+    if (swapLast)
+      std::swap(sizes[rank - 2], sizes[rank - 1]);
     Value e = tensor::EmptyOp::create(b, sizes, elt);
     return linalg::FillOp::create(b, ValueRange{sm.c(0.0)}, ValueRange{e})
         .getResult(0);
   };
-  SmallVector<Value> kv = {zeros(keys), zeros(valuesT)};
+  // The one-pass schedule writes dv row-major; the two passes dvᵀ.
+  SmallVector<Value> kv = {zeros(keys), zeros(values, /*swapLast=*/!onePass)};
   if (onePass) {
+    keysPacked = packPerKeyVector(b, keys, /*featureMajor=*/true);
+    valuesPacked = packPerKeyVector(b, values, /*featureMajor=*/false);
     // Partials of dq, [batch..., chunks, Lq, Fq], zero where a chunk sees
     // no key of a row (causal, or fewer key blocks than chunks). The chunk
     // count is static: the scratch is O(Lq), whatever the sequence.
@@ -921,8 +444,10 @@ FailureOr<SmallVector<Value>> GradSchedule::build(ImplicitLocOpBuilder &b) {
   }
   if (failedVJP)
     return failure();
-  return SmallVector<Value>{dq, kv[0], transposed(kv[1])};
+  return SmallVector<Value>{dq, kv[0], onePass ? kv[1] : transposed(kv[1])};
 }
+
+namespace {
 
 /// geo.lie_cross_attention_grad on group elements → pair features, the
 /// flash backward with offsets and the given lse, and the features'

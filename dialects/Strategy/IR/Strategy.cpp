@@ -49,7 +49,8 @@ verifyPositive(function_ref<InFlightDiagnostic()> emitError,
 LogicalResult
 VectorAttentionAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                             unsigned lanes, unsigned queryRows,
-                            unsigned keyTile, AttentionProducts products) {
+                            unsigned keyTile, GradSchedule,
+                            AttentionProducts products) {
   if (failed(verifyPositive(emitError, {{"lanes", lanes},
                                         {"query_rows", queryRows},
                                         {"key_tile", keyTile}})))
@@ -167,6 +168,7 @@ Target Target::gpuThread() {
   // within the ~128 registers that leave several warps resident.
   Target t = cpu(128);
   t.vectorBits = 32;
+  t.isGPUThread = true;
   return t;
 }
 
@@ -189,6 +191,13 @@ torsor::strategy::selectVectorAttention(MLIRContext *context,
   // rescale are paid once per tile, so wider tiles amortise the horizontal
   // max.
   constexpr unsigned keyVectors = 4;
+  // The backward: SIMD lanes take one pass over key blocks, which
+  // evaluates each pair's form once and keeps dq in one partial per key
+  // chunk (eight chunks: enough for a CPU's threads). A GPU thread's
+  // scalar code takes two passes instead, a thread per query row for dq
+  // and per key for dk and dv: eight chunks would be eight threads.
+  GradSchedule backward =
+      target.isGPUThread ? GradSchedule::TwoPass : GradSchedule::OnePass;
   // --compute=bf16: P·V on vdpbf16ps, two keys per f32 lane, where the
   // CPU has AVX512-BF16 on 512-bit vectors (every AMX CPU has it too).
   // Not on AMX tiles: a micro-kernel's R ≤ 4 query rows would fill 4 of a
@@ -199,7 +208,7 @@ torsor::strategy::selectVectorAttention(MLIRContext *context,
   if (bf16 && bits == 32 && target.hasAVX512BF16 && target.vectorBits >= 512)
     products = AttentionProducts::BF16Dot;
   return VectorAttentionAttr::get(context, lanes, static_cast<unsigned>(rows),
-                                  keyVectors * lanes, products);
+                                  keyVectors * lanes, backward, products);
 }
 
 GPUAttentionAttr torsor::strategy::selectGPUAttention(MLIRContext *context) {

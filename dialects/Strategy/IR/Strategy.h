@@ -40,6 +40,8 @@ struct Target {
   bool hasAMX = false;
   /// The CPU has AVX512-BF16 (vdpbf16ps).
   bool hasAVX512BF16 = false;
+  /// One thread of a GPU (Target::gpuThread), not a CPU core.
+  bool isGPUThread = false;
 
   /// A CPU with `vectorBits`-wide SIMD registers (at least 128).
   static Target cpu(unsigned vectorBits);

@@ -20,6 +20,15 @@ class Strategy_Attr<string name, string attrMnemonic>
   let genVerifyDecl = 1;
 }
 
+def Strategy_GradSchedule : I32EnumAttr<"GradSchedule",
+    "how the fused attention's backward visits the pairs", [
+  I32EnumAttrCase<"OnePass", 0, "one_pass">,
+  I32EnumAttrCase<"TwoPass", 1, "two_pass">
+]> {
+  let cppNamespace = "::torsor::strategy";
+  let genSpecializedAttr = 0;
+}
+
 def Strategy_AttentionProducts : I32EnumAttr<"AttentionProducts",
     "how the fused Lie attention multiplies probabilities by values", [
   I32EnumAttrCase<"F32", 0, "f32">,
@@ -27,6 +36,10 @@ def Strategy_AttentionProducts : I32EnumAttr<"AttentionProducts",
 ]> {
   let cppNamespace = "::torsor::strategy";
   let genSpecializedAttr = 0;
+}
+
+def Strategy_GradScheduleParameter : EnumParameter<Strategy_GradSchedule> {
+  let defaultValue = "::torsor::strategy::GradSchedule::OnePass";
 }
 
 def Strategy_AttentionProductsParameter
@@ -43,6 +56,15 @@ def Strategy_VectorAttentionAttr
     every key feature and value load; keys are processed `lanes` at a
     time, `key_tile` per online-softmax step (a multiple of `lanes`).
 
+    `backward` chooses the backward's schedule (the forward ignores it).
+    `one_pass` (the default, the CPU's): one parallel loop over key chunks
+    evaluates each pair's form and exp once; dk and dv of a block of
+    `key_tile` keys accumulate in a stack scratch, dq in per-chunk
+    partials that a last loop sums. `two_pass` (a GPU thread's): pass A
+    over query rows accumulates dq, pass B over key vectors dk and dv, so
+    every pair is evaluated twice but each pass has a thread per row or
+    per key.
+
     `products` is how the forward multiplies probabilities by values:
     `f32` (the default: vector FMAs on f32 P and V) or, under
     `--compute=bf16` on a CPU with AVX512-BF16, `bf16_dot`: P rounded to
@@ -54,6 +76,9 @@ def Strategy_VectorAttentionAttr
     ```mlir
     geo.flash_lie_attention ... {torsor.strategy =
         #strategy.vector_attention<lanes = 16, query_rows = 1, key_tile = 64>}
+    geo.flash_lie_attention_grad ... {torsor.strategy =
+        #strategy.vector_attention<lanes = 1, query_rows = 1, key_tile = 4,
+                                   backward = two_pass>}
     geo.flash_lie_attention ... {torsor.strategy =
         #strategy.vector_attention<lanes = 16, query_rows = 4, key_tile = 64,
                                    products = bf16_dot>}
@@ -63,6 +88,7 @@ def Strategy_VectorAttentionAttr
     "unsigned":$lanes,
     "unsigned":$query_rows,
     "unsigned":$key_tile,
+    Strategy_GradScheduleParameter:$backward,
     Strategy_AttentionProductsParameter:$products
   );
 }

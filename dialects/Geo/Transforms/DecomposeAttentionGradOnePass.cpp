@@ -1,0 +1,456 @@
+//===- DecomposeAttentionGradOnePass.cpp - The CPU's one-pass backward ---===//
+//
+// GradSchedule's one-pass schedule (the strategy's `backward = one_pass`,
+// the CPU's):
+// one parallel loop over (batch element, key chunk); chunk c of 8 takes
+// key blocks c and 15 − c of every 16. Per key block, dk and dv
+// accumulate per lane in a stack scratch while every query row that may
+// see the block visits it, R rows at a time; dq per lane over the block,
+// then lane-summed into chunk c's partial [batch..., chunks, Lq, Fq]; a
+// last parallel loop over rows sums the partials. Each pair's form and
+// exp is evaluated once. The row pass before it (DecomposeAttentionGrad.cpp)
+// stores lse_i and D_i.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Transforms/LoopAttributes.h"
+#include "dialects/Geo/Transforms/GradSchedule.h"
+
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+using namespace mlir;
+using namespace torsor;
+using namespace torsor::geo;
+using namespace torsor::geo::grad;
+
+Value GradSchedule::onePassRows(ImplicitLocOpBuilder &b, Value partial,
+                                ValueRange batch, Value chunk, Value j0,
+                                Value kvEnd, Value first, Value last,
+                                int64_t tileRows, Value lse, Value dsum,
+                                Value buffer) {
+  const Scratch &sc = scratch;
+  auto at1 = [&](ImplicitLocOpBuilder &lb, int64_t i) { return idx(lb, i); };
+  auto loop = scf::ForOp::create(
+      b, first, last, idx(b, tileRows), ValueRange{partial},
+      [&](OpBuilder &nested, Location loc, Value row0, ValueRange args) {
+        ImplicitLocOpBuilder rb(loc, nested);
+        ScalarBuilder rsm(rb, elt), rvm(rb, elt, lanes);
+        // Per row: lse (with the known max, e^{−lse}) and D per head and
+        // (causal) its key position; its
+        // query features and dO go into the scratch, where the key loop
+        // reads them as broadcast operands (LLVM would otherwise hoist
+        // R · (Fq + D) splats out of it and spill them); dq's per-lane
+        // accumulators start at zero there.
+        SmallVector<Value> rowIdx(tileRows), lastKey(tileRows);
+        SmallVector<SmallVector<Value>> lseRow(tileRows), dRow(tileRows);
+        for (int64_t r = 0; r < tileRows; ++r) {
+          rowIdx[r] = arith::AddIOp::create(rb, row0, idx(rb, r));
+          for (unsigned f = 0; f < numQ; ++f)
+            memref::StoreOp::create(
+                rb, at(rb, queries, batch, rowIdx[r], idx(rb, f)), buffer,
+                at1(rb, sc.query + r * numQ + f));
+          for (int64_t d = 0; d < dim; ++d)
+            memref::StoreOp::create(
+                rb, at(rb, outGrad, batch, rowIdx[r], idx(rb, d)), buffer,
+                at1(rb, sc.outGrad + r * dim + d));
+          for (unsigned f = 0; f < numQ; ++f)
+            vector::StoreOp::create(rb, rvm.c(0.0), buffer,
+                                    at1(rb, sc.dq + (r * numQ + f) * lanes));
+          for (int64_t h = 0; h < heads; ++h) {
+            Value l = at(rb, lse, batch, rowIdx[r], idx(rb, h));
+            lseRow[r].push_back(knownMax ? rsm.exp(rsm.neg(l)) : l);
+            dRow[r].push_back(at(rb, dsum, batch, rowIdx[r], idx(rb, h)));
+          }
+          if (op.getCausal())
+            lastKey[r] = keyPosition(rb, rowIdx[r]);
+        }
+        scf::ForOp::create(
+            rb, idx(rb, 0), kvEnd, idx(rb, 1), ValueRange{},
+            [&](OpBuilder &nested2, Location loc2, Value kv, ValueRange) {
+              ImplicitLocOpBuilder ib(loc2, nested2);
+              ScalarBuilder ivm(ib, elt, lanes);
+              auto scalar = [&](int64_t i) {
+                return memref::LoadOp::create(ib, buffer, at1(ib, i))
+                    .getResult();
+              };
+              auto vload = [&](Value i) {
+                return vector::LoadOp::create(ib, vec(), buffer, i).getResult();
+              };
+              auto vstore = [&](Value v, Value i) {
+                vector::StoreOp::create(ib, v, buffer, i);
+              };
+              Value jv = arith::AddIOp::create(
+                  ib, j0, arith::MulIOp::create(ib, kv, idx(ib, lanes)));
+              Value packed = arith::DivUIOp::create(ib, jv, idx(ib, lanes));
+              Scalars k;
+              for (unsigned f = 0; f < numK; ++f)
+                k.push_back(loadPacked(ib, keysPacked, batch, packed, f));
+              // This key vector's dk, then dv, per lane in the scratch.
+              Value base = arith::MulIOp::create(ib, kv, idx(ib, sc.perVector));
+              auto slot = [&](int64_t i) -> Value {
+                return arith::AddIOp::create(ib, base, idx(ib, i * lanes));
+              };
+              auto prob = [&](int64_t r, int64_t h) {
+                return at1(ib, sc.probs + (r * heads + h) * lanes);
+              };
+              // 1. Per row: the pair form, the scores and P (kept in the
+              // scratch for dv and dS).
+              SmallVector<Scalars> q(tileRows);
+              SmallVector<Value> masks(tileRows);
+              std::vector<PairEvaluation> evals(tileRows);
+              for (int64_t r = 0; r < tileRows; ++r) {
+                for (unsigned f = 0; f < numQ; ++f)
+                  q[r].push_back(ivm.splat(scalar(sc.query + r * numQ + f)));
+                masks[r] = buildKeyMask(ib, lanes, jv, len, lastKey[r]);
+                evals[r] = pairs.evaluate(ivm, q[r], k);
+                SmallVector<Value> s = coefs.buildScores(ivm, evals[r].norms);
+                for (int64_t h = 0; h < heads; ++h)
+                  vstore(knownMax ? buildKnownMaxProbability(
+                                        ivm, s[h], lseRow[r][h], masks[r])
+                                  : buildProbability(ivm, s[h], lseRow[r][h],
+                                                     masks[r]),
+                         prob(r, h));
+              }
+              // 2. dP = dO·v for every row, each v column loaded once;
+              // then dv_j += Σ_r P_rj dO_r, each accumulator loaded and
+              // stored once per row block.
+              SmallVector<SmallVector<Value>> dps(
+                  tileRows, SmallVector<Value>(heads, ivm.c(0.0)));
+              for (int64_t d = 0; d < dim; ++d) {
+                Value v = loadPacked(ib, valuesPacked, batch, packed, d);
+                for (int64_t r = 0; r < tileRows; ++r)
+                  dps[r][d / headDim] =
+                      ivm.fma(ivm.splat(scalar(sc.outGrad + r * dim + d)), v,
+                              dps[r][d / headDim]);
+              }
+              for (int64_t h = 0; h < heads; ++h) {
+                SmallVector<Value> p;
+                for (int64_t r = 0; r < tileRows; ++r)
+                  p.push_back(vload(prob(r, h)));
+                for (int64_t d = h * headDim; d < (h + 1) * headDim; ++d) {
+                  Value acc = vload(slot(numK + d));
+                  for (int64_t r = 0; r < tileRows; ++r)
+                    acc = ivm.fma(
+                        p[r], ivm.splat(scalar(sc.outGrad + r * dim + d)), acc);
+                  vstore(acc, slot(numK + d));
+                }
+              }
+              // 3. Per row: dS = P (dP − D) and the pair form's adjoint,
+              // into dq's and dk's accumulators.
+              SmallVector<Value> dk;
+              for (unsigned f = 0; f < numK; ++f)
+                dk.push_back(vload(slot(f)));
+              for (int64_t r = 0; r < tileRows && !failedVJP; ++r) {
+                SmallVector<Value> ds;
+                for (int64_t h = 0; h < heads; ++h)
+                  ds.push_back(buildScoreBar(ivm, vload(prob(r, h)), dps[r][h],
+                                             dRow[r][h]));
+                auto vjp =
+                    pairs.evaluateVJP(ivm, evals[r], q[r], k,
+                                      coefs.buildNormBars(ivm, ds), masks[r]);
+                if (failed(vjp)) {
+                  failedVJP = true;
+                  break;
+                }
+                for (unsigned f = 0; f < numQ; ++f) {
+                  Value i = at1(ib, sc.dq + (r * numQ + f) * lanes);
+                  vstore(ivm.add(vload(i), vjp->first[f]), i);
+                }
+                for (unsigned f = 0; f < numK; ++f)
+                  dk[f] = ivm.add(dk[f], vjp->second[f]);
+              }
+              for (unsigned f = 0; f < numK; ++f)
+                vstore(dk[f], slot(f));
+              scf::YieldOp::create(ib);
+            });
+        // The block's dq into this chunk's partials: one lane sum per row
+        // and feature per block, as a tree (reassoc: log₂ lanes shuffles
+        // and adds, where the ordered sum is a chain of `lanes` scalar
+        // adds, R · Fq of them per block).
+        Value out = args[0];
+        for (int64_t r = 0; r < tileRows; ++r)
+          for (unsigned f = 0; f < numQ; ++f) {
+            SmallVector<Value> pos =
+                withBatch(batch, {chunk, rowIdx[r], idx(rb, f)});
+            Value lanesDq = vector::LoadOp::create(
+                rb, vec(), buffer, at1(rb, sc.dq + (r * numQ + f) * lanes));
+            Value lanesSum = lanes > 1
+                                 ? vector::ReductionOp::create(
+                                       rb, vector::CombiningKind::ADD, lanesDq,
+                                       arith::FastMathFlags::reassoc)
+                                       .getResult()
+                                 : buildLaneSum(rb, lanesDq);
+            Value sum =
+                rsm.add(tensor::ExtractOp::create(rb, out, pos), lanesSum);
+            out = tensor::InsertOp::create(rb, sum, out, pos);
+          }
+        scf::YieldOp::create(rb, out);
+      });
+  return loop.getResult(0);
+}
+
+SmallVector<Value> GradSchedule::buildOnePass(ImplicitLocOpBuilder &b,
+                                              ValueRange state, Value chunks,
+                                              Value lse, Value dsum) {
+  int64_t blockKeys = keyVectors * lanes, perVector = (numK + dim) * lanes;
+  Value blocks = arith::DivUIOp::create(
+      b, arith::AddIOp::create(b, len, idx(b, blockKeys - 1)),
+      idx(b, blockKeys));
+  Value trips = arith::MulIOp::create(b, batches, chunks);
+  auto loop = scf::ForOp::create(
+      b, idx(b, 0), trips, idx(b, 1), state,
+      [&](OpBuilder &nested, Location loc, Value t, ValueRange args) {
+        ImplicitLocOpBuilder lb(loc, nested);
+        auto [batch, chunk] = delinearize(lb, t, chunks);
+        if (cross)
+          diagonal = diagonalHere(lb);
+        // dk and dv of one key block, [key vector][feature][lane]: in L1
+        // while every query row that sees the block visits it.
+        Value buffer =
+            memref::AllocaOp::create(lb, MemRefType::get({scratch.size}, elt));
+        // Chunk c of C takes key blocks c and 2C − 1 − c of every 2C: under
+        // a causal mask early keys are seen by more rows, and each pair of
+        // mirrored blocks sums to the same work, so the runtime's
+        // contiguous runs of chunks get equal shares.
+        Value period = idx(lb, 2 * kMaxKeyChunks);
+        Value periods = arith::DivUIOp::create(
+            lb,
+            arith::AddIOp::create(lb, blocks, idx(lb, 2 * kMaxKeyChunks - 1)),
+            period);
+        Value mirror =
+            arith::SubIOp::create(lb, idx(lb, 2 * kMaxKeyChunks - 1), chunk);
+        auto blockLoop = scf::ForOp::create(
+            lb, idx(lb, 0), arith::MulIOp::create(lb, periods, idx(lb, 2)),
+            idx(lb, 1), args,
+            [&](OpBuilder &nested2, Location loc2, Value i, ValueRange acc) {
+              ImplicitLocOpBuilder ob(loc2, nested2);
+              Value odd = arith::CmpIOp::create(
+                  ob, arith::CmpIPredicate::ne,
+                  arith::AndIOp::create(ob, i, idx(ob, 1)), idx(ob, 0));
+              Value block = arith::AddIOp::create(
+                  ob,
+                  arith::MulIOp::create(
+                      ob, arith::ShRUIOp::create(ob, i, idx(ob, 1)), period),
+                  arith::SelectOp::create(ob, odd, mirror, chunk));
+              auto inRange = scf::IfOp::create(
+                  ob, TypeRange(acc),
+                  arith::CmpIOp::create(ob, arith::CmpIPredicate::ult, block,
+                                        blocks),
+                  /*withElseRegion=*/true);
+              scf::YieldOp::create(ob, inRange.getResults());
+              OpBuilder::InsertionGuard guard(ob);
+              ob.setInsertionPointToStart(inRange.elseBlock());
+              scf::YieldOp::create(ob, acc);
+              ob.setInsertionPointToStart(inRange.thenBlock());
+              ImplicitLocOpBuilder &kb = ob;
+              ScalarBuilder kvm(kb, elt, lanes);
+              Value j0 = arith::MulIOp::create(kb, block, idx(kb, blockKeys));
+              // The block's key vectors that hold keys.
+              Value kvEnd = arith::MinUIOp::create(
+                  kb, idx(kb, keyVectors),
+                  arith::DivUIOp::create(
+                      kb,
+                      arith::AddIOp::create(kb,
+                                            arith::SubIOp::create(kb, len, j0),
+                                            idx(kb, lanes - 1)),
+                      idx(kb, lanes)));
+              Value zero = kvm.c(0.0);
+              scf::ForOp::create(
+                  kb, idx(kb, 0), idx(kb, keyVectors * perVector),
+                  idx(kb, lanes), ValueRange{},
+                  [&](OpBuilder &zb, Location zl, Value i, ValueRange) {
+                    vector::StoreOp::create(zb, zl, zero, buffer, i);
+                    scf::YieldOp::create(zb, zl);
+                  });
+              // Rows that may see the block: all, or (causal) from the
+              // block's first key on (with offsets from j0 − diagonal,
+              // clamped to the query rows); R at a time, then one.
+              Value first = idx(kb, 0);
+              if (op.getCausal() && !cross)
+                first = arith::MinUIOp::create(kb, j0, queryLen);
+              else if (op.getCausal())
+                first = arith::MaxSIOp::create(
+                    kb, idx(kb, 0),
+                    arith::MinSIOp::create(
+                        kb, queryLen, arith::SubIOp::create(kb, j0, diagonal)));
+              Value partial = acc[0];
+              if (rows > 1) {
+                Value full = arith::AddIOp::create(
+                    kb, first,
+                    arith::MulIOp::create(
+                        kb,
+                        arith::DivUIOp::create(
+                            kb, arith::SubIOp::create(kb, queryLen, first),
+                            idx(kb, rows)),
+                        idx(kb, rows)));
+                partial = onePassRows(kb, partial, batch, chunk, j0, kvEnd,
+                                      first, full, rows, lse, dsum, buffer);
+                first = full;
+              }
+              partial = onePassRows(kb, partial, batch, chunk, j0, kvEnd, first,
+                                    queryLen, 1, lse, dsum, buffer);
+              // The block's dk and dv, feature-major.
+              auto flush = [&](Value t, int64_t from, int64_t count) {
+                auto outer = scf::ForOp::create(
+                    kb, idx(kb, 0), kvEnd, idx(kb, 1), ValueRange{t},
+                    [&](OpBuilder &n3, Location l3, Value kv, ValueRange o) {
+                      ImplicitLocOpBuilder fb(l3, n3);
+                      Value jv = arith::AddIOp::create(
+                          fb, j0,
+                          arith::MulIOp::create(fb, kv, idx(fb, lanes)));
+                      Value base =
+                          arith::MulIOp::create(fb, kv, idx(fb, perVector));
+                      auto inner = scf::ForOp::create(
+                          fb, idx(fb, 0), idx(fb, count), idx(fb, 1), o,
+                          [&](OpBuilder &n4, Location l4, Value f,
+                              ValueRange o2) {
+                            ImplicitLocOpBuilder wb(l4, n4);
+                            Value at = arith::AddIOp::create(
+                                wb, base,
+                                arith::MulIOp::create(
+                                    wb,
+                                    arith::AddIOp::create(wb, f, idx(wb, from)),
+                                    idx(wb, lanes)));
+                            Value v =
+                                vector::LoadOp::create(wb, vec(), buffer, at);
+                            Value w =
+                                vector::TransferWriteOp::create(
+                                    wb, v, o2[0], withBatch(batch, {f, jv}),
+                                    ArrayRef<bool>{false})
+                                    .getResult();
+                            scf::YieldOp::create(wb, w);
+                          });
+                      scf::YieldOp::create(fb, inner.getResults());
+                    });
+                return outer.getResult(0);
+              };
+              Value dkT = flush(acc[1], 0, numK);
+              // dv row-major, [.., L, D], straight into the result: per key
+              // of the block (up to the sequence's end) its D entries, read
+              // across the scratch's lanes. L · D scalar moves in all,
+              // where a feature-major dvᵀ and its transpose back would hold
+              // two more L × D buffers.
+              auto dvLoop = scf::ForOp::create(
+                  kb, idx(kb, 0), kvEnd, idx(kb, 1), ValueRange{acc[2]},
+                  [&](OpBuilder &n3, Location l3, Value kv, ValueRange o) {
+                    ImplicitLocOpBuilder fb(l3, n3);
+                    Value jv = arith::AddIOp::create(
+                        fb, j0, arith::MulIOp::create(fb, kv, idx(fb, lanes)));
+                    Value base = arith::AddIOp::create(
+                        fb, arith::MulIOp::create(fb, kv, idx(fb, perVector)),
+                        idx(fb, numK * lanes));
+                    Value laneEnd = arith::MinUIOp::create(
+                        fb, idx(fb, lanes), arith::SubIOp::create(fb, len, jv));
+                    auto lanesLoop = scf::ForOp::create(
+                        fb, idx(fb, 0), laneEnd, idx(fb, 1), o,
+                        [&](OpBuilder &n4, Location l4, Value lane,
+                            ValueRange o2) {
+                          ImplicitLocOpBuilder wb(l4, n4);
+                          Value row = arith::AddIOp::create(wb, jv, lane);
+                          Value from = arith::AddIOp::create(wb, base, lane);
+                          Value out = o2[0];
+                          for (int64_t d = 0; d < dim; ++d) {
+                            Value x = memref::LoadOp::create(
+                                wb, buffer,
+                                ValueRange{arith::AddIOp::create(
+                                    wb, from, idx(wb, d * lanes))});
+                            out = tensor::InsertOp::create(
+                                wb, x, out,
+                                withBatch(batch, {row, idx(wb, d)}));
+                          }
+                          scf::YieldOp::create(wb, out);
+                        });
+                    scf::YieldOp::create(fb, lanesLoop.getResults());
+                  });
+              Value dv = dvLoop.getResult(0);
+              scf::YieldOp::create(kb, ValueRange{partial, dkT, dv});
+            });
+        scf::YieldOp::create(lb, blockLoop.getResults());
+      });
+  // Chunks write their own partials and their own key blocks' columns of
+  // dkᵀ and dvᵀ only.
+  loop->setAttr(kParallelLoopAttr, b.getUnitAttr());
+  return SmallVector<Value>(loop.getResults());
+}
+
+Value GradSchedule::packPerKeyVector(ImplicitLocOpBuilder &b, Value t,
+                                     bool featureMajor) {
+  auto type = cast<RankedTensorType>(t.getType());
+  int64_t rank = type.getRank();
+  int64_t features = type.getShape()[featureMajor ? rank - 2 : rank - 1];
+  Value vectors = arith::DivUIOp::create(
+      b, arith::AddIOp::create(b, len, idx(b, lanes - 1)), idx(b, lanes));
+  SmallVector<OpFoldResult> sizes(tensor::getMixedSizes(b, b.getLoc(), t));
+  sizes.resize(rank - 2);
+  sizes.append({vectors, b.getIndexAttr(features), b.getIndexAttr(lanes)});
+  Value init = tensor::EmptyOp::create(b, sizes, elt);
+  // One flat parallel loop over (batch element, key vector); per lane j
+  // of the vector, its features, or 0 past the end (read at the last key,
+  // then replaced). O(L · F) scalar moves, against the O(L²) kernel.
+  Value trips = arith::MulIOp::create(b, batches, vectors);
+  auto loop = scf::ForOp::create(
+      b, idx(b, 0), trips, idx(b, 1), ValueRange{init},
+      [&](OpBuilder &nested, Location loc, Value it, ValueRange args) {
+        ImplicitLocOpBuilder lb(loc, nested);
+        auto [batch, vector] = delinearize(lb, it, vectors);
+        Value last = arith::SubIOp::create(lb, len, idx(lb, 1));
+        auto lanesLoop = scf::ForOp::create(
+            lb, idx(lb, 0), idx(lb, lanes), idx(lb, 1), args,
+            [&](OpBuilder &n2, Location l2, Value lane, ValueRange acc) {
+              ImplicitLocOpBuilder ib(l2, n2);
+              ScalarBuilder ism(ib, elt);
+              Value j = arith::AddIOp::create(
+                  ib, arith::MulIOp::create(ib, vector, idx(ib, lanes)), lane);
+              Value inside =
+                  arith::CmpIOp::create(ib, arith::CmpIPredicate::ult, j, len);
+              Value key = arith::MinUIOp::create(ib, j, last);
+              Value out = acc[0];
+              for (int64_t f = 0; f < features; ++f) {
+                Value x = featureMajor ? at(ib, t, batch, idx(ib, f), key)
+                                       : at(ib, t, batch, key, idx(ib, f));
+                x = arith::SelectOp::create(ib, inside, x, ism.c(0.0));
+                out = tensor::InsertOp::create(
+                    ib, x, out, withBatch(batch, {vector, idx(ib, f), lane}));
+              }
+              scf::YieldOp::create(ib, out);
+            });
+        scf::YieldOp::create(lb, lanesLoop.getResults());
+      });
+  // Key vectors write their own slices only.
+  loop->setAttr(kParallelLoopAttr, b.getUnitAttr());
+  return loop.getResult(0);
+}
+
+Value GradSchedule::reduceChunks(ImplicitLocOpBuilder &b, Value partial,
+                                 Value chunks) {
+  SmallVector<OpFoldResult> sizes =
+      tensor::getMixedSizes(b, b.getLoc(), queries);
+  Value dq = tensor::EmptyOp::create(b, sizes, elt);
+  Value trips = arith::MulIOp::create(b, batches, queryLen);
+  auto loop = scf::ForOp::create(
+      b, idx(b, 0), trips, idx(b, 1), ValueRange{dq},
+      [&](OpBuilder &nested, Location loc, Value t, ValueRange args) {
+        ImplicitLocOpBuilder lb(loc, nested);
+        ScalarBuilder lsm(lb, elt);
+        auto [batch, row] = delinearize(lb, t, queryLen);
+        Value out = args[0];
+        for (unsigned f = 0; f < numQ; ++f) {
+          auto sum = scf::ForOp::create(
+              lb, idx(lb, 0), chunks, idx(lb, 1), ValueRange{lsm.c(0.0)},
+              [&](OpBuilder &n2, Location l2, Value c, ValueRange acc) {
+                ImplicitLocOpBuilder cb(l2, n2);
+                ScalarBuilder csm(cb, elt);
+                Value x = tensor::ExtractOp::create(
+                    cb, partial, withBatch(batch, {c, row, idx(cb, f)}));
+                scf::YieldOp::create(cb, csm.add(acc[0], x));
+              });
+          out = tensor::InsertOp::create(lb, sum.getResult(0), out,
+                                         withBatch(batch, {row, idx(lb, f)}));
+        }
+        scf::YieldOp::create(lb, out);
+      });
+  // Rows write their own dq only.
+  loop->setAttr(kParallelLoopAttr, b.getUnitAttr());
+  return loop.getResult(0);
+}
