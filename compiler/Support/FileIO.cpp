@@ -282,6 +282,33 @@ OutputFile::resolve(llvm::StringRef path, bool allowSpecial,
   return out;
 }
 
+std::error_code
+torsor::createFileRemovedOnSignal(const llvm::Twine &model, int &fd,
+                                  llvm::SmallVectorImpl<char> &path,
+                                  unsigned mode) {
+  // createUniqueFile registers nothing, and registering after it returns
+  // leaves a window in which a signal leaves the new file behind. So: pick
+  // a fresh name, register it, then create it exclusively (O_EXCL).
+  for (int attempt = 0; attempt < 128; ++attempt) {
+    llvm::SmallString<256> candidate;
+    llvm::sys::fs::createUniquePath(model, candidate, /*MakeAbsolute=*/false);
+    if (llvm::sys::fs::exists(candidate))
+      continue;
+    llvm::sys::RemoveFileOnSignal(candidate);
+    std::error_code ec = llvm::sys::fs::openFileForWrite(
+        candidate, fd, llvm::sys::fs::CD_CreateNew, llvm::sys::fs::OF_None,
+        mode);
+    if (!ec) {
+      path.assign(candidate.begin(), candidate.end());
+      return ec;
+    }
+    llvm::sys::DontRemoveFileOnSignal(candidate);
+    if (ec != std::errc::file_exists)
+      return ec;
+  }
+  return std::make_error_code(std::errc::file_exists);
+}
+
 llvm::Error OutputFile::stage() {
   if (special || !temp.empty())
     return llvm::Error::success();
@@ -290,10 +317,10 @@ llvm::Error OutputFile::stage() {
   llvm::SmallString<256> model(join(targetDir, "." + targetBase + ".%%%%%%"));
   llvm::SmallString<256> staged;
   int fd;
-  if (std::error_code ec = llvm::sys::fs::createUniqueFile(model, fd, staged))
+  // Registered before it exists: a signal from here on removes it.
+  if (std::error_code ec =
+          torsor::createFileRemovedOnSignal(model, fd, staged, 0666))
     return fileError("write", given, ec.message());
-  // Registered before anything is written: a signal from here on removes it.
-  llvm::sys::RemoveFileOnSignal(staged);
   // The mode of the file it replaces, or the one a plain create gives.
   mode_t mask = ::umask(0);
   ::umask(mask);

@@ -23,18 +23,30 @@
 #ifndef TORSOR_COMPILER_SUPPORT_FILEIO_H
 #define TORSOR_COMPILER_SUPPORT_FILEIO_H
 
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/Twine.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <memory>
 #include <string>
 #include <sys/types.h>
+#include <system_error>
 
 namespace torsor {
 
 /// The largest model source torsorc reads: 64 MiB.
 constexpr uint64_t kMaxSourceBytes = uint64_t(64) << 20;
+
+/// Creates and opens (for writing, mode `mode`) a new file named after
+/// `model`, each '%' a random hex digit (llvm::sys::fs::createUniqueFile's
+/// models). The path is registered with llvm::sys::RemoveFileOnSignal
+/// before the file exists, so a SIGINT or SIGTERM at any moment leaves no
+/// file behind; a name that already exists is never registered.
+std::error_code createFileRemovedOnSignal(const llvm::Twine &model, int &fd,
+                                          llvm::SmallVectorImpl<char> &path,
+                                          unsigned mode);
 
 /// Reads `path` ("-": standard input) into a buffer. Refuses anything but a
 /// regular file (standard input may be a pipe) and more than `maxBytes`

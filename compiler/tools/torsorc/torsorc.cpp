@@ -473,14 +473,17 @@ LogicalResult compile(llvm::SourceMgr &sourceMgr, MLIRContext &context,
   }
   SmallString<128> objectPath;
   int fd;
+  // Removed when this scope ends, and by LLVM's handler on SIGINT, SIGTERM
+  // and SIGHUP, registered before the file exists (a killed compile leaves
+  // no $TMPDIR/torsor-*.o behind, whenever the signal comes).
+  SmallString<128> objectModel;
+  llvm::sys::path::system_temp_directory(/*ErasedOnReboot=*/true, objectModel);
+  llvm::sys::path::append(objectModel, "torsor-%%%%%%.o");
   if (auto ec =
-          llvm::sys::fs::createTemporaryFile("torsor", "o", fd, objectPath))
+          torsor::createFileRemovedOnSignal(objectModel, fd, objectPath, 0600))
     return emitError(UnknownLoc::get(&context))
            << "cannot create a temporary object file: " << ec.message();
   ::close(fd);
-  // Removed when this scope ends, and by LLVM's handler on SIGINT, SIGTERM
-  // and SIGHUP (a killed compile leaves no $TMPDIR/torsor-*.o behind).
-  llvm::sys::RemoveFileOnSignal(objectPath);
   struct RemoveObject {
     SmallString<128> &path;
     ~RemoveObject() {
