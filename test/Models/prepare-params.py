@@ -35,17 +35,9 @@ sys.path.insert(0, os.path.join(SRC, "python"))
 os.environ["TORSOR_BUILD_DIR"] = os.path.dirname(os.path.abspath(BIN))
 import torsor  # noqa: E402
 from model_runner import write_safetensors  # noqa: E402
-from torsor_testing import Report  # noqa: E402
+from torsor_testing import Report, cpu_flags  # noqa: E402
 
-CPU_FLAGS = set()
-try:
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("flags"):
-                CPU_FLAGS = set(line.split(":", 1)[1].split())
-                break
-except OSError:
-    pass
+CPU_FLAGS = cpu_flags()
 
 # (unit, --mcpu or None for this CPU, CPU flags a run needs, compute,
 # least bytes packed: two bf16 copies padded to 64 x 96, or two f32 copies

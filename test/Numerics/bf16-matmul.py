@@ -35,18 +35,10 @@ import tempfile
 import numpy as np
 
 from model_runner import CompiledModel
-from torsor_testing import Report
+from torsor_testing import Report, cpu_flags
 
 U = 2.0 ** -8
-CPU_FLAGS = set()
-try:
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("flags"):
-                CPU_FLAGS = set(line.split(":", 1)[1].split())
-                break
-except OSError:
-    pass
+CPU_FLAGS = cpu_flags()
 
 PATHS = [("fma", "generic", None),
          ("avx512bf16", "cooperlake", {"avx512f", "avx512_bf16"}),

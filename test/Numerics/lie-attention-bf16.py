@@ -42,20 +42,12 @@ import numpy as np
 
 import attention_suite as AS
 from model_runner import CompiledModel
-from torsor_testing import Report
+from torsor_testing import Report, cpu_flags
 
 U = 2.0 ** -8
 LENGTHS = [0, 1, 2, 5, 63, 64, 65, 130]
 E = 64
-CPU_FLAGS = set()
-try:
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("flags"):
-                CPU_FLAGS = set(line.split(":", 1)[1].split())
-                break
-except OSError:
-    pass
+CPU_FLAGS = cpu_flags()
 
 PATHS = [("f32-products", "generic", set()),
          ("bf16_dot", "cooperlake", {"avx512f", "avx512_bf16"}),

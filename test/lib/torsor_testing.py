@@ -13,6 +13,20 @@ import tempfile
 
 import numpy as np
 
+def cpu_flags():
+    """The feature flags of this machine's CPU (/proc/cpuinfo's first
+    "flags" line; empty where it cannot be read), for tests that pick the
+    code paths they can run and skip the others with a reason."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
 def tool(name):
     """Path of a Torsor tool in $TORSOR_BIN (the build's bin/) or on PATH."""
     path = os.path.join(os.environ.get("TORSOR_BIN", ""), name)
