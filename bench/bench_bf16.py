@@ -34,7 +34,7 @@ bench/setup-venv.sh). Usage:
   /work/bench-venv/bin/python bench/bench_bf16.py [--build build]
       [--threads 2] [--runs 10] [--sections matmul attention models]
       [--lengths 1024 4096 16384] [--groups SO3 SE3 SE2] [--heads 1 4]
-      [--model-lengths 256 1024 4096]
+      [--model-lengths 256 1024 4096] [--shapes LxDxN ...]
       [--tiny] [--results DIR]
 Writes DIR/bf16.json, DIR/bf16.md and DIR/bf16.png (DIR: bench/results).
 --tiny runs tiny sizes (a smoke check of the script, not a measurement).
@@ -118,10 +118,19 @@ def torsor_matmul_time(args, tmp, d, n, compute, x, w):
     return t, np.load(out), unit
 
 
+def shape(text):
+    """An LxDxN matmul shape of --shapes."""
+    try:
+        L, d, n = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected LxDxN, got %r" % text)
+    return L, d, n
+
+
 def bench_matmul(args, torch, tmp, rng):
     import numpy as np
     rows = []
-    for L, d, n in (TINY if args.tiny else SHAPES):
+    for L, d, n in (TINY if args.tiny else args.shapes or SHAPES):
         x = rng.standard_normal((L, d)).astype(np.float32)
         w = (rng.standard_normal((d, n)) / np.sqrt(d)).astype(np.float32)
         ref = x.astype(np.float64) @ w.astype(np.float64)
@@ -407,6 +416,8 @@ def main():
     ap.add_argument("--groups", nargs="+", default=list(GROUPS), choices=list(GROUPS))
     ap.add_argument("--heads", type=int, nargs="+", default=list(HEADS))
     ap.add_argument("--model-lengths", type=int, nargs="+", default=[256, 1024, 4096])
+    ap.add_argument("--shapes", type=shape, nargs="+", default=None,
+                    help="matmul shapes LxDxN (default: the models' shapes)")
     ap.add_argument("--tiny", action="store_true")
     ap.add_argument("--results", default=os.path.join(ROOT, "bench", "results"))
     args = ap.parse_args()

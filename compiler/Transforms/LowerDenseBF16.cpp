@@ -25,6 +25,11 @@
 //                   row each), and per row the pair A[r, 2a..2a+1]
 //                   broadcast → x86vector.avx512.dot
 //
+// Where a zero fill initializes C just before the product (the usual
+// `linalg.fill` + matmul), both kernels start the first depth block from
+// zero accumulators (amx.tile_zero, zero vectors) instead of loading C,
+// and the fill is dropped: one pass writing C and one reading it less.
+//
 // Tile configuration (ldtilecfg) is LLVM's: its X86 backend configures the
 // tiles at the entry of every function that uses them and releases them at
 // its exit, so each thread-pool task (an outlined function,
@@ -44,6 +49,9 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/X86Vector/X86VectorDialect.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace torsor {
 #define GEN_PASS_DEF_TORSORLOWERDENSEBF16
@@ -253,9 +261,102 @@ Task buildTasks(OpBuilder &b, Location loc, const Operands &o,
   return t;
 }
 
+/// The `linalg.fill` of zeros that initializes the whole of `op`'s C and
+/// nothing reads or writes in between, if there is one: the kernels then
+/// start the first depth block from zero accumulators instead of loading
+/// C, and the fill is dropped (a pass writing C, and one reading it back,
+/// less: at L = 16384, d = n = 256 they were a third of the call). C must
+/// be a reshape of the filled buffer (no subview: the fill would cover
+/// more than the kernels write), and every other use of that buffer or a
+/// view of it must lie before the fill or after the product.
+linalg::FillOp zeroFillOf(linalg::GenericOp op) {
+  // The buffer C reshapes.
+  Value root = op.getDpsInits()[0];
+  while (Operation *def = root.getDefiningOp()) {
+    if (!isa<memref::ExpandShapeOp, memref::CollapseShapeOp>(def))
+      break;
+    root = def->getOperand(0);
+  }
+  // Every view of the buffer, and the fill.
+  SmallVector<Value> views = {root};
+  linalg::FillOp fill;
+  Block *block = op->getBlock();
+  for (unsigned i = 0; i < views.size(); ++i)
+    for (Operation *user : views[i].getUsers()) {
+      if (auto view = dyn_cast<ViewLikeOpInterface>(user)) {
+        if (view.getViewSource() == views[i])
+          views.push_back(view->getResult(0));
+        continue;
+      }
+      auto candidate = dyn_cast<linalg::FillOp>(user);
+      if (!candidate || candidate->getBlock() != block ||
+          !candidate->isBeforeInBlock(op) ||
+          candidate.getDpsInits()[0] != views[i] ||
+          !matchPattern(candidate.getDpsInputs()[0], m_AnyZeroFloat()))
+        continue;
+      // The last zero fill before the product.
+      if (!fill || fill->isBeforeInBlock(candidate))
+        fill = candidate;
+    }
+  if (!fill)
+    return {};
+  // The filled value must be C's buffer or a reshape of it (views whose
+  // only source is a full reshape chain from root).
+  for (Value v = fill.getDpsInits()[0]; v != root;) {
+    Operation *def = v.getDefiningOp();
+    if (!isa_and_nonnull<memref::ExpandShapeOp, memref::CollapseShapeOp>(def))
+      return {};
+    v = def->getOperand(0);
+  }
+  for (Value view : views)
+    for (Operation *user : view.getUsers()) {
+      // Views and sizes (memref.dim) touch no element.
+      if (user == op || user == fill.getOperation() ||
+          isa<ViewLikeOpInterface>(user) || isMemoryEffectFree(user))
+        continue;
+      Operation *at = block->findAncestorOpInBlock(*user);
+      if (at && fill->isBeforeInBlock(at) && at->isBeforeInBlock(op))
+        return {};
+    }
+  return fill;
+}
+
+/// The kernels' accumulators: `load()` where C holds partial sums, and
+/// `zero()` in the first depth block (k0 = 0) where C starts at zero
+/// (`zeroInit`, the fill zeroFillOf found).
+SmallVector<Value>
+initialAccumulators(OpBuilder &b, Location loc, bool zeroInit, Value k0,
+                    TypeRange types,
+                    function_ref<SmallVector<Value>(OpBuilder &)> load,
+                    function_ref<SmallVector<Value>(OpBuilder &)> zero) {
+  if (!zeroInit)
+    return load(b);
+  Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, k0,
+                                      constant(b, loc, 0));
+  auto branch = scf::IfOp::create(b, loc, types, first, /*addThenBlock=*/true,
+                                  /*addElseBlock=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(branch.thenBlock());
+  scf::YieldOp::create(b, loc, zero(b));
+  b.setInsertionPointToStart(branch.elseBlock());
+  scf::YieldOp::create(b, loc, load(b));
+  return SmallVector<Value>(branch.getResults());
+}
+
+/// Where the depth-block loop ends: the depth in tiles, but at least one
+/// block where C starts at zero (`zeroInit`), so that with no depth (K = 0,
+/// the backward's dW at L = 0) the kernels still store the zeros the
+/// dropped fill wrote.
+Value depthBlockEnd(OpBuilder &b, Location loc, const Operands &o,
+                    bool zeroInit) {
+  if (!zeroInit)
+    return o.depthTiles;
+  return arith::MaxUIOp::create(b, loc, o.depthTiles, constant(b, loc, 1));
+}
+
 /// The AMX kernel of the file comment.
 void buildAMX(OpBuilder &b, Location loc, const Operands &o,
-              const BF16Schedule &s) {
+              const BF16Schedule &s, bool zeroInit) {
   Type bf16 = b.getBF16Type(), f32 = b.getF32Type();
   auto cTile = amx::TileType::get({s.tileRows, s.tileCols}, f32);
   auto aTile = amx::TileType::get({s.tileRows, s.tileDepth}, bf16);
@@ -266,8 +367,9 @@ void buildAMX(OpBuilder &b, Location loc, const Operands &o,
   int64_t colBlock = s.tileCols * s.blockCols;
   Task t = buildTasks(b, loc, o, s);
   // Depth blocks: [k0, kEnd) in tiles.
-  auto depthBlocks = scf::ForOp::create(b, loc, zero, o.depthTiles,
-                                        constant(b, loc, s.depthTiles));
+  auto depthBlocks =
+      scf::ForOp::create(b, loc, zero, depthBlockEnd(b, loc, o, zeroInit),
+                         constant(b, loc, s.depthTiles));
   b.setInsertionPointToStart(depthBlocks.getBody());
   Value k0 = depthBlocks.getInductionVar();
   Value kEnd = arith::MinUIOp::create(b, loc, add(b, loc, k0, s.depthTiles),
@@ -291,11 +393,23 @@ void buildAMX(OpBuilder &b, Location loc, const Operands &o,
     colAt.push_back(add(b, loc, j, c * s.tileCols));
     panels.push_back(add(b, loc, panel, c));
   }
-  SmallVector<Value> acc;
-  for (int64_t r = 0; r < s.blockRows; ++r)
-    for (int64_t c = 0; c < s.blockCols; ++c)
-      acc.push_back(amx::TileLoadOp::create(b, loc, cTile, o.c,
-                                            t.aAt({rowAt[r], colAt[c]})));
+  SmallVector<Type> accTypes(s.blockRows * s.blockCols, cTile);
+  SmallVector<Value> acc = initialAccumulators(
+      b, loc, zeroInit, k0, accTypes,
+      [&](OpBuilder &nb) {
+        SmallVector<Value> tiles;
+        for (int64_t r = 0; r < s.blockRows; ++r)
+          for (int64_t c = 0; c < s.blockCols; ++c)
+            tiles.push_back(amx::TileLoadOp::create(
+                nb, loc, cTile, o.c, t.aAt({rowAt[r], colAt[c]})));
+        return tiles;
+      },
+      [&](OpBuilder &nb) {
+        SmallVector<Value> tiles;
+        for (Type type : accTypes)
+          tiles.push_back(amx::TileZeroOp::create(nb, loc, type));
+        return tiles;
+      });
   auto depth = scf::ForOp::create(
       b, loc, k0, kEnd, one, acc,
       [&](OpBuilder &nb, Location nloc, Value k, ValueRange iter) {
@@ -321,7 +435,7 @@ void buildAMX(OpBuilder &b, Location loc, const Operands &o,
 
 /// The AVX512-BF16 kernel of the file comment.
 void buildAVX512BF16(OpBuilder &b, Location loc, const Operands &o,
-                     const BF16Schedule &s) {
+                     const BF16Schedule &s, bool zeroInit) {
   Type bf16 = b.getBF16Type(), f32 = b.getF32Type();
   constexpr int64_t lanes = 16; // f32 lanes of a 512-bit vector
   auto accType = VectorType::get({lanes}, f32);
@@ -333,8 +447,9 @@ void buildAVX512BF16(OpBuilder &b, Location loc, const Operands &o,
   // Depth blocks [k0, kEnd) in tiles, then columns, then the task's rows:
   // one block column of B (B·16 columns × cache_depth) stays in L1 while
   // every register tile of the task's rows reads it.
-  auto depthBlocks = scf::ForOp::create(b, loc, zero, o.depthTiles,
-                                        constant(b, loc, s.depthTiles));
+  auto depthBlocks =
+      scf::ForOp::create(b, loc, zero, depthBlockEnd(b, loc, o, zeroInit),
+                         constant(b, loc, s.depthTiles));
   b.setInsertionPointToStart(depthBlocks.getBody());
   Value k0 = depthBlocks.getInductionVar();
   Value kEnd = arith::MinUIOp::create(b, loc, add(b, loc, k0, s.depthTiles),
@@ -361,10 +476,22 @@ void buildAVX512BF16(OpBuilder &b, Location loc, const Operands &o,
     colAt.push_back(add(b, loc, j, v * lanes));
     panels.push_back(add(b, loc, panel, v));
   }
-  for (int64_t r = 0; r < s.registerRows; ++r)
-    for (int64_t v = 0; v < vectors; ++v)
-      acc.push_back(vector::LoadOp::create(b, loc, accType, o.c,
-                                           t.aAt({rowAt[r], colAt[v]})));
+  SmallVector<Type> accTypes(s.registerRows * vectors, accType);
+  acc = initialAccumulators(
+      b, loc, zeroInit, k0, accTypes,
+      [&](OpBuilder &nb) {
+        SmallVector<Value> loads;
+        for (int64_t r = 0; r < s.registerRows; ++r)
+          for (int64_t v = 0; v < vectors; ++v)
+            loads.push_back(vector::LoadOp::create(
+                nb, loc, accType, o.c, t.aAt({rowAt[r], colAt[v]})));
+        return loads;
+      },
+      [&](OpBuilder &nb) {
+        Value zeros = arith::ConstantOp::create(
+            nb, loc, accType, cast<TypedAttr>(nb.getZeroAttr(accType)));
+        return SmallVector<Value>(accTypes.size(), zeros);
+      });
   auto depth = scf::ForOp::create(
       b, loc, k0, kEnd, one, acc,
       [&](OpBuilder &kb, Location kloc, Value k, ValueRange kIter) {
@@ -426,11 +553,14 @@ struct LowerDenseBF16 : torsor::impl::TorsorLowerDenseBF16Base<LowerDenseBF16> {
       // Not collapsible: the generic's own loops compute the same sums.
       if (failed(operands))
         continue;
+      linalg::FillOp fill = zeroFillOf(op);
       if (*schedule.unit == strategy::MatmulUnit::AMX)
-        buildAMX(b, op.getLoc(), *operands, schedule);
+        buildAMX(b, op.getLoc(), *operands, schedule, bool(fill));
       else
-        buildAVX512BF16(b, op.getLoc(), *operands, schedule);
+        buildAVX512BF16(b, op.getLoc(), *operands, schedule, bool(fill));
       op.erase();
+      if (fill)
+        fill.erase();
     }
   }
 };

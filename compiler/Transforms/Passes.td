@@ -597,7 +597,11 @@ def TorsorLowerDenseBF16
     `task_rows` rows are an `scf.parallel` (thread-pool tasks); inside one,
     for both units, the depth runs in blocks of `cache_depth`, then the
     columns in register blocks, then the task's rows, so one block column
-    of B stays in L1 while every row block of the task reads it. With any other unit the
+    of B stays in L1 while every row block of the task reads it. Where a
+    `linalg.fill` of zeros writes C just before the product (and nothing
+    else touches C in between), the first depth block starts from zero
+    accumulators (`amx.tile_zero`, zero vectors) instead of loading C, and
+    the fill is dropped. With any other unit the
     pass does nothing and the generic's loops compute the product.
 
     After (`unit = amx`, C collapsed back to `[Mp, Np]`):

@@ -173,3 +173,104 @@ func.func @other_tiles(%a: memref<?x2x16x4x2xbf16>, %b: memref<4x2x4x16x2xbf16>,
   }
   return
 }
+
+// C zero-filled just before the product (the matmul's linalg.fill, on the
+// expanded view of C's buffer): the fill is dropped and the first depth
+// block (k0 = 0) starts from zero accumulators instead of loading C; the
+// depth-block loop runs at least once (max(depth, 1)), so that with no
+// depth (K = 0) the zeros are still stored.
+
+// AMX-LABEL: func.func @zero_init
+//   AMX-NOT:   linalg.fill
+//       AMX:   %[[DEPTH:.*]] = arith.maxui %{{.*}}, %{{c1[_0-9]*}}
+//       AMX:   scf.for %[[K0:[^ ]*]] = %{{c0[_0-9]*}} to %[[DEPTH]] step %{{c8[_0-9]*}}
+//       AMX:     %[[FIRST:.*]] = arith.cmpi eq, %[[K0]], %{{c0[_0-9]*}}
+//       AMX:     scf.if %[[FIRST]] -> (!amx.tile<16x16xf32>, !amx.tile<16x16xf32>, !amx.tile<16x16xf32>, !amx.tile<16x16xf32>)
+//  AMX-COUNT-4:    amx.tile_zero : !amx.tile<16x16xf32>
+//       AMX:     } else {
+//  AMX-COUNT-4:    amx.tile_load
+//       AMX:     scf.for {{.*}} iter_args
+//   AMX-COUNT-4:   amx.tile_store
+//   AMX-NOT:   linalg.
+
+// DOT-LABEL: func.func @zero_init
+//   DOT-NOT:   linalg.fill
+//       DOT:   arith.maxui
+//       DOT:   scf.if %{{.*}} -> (vector<16xf32>,
+//       DOT:     %[[Z:.*]] = arith.constant dense<0.000000e+00> : vector<16xf32>
+//       DOT:     scf.yield %[[Z]], %[[Z]],
+//       DOT:   } else {
+//  DOT-COUNT-16:   vector.load {{.*}} : memref<?x64xf32>, vector<16xf32>
+//       DOT:   x86vector.avx512.dot
+//   DOT-NOT:   linalg.
+
+// NONE-LABEL: func.func @zero_init
+//       NONE:   linalg.fill
+//       NONE:   linalg.generic
+func.func @zero_init(%a: memref<?x2x16x16x2xbf16>, %b: memref<4x2x16x16x2xbf16>, %n: index) -> memref<?x64xf32> {
+  %zero = arith.constant 0.0 : f32
+  %c = memref.alloc(%n) : memref<?x64xf32>
+  %tiles = arith.divui %n, %n : index
+  %cv = memref.expand_shape %c [[0, 1], [2, 3]] output_shape [%tiles, 16, 4, 16] : memref<?x64xf32> into memref<?x16x4x16xf32>
+  linalg.fill ins(%zero : f32) outs(%cv : memref<?x16x4x16xf32>)
+  linalg.generic {indexing_maps = [#a, #b, #c],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%a, %b : memref<?x2x16x16x2xbf16>, memref<4x2x16x16x2xbf16>) outs(%cv : memref<?x16x4x16xf32>)
+      attrs = {torsor.bf16_product} {
+  ^bb0(%x: bf16, %y: bf16, %acc: f32):
+    %xe = arith.extf %x : bf16 to f32
+    %ye = arith.extf %y : bf16 to f32
+    %p = arith.mulf %xe, %ye : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return %c : memref<?x64xf32>
+}
+
+// The fill is kept (and C loaded) where C is read between the fill and
+// the product, or the fill is not of zeros.
+
+// AMX-LABEL: func.func @fill_kept
+//       AMX:   linalg.fill
+//       AMX:   memref.copy
+//   AMX-NOT:   amx.tile_zero
+//       AMX:   linalg.fill ins(%{{.*}} : f32)
+//   AMX-NOT:   amx.tile_zero
+//       AMX:   return
+// DOT-LABEL: func.func @fill_kept
+//       DOT:   linalg.fill
+//       DOT:   memref.copy
+//   DOT-NOT:   scf.if
+//       DOT:   linalg.fill
+//   DOT-NOT:   scf.if
+//       DOT:   return
+func.func @fill_kept(%a: memref<?x2x16x16x2xbf16>, %b: memref<4x2x16x16x2xbf16>, %c: memref<?x16x4x16xf32>, %d: memref<?x16x4x16xf32>, %e: memref<?x16x4x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<?x16x4x16xf32>)
+  memref.copy %c, %d : memref<?x16x4x16xf32> to memref<?x16x4x16xf32>
+  linalg.generic {indexing_maps = [#a, #b, #c],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%a, %b : memref<?x2x16x16x2xbf16>, memref<4x2x16x16x2xbf16>) outs(%c : memref<?x16x4x16xf32>)
+      attrs = {torsor.bf16_product} {
+  ^bb0(%x: bf16, %y: bf16, %acc: f32):
+    %xe = arith.extf %x : bf16 to f32
+    %ye = arith.extf %y : bf16 to f32
+    %p = arith.mulf %xe, %ye : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  linalg.fill ins(%one : f32) outs(%e : memref<?x16x4x16xf32>)
+  linalg.generic {indexing_maps = [#a, #b, #c],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%a, %b : memref<?x2x16x16x2xbf16>, memref<4x2x16x16x2xbf16>) outs(%e : memref<?x16x4x16xf32>)
+      attrs = {torsor.bf16_product} {
+  ^bb0(%x: bf16, %y: bf16, %acc: f32):
+    %xe = arith.extf %x : bf16 to f32
+    %ye = arith.extf %y : bf16 to f32
+    %p = arith.mulf %xe, %ye : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
