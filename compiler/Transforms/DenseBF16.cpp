@@ -199,6 +199,18 @@ Value canonical(OpBuilder &b, Location loc, linalg::LinalgOp op, unsigned index,
                 function_ref<Value(OpBuilder &, Location, Value)> convert) {
   Value operand = op->getOperand(index);
   AffineMap map = op.getIndexingMapsArray()[index];
+  // A transposed copy (the backward's dA = dC·Bᵀ, dB = Aᵀ·dC, autodiff's
+  // linalg.transpose into a fresh tensor) is read through: the generic
+  // below reorders anyway, and the copy (a pass over A or B per call) is
+  // left dead. Result dim i of the transpose is its input's dim perm[i].
+  if (auto transpose = operand.getDefiningOp<linalg::TransposeOp>()) {
+    ArrayRef<int64_t> perm = transpose.getPermutation();
+    SmallVector<AffineExpr> read(perm.size());
+    for (auto [i, dim] : llvm::enumerate(perm))
+      read[dim] = map.getResult(i);
+    operand = transpose.getInput();
+    map = AffineMap::get(map.getNumDims(), 0, read, b.getContext());
+  }
   SmallVector<AffineExpr> exprs;
   SmallVector<OpFoldResult> sizes(dims.size());
   SmallVector<OpFoldResult> have = tensor::getMixedSizes(b, loc, operand);
