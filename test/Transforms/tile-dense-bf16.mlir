@@ -22,6 +22,7 @@
 // PACK-DAG: #[[ATILE:.*]] = affine_map<(d0, d1, d2) -> (d0 floordiv 16, d1, d0 mod 16, d2)>
 // PACK-DAG: #[[AWRITE:.*]] = affine_map<(d0, d1) -> (d0 floordiv 16, d1 floordiv 32, d0 mod 16, d1 mod 32)>
 // PACK-DAG: #[[BREAD:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d1 * 32 + d2 * 2 + d4, d0 * 16 + d3)>
+// PACK-DAG: #[[XT:.*]] = affine_map<(d0, d1) -> (d1, d0)>
 // PACK-LABEL: func.func @matmul
 //       PACK:   %[[AZ:.*]] = linalg.fill ins(%{{.*}} : bf16) outs(%{{.*}} : tensor<?x2x16x32xbf16>)
 //       PACK:   %[[AR:.*]] = linalg.generic {indexing_maps = [#{{[^,]*}}, #[[AWRITE]]]{{.*}} ins(%{{.*}} : tensor<?x40xf32>) outs(%[[AZ]] : tensor<?x2x16x32xbf16>)
@@ -140,4 +141,31 @@ func.func @depth64(%x: tensor<?x64xf32>, %w: tensor<64x32xf32>) -> tensor<?x32xf
   %y = linalg.matmul ins(%x, %w : tensor<?x64xf32>, tensor<64x32xf32>)
                      outs(%fill : tensor<?x32xf32>) -> tensor<?x32xf32>
   return %y : tensor<?x32xf32>
+}
+
+// The backward's dW = xᵀ·dy (autodiff's linalg.transpose into a fresh
+// tensor, then a named matmul): the packing reads x [L, 40] itself through
+// the permuted map (element (k, l) of xᵀ at x[l, k]), writing A's tiles
+// [4, Lp/32, 16, 32] (rows k padded to 64, depth l) directly; the
+// transposed copy is left dead and erased.
+
+// PACK-LABEL: func.func @transposed_left
+//   PACK-NOT:   linalg.transpose
+//       PACK:   linalg.generic {indexing_maps = [#[[XT]], #[[AWRITE]]]{{.*}} ins(%{{.*}} : tensor<?x40xf32>) outs(%{{.*}} : tensor<4x?x16x32xbf16>)
+//   PACK-NOT:   linalg.transpose
+//       PACK:   torsor.bf16_product
+//   PACK-NOT:   linalg.transpose
+// ROUND-LABEL: func.func @transposed_left
+//       ROUND:   linalg.transpose
+func.func @transposed_left(%x: tensor<?x40xf32>, %dy: tensor<?x48xf32>) -> tensor<40x48xf32> {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %l = tensor.dim %x, %c0 : tensor<?x40xf32>
+  %t0 = tensor.empty(%l) : tensor<40x?xf32>
+  %xt = linalg.transpose ins(%x : tensor<?x40xf32>) outs(%t0 : tensor<40x?xf32>) permutation = [1, 0]
+  %init = tensor.empty() : tensor<40x48xf32>
+  %fill = linalg.fill ins(%zero : f32) outs(%init : tensor<40x48xf32>) -> tensor<40x48xf32>
+  %dw = linalg.matmul ins(%xt, %dy : tensor<40x?xf32>, tensor<?x48xf32>)
+                      outs(%fill : tensor<40x48xf32>) -> tensor<40x48xf32>
+  return %dw : tensor<40x48xf32>
 }
