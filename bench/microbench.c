@@ -107,9 +107,9 @@ typedef __m256i vi;
 /// polynomial, exponent added in the bits, the subnormal and out-of-range
 /// selects.
 static vf kernelExp(vf x) {
-  static const float c[] = {1.0000000005542096f,  1.000000036323745f,
-                            0.4999999207920389f,  0.1666642016718447f,
-                            0.04166822569120988f, 0.008374816038301347f,
+  static const float c[] = {1.0000000005542096f,   1.000000036323745f,
+                            0.4999999207920389f,   0.1666642016718447f,
+                            0.04166822569120988f,  0.008374816038301347f,
                             0.0013836840078167935f};
   vf shifter = V(set1_ps)(12582912.0f);
   vf t = V(fmadd_ps)(x, V(set1_ps)(1.4426950408889634f), shifter);
@@ -119,12 +119,10 @@ static vf kernelExp(vf x) {
   vf p = V(set1_ps)(c[6]);
   for (int i = 5; i >= 0; --i)
     p = V(fmadd_ps)(p, r, V(set1_ps)(c[i]));
-  vi scaled = VI(add_epi32)(VCASTI(p),
-                            VI(slli_epi32)(VCASTI(t), 23));
+  vi scaled = VI(add_epi32)(VCASTI(p), VI(slli_epi32)(VCASTI(t), 23));
   vf y = VCASTF(scaled);
-  vf tiny = V(mul_ps)(
-      VCASTF(VI(add_epi32)(scaled, VI(set1_epi32)(64 << 23))),
-      V(set1_ps)(0x1p-64f));
+  vf tiny = V(mul_ps)(VCASTF(VI(add_epi32)(scaled, VI(set1_epi32)(64 << 23))),
+                      V(set1_ps)(0x1p-64f));
   y = VSELECT(VCMP(x, V(set1_ps)(-80.0f), _CMP_LT_OQ), tiny, y);
   y = VSELECT(VCMP(x, V(set1_ps)(-104.0f), _CMP_LT_OQ), V(setzero_ps)(), y);
   return VSELECT(VCMP(x, V(set1_ps)(88.72283905f), _CMP_GT_OQ),
@@ -188,8 +186,8 @@ static void pass(int op, int t) {
   }
 }
 
-static const char *opNames[] = {"expf",   "atan2f",     "sinf",        "sqrtf",
-                                "div",    "kernel_exp", "kernel_atan2"};
+static const char *opNames[] = {"expf", "atan2f",     "sinf",        "sqrtf",
+                                "div",  "kernel_exp", "kernel_atan2"};
 #define NUM_OPS 7
 
 struct Job {
