@@ -7,8 +7,10 @@
 // attention the attention schedule for its element type and value width:
 // f32 with 64 value features at 512 bits is 16 lanes, 4 vectors of keys
 // per step, and 4 rows (4 accumulator vectors each, 16 of 32 registers);
-// at 256 bits the rows' 8 vectors each leave room for one row only. The
-// backward follows the same rule. For the GPU the forward gets the
+// at 256 bits the rows' 8 vectors each leave room for one row only, whose
+// score loop then covers two vectors of keys per operation
+// (score_vectors = 2, which the backward ignores). The backward follows
+// the same rule. For the GPU the forward gets the
 // thread-block schedule and the backward runs on one lane per thread.
 
 // AVX512-LABEL: func.func @attention
@@ -19,13 +21,13 @@
 
 // AVX2-LABEL: func.func @attention
 //  AVX2-SAME: #strategy.dense<vector_bits = 256, {{.*}}register_rows = 4, register_vectors = 2
-//       AVX2: geo.flash_lie_attention {{.*}}#strategy.vector_attention<lanes = 8, query_rows = 1, key_tile = 32>
-//       AVX2: geo.flash_lie_attention_grad {{.*}}#strategy.vector_attention<lanes = 8, query_rows = 1, key_tile = 32>
+//       AVX2: geo.flash_lie_attention {{.*}}#strategy.vector_attention<lanes = 8, query_rows = 1, key_tile = 32, score_vectors = 2>
+//       AVX2: geo.flash_lie_attention_grad {{.*}}#strategy.vector_attention<lanes = 8, query_rows = 1, key_tile = 32, score_vectors = 2>
 //       AVX2: geo.flash_lie_attention {{.*}}#strategy.vector_attention<lanes = 4, query_rows = 4, key_tile = 16>
 
 // PORTABLE-LABEL: func.func @attention
 //  PORTABLE-SAME: #strategy.dense<vector_bits = 128, {{.*}}register_rows = 4, register_vectors = 2
-//       PORTABLE: geo.flash_lie_attention {{.*}}#strategy.vector_attention<lanes = 4, query_rows = 1, key_tile = 16>
+//       PORTABLE: geo.flash_lie_attention {{.*}}#strategy.vector_attention<lanes = 4, query_rows = 1, key_tile = 16, score_vectors = 2>
 
 // NVPTX-LABEL: func.func @attention
 //  NVPTX-SAME: torsor.strategy = #strategy.gpu_dense<threads_per_block = 256, block_rows = 64, block_cols = 64, block_depth = 16, thread_rows = 4, thread_cols = 4>
@@ -49,7 +51,7 @@ func.func @attention(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x64xf
 // AVX512-LABEL: func.func @cross_block_grad
 //       AVX512: geo.lie_cross_attention_grad {{.*}}torsor.strategy = #strategy.vector_attention<lanes = 16, query_rows = 4, key_tile = 64>
 // AVX2-LABEL: func.func @cross_block_grad
-//       AVX2: geo.lie_cross_attention_grad {{.*}}#strategy.vector_attention<lanes = 8, query_rows = 1, key_tile = 32>
+//       AVX2: geo.lie_cross_attention_grad {{.*}}#strategy.vector_attention<lanes = 8, query_rows = 1, key_tile = 32, score_vectors = 2>
 func.func @cross_block_grad(%gq: tensor<?x4x4xf32>, %gk: tensor<?x4x4xf32>, %v: tensor<?x64xf32>,
                             %o: tensor<?x64xf32>, %lse: tensor<?x4xf32>, %do: tensor<?x64xf32>,
                             %qo: index, %ko: index)

@@ -173,10 +173,23 @@ Value torsor::geo::buildKeyMask(ImplicitLocOpBuilder &b, unsigned lanes,
 SoftmaxStep torsor::geo::buildSoftmaxStep(ScalarBuilder &sm, ScalarBuilder &vm,
                                           Value max, Value sum,
                                           ArrayRef<Value> scores,
-                                          ArrayRef<Value> masks) {
+                                          ArrayRef<Value> masks,
+                                          bool boundedExp) {
   assert((masks.empty() || masks.size() == scores.size()) && "one mask each");
   ImplicitLocOpBuilder &b = vm.builder();
   SoftmaxStep step;
+  // e^x with x ≤ 0: flags for the f32 polynomial (KernelMath.h). Masked
+  // lanes of the running-max form reach it as −∞ (no ninf there).
+  auto exp = [&](ScalarBuilder &m, Value x, bool finite) {
+    Value e = m.exp(x);
+    if (boundedExp) {
+      auto flags = arith::FastMathFlags::afn;
+      if (finite)
+        flags = flags | arith::FastMathFlags::ninf;
+      e.getDefiningOp<math::ExpOp>().setFastmath(flags);
+    }
+    return e;
+  };
   auto keep = [&](size_t i, Value p) {
     if (!masks.empty())
       p = vm.select(masks[i], p, vm.c(0.0));
@@ -186,7 +199,7 @@ SoftmaxStep torsor::geo::buildSoftmaxStep(ScalarBuilder &sm, ScalarBuilder &vm,
   if (!max) {
     // Known max 0: e^s ≤ 1, and Σ e^s ≥ 1 (the self pair) cannot underflow.
     for (auto [i, s] : llvm::enumerate(scores))
-      keep(i, vm.exp(s));
+      keep(i, exp(vm, s, /*finite=*/true));
     step.sum = sum;
     return step;
   }
@@ -212,12 +225,12 @@ SoftmaxStep torsor::geo::buildSoftmaxStep(ScalarBuilder &sm, ScalarBuilder &vm,
     stepMax = vector::ReductionOp::create(b, vector::CombiningKind::MAXIMUMF,
                                           stepMax, fastMax);
   step.max = arith::MaximumFOp::create(b, max, stepMax, fastMax);
-  step.alpha = sm.exp(sm.sub(max, step.max));
+  step.alpha = exp(sm, sm.sub(max, step.max), /*finite=*/true);
   Value newMax = vm.splat(step.max);
   // l' = α l + Σ p: the rescale fused into the first key's add.
   Value alpha = vm.splat(step.alpha);
   for (auto [i, x] : llvm::enumerate(s)) {
-    Value p = vm.exp(vm.sub(x, newMax));
+    Value p = exp(vm, vm.sub(x, newMax), /*finite=*/masks.empty());
     if (!masks.empty())
       p = vm.select(masks[i], p, vm.c(0.0));
     step.probs.push_back(p);

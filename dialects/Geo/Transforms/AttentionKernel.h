@@ -146,10 +146,16 @@ struct SoftmaxStep {
 /// of `sm`) and sum `sum` (a value of `vm`). `masks`, one per score or
 /// empty, says which keys the row sees. A null `max` is the known max 0
 /// of ScoreCoefficients::allNonPositive: p = e^s, no rescale.
+/// `boundedExp`: the exps carry fastmath flags that let an f32 kernel's
+/// polynomial exp (KernelMath.h) flush results below 2⁻¹²⁵ to 0 (`afn`:
+/// every p and α is ≤ 1 and the row sum that divides them ≥ 1 or the
+/// running max's e^0) and, with the known max, drop the overflow test
+/// (`ninf`: e^s with s ≤ 0 and finite).
 SoftmaxStep buildSoftmaxStep(lie::ScalarBuilder &sm, lie::ScalarBuilder &vm,
                              mlir::Value max, mlir::Value sum,
                              llvm::ArrayRef<mlir::Value> scores,
-                             llvm::ArrayRef<mlir::Value> masks);
+                             llvm::ArrayRef<mlir::Value> masks,
+                             bool boundedExp = false);
 
 /// The sum of the lanes of `sum`, or `sum` itself when it is a scalar.
 mlir::Value buildLaneSum(mlir::ImplicitLocOpBuilder &b, mlir::Value sum);

@@ -42,6 +42,16 @@
 // step, so the results are the same bits. Keys beyond the block's last
 // row are never visited when causal.
 //
+// The score loop's operations (the pair form, scores, exps, row sums)
+// cover `score_vectors` machine vectors of keys each (the strategy's; 2
+// with one query row, where a single key vector's dependency chain, from
+// the pair form's division and polynomials through the exps, outlasts the
+// out-of-order window), while P·V keeps machine vectors of columns. The
+// exps' arguments are ≤ 0 (s − m', or s with the known max): they carry
+// the fastmath flags that let the f32 polynomial drop its overflow test
+// and flush below 2⁻¹²⁵ (KernelMath.h), since every p ≤ 1 sits next to a
+// row sum ≥ 1.
+//
 // The rows' query features sit in the same stack buffer as the tile's
 // probabilities, and the pair form broadcasts them from there (memory
 // operands of its first FMAs) instead of holding R × features splats in
@@ -108,8 +118,15 @@ public:
     lanes = std::min<int64_t>(tiles.getLanes(), keyTile);
     if (keyTile % lanes != 0)
       lanes = keyTile;
-    keyVectors = keyTile / lanes;
     chunks = splitValueColumns(heads, vType.getDimSize(1), lanes);
+    // P·V keeps machine vectors of columns; the score loop's operations
+    // cover score_vectors machine vectors of keys each (a straight-line
+    // pair form: per-lane calls gain nothing from wider vectors).
+    int64_t wide = lanes * tiles.getScoreVectors();
+    if (op.getGroup().getModel().hasStraightLinePairForm() &&
+        keyTile % wide == 0)
+      lanes = wide;
+    keyVectors = keyTile / lanes;
     numQueryFeatures =
         cast<RankedTensorType>(op.getQueries().getType()).getDimSize(1);
     // The self pair (j = i, score 0) bounds the row max only when queries
@@ -285,7 +302,8 @@ SoftmaxState ForwardSchedule::step(ImplicitLocOpBuilder &b, Value first,
               if (mask)
                 masks.push_back(mask);
               SoftmaxStep step =
-                  buildSoftmaxStep(ksm, kvm, Value(), next[rh], {s[h]}, masks);
+                  buildSoftmaxStep(ksm, kvm, Value(), next[rh], {s[h]}, masks,
+                                   /*boundedExp=*/elt.isF32());
               next[rh] = step.sum;
               storeProb(kb, rh, at, step.probs.front());
             }
@@ -318,7 +336,8 @@ SoftmaxState ForwardSchedule::step(ImplicitLocOpBuilder &b, Value first,
           masks = ArrayRef<Value>(valid).slice(r * keyVectors, keyVectors);
         SoftmaxStep next = buildSoftmaxStep(
             sm, vm, in.max[rh], in.sum[rh],
-            ArrayRef<Value>(scores).slice(base, keyVectors), masks);
+            ArrayRef<Value>(scores).slice(base, keyVectors), masks,
+            /*boundedExp=*/elt.isF32());
         out.max[rh] = next.max;
         out.sum[rh] = next.sum;
         for (auto [kv, p] : llvm::enumerate(next.probs))

@@ -137,20 +137,32 @@ struct PolynomialExp : OpRewritePattern<math::ExpOp> {
     Value scaled = arith::AddIOp::create(
         b, bits(p), arith::ShLIOp::create(b, bits(t), intConst(23)));
     Value y = arith::BitcastOp::create(b, type, scaled);
-    // Subnormal results (k ≤ −126): p·2^(k+64), a normal number for
-    // k ≥ −190, times 2⁻⁶⁴, so that the one rounding to the subnormal grid
-    // is the multiply's (gradual underflow, as libm). Taken below x = −80,
-    // where both ways are exact.
-    Value lifted = arith::BitcastOp::create(
-        b, type, arith::AddIOp::create(b, scaled, intConst(64 << 23)));
-    Value tiny = m.mul(lifted, m.c(0x1p-64));
-    y = m.select(m.lt(x, m.c(-80.0)), tiny, y);
-    // Out of range: 0 below −104 (e^x < 2⁻¹⁵⁰, half the smallest subnormal,
-    // from −103.972), +∞ above ln(FLT_MAX). Both tests are false on NaN,
-    // which the polynomial carries through.
-    y = m.select(m.lt(x, m.c(-104.0)), m.c(0.0), y);
-    y = m.select(m.gt(x, m.c(88.72283905)),
-                 m.c(std::numeric_limits<double>::infinity()), y);
+    arith::FastMathFlags flags = op.getFastmath();
+    if (arith::bitEnumContainsAll(flags, arith::FastMathFlags::afn)) {
+      // afn: results below 2⁻¹²⁵ flush to 0 (from x < −86.9, where k ≥
+      // −125 ends): one select for the subnormal and underflow tests
+      // below. What a probability e^{s − m} ≤ 1 next to a row sum ≥ 1
+      // needs; the results from −86.9 up are the same bits.
+      y = m.select(m.lt(x, m.c(-86.9)), m.c(0.0), y);
+    } else {
+      // Subnormal results (k ≤ −126): p·2^(k+64), a normal number for
+      // k ≥ −190, times 2⁻⁶⁴, so that the one rounding to the subnormal
+      // grid is the multiply's (gradual underflow, as libm). Taken below
+      // x = −80, where both ways are exact.
+      Value lifted = arith::BitcastOp::create(
+          b, type, arith::AddIOp::create(b, scaled, intConst(64 << 23)));
+      Value tiny = m.mul(lifted, m.c(0x1p-64));
+      y = m.select(m.lt(x, m.c(-80.0)), tiny, y);
+      // Out of range: 0 below −104 (e^x < 2⁻¹⁵⁰, half the smallest
+      // subnormal, from −103.972). False on NaN, which the polynomial
+      // carries through.
+      y = m.select(m.lt(x, m.c(-104.0)), m.c(0.0), y);
+    }
+    // +∞ above ln(FLT_MAX), unless ninf says no result is infinite (as
+    // for e^s with s ≤ 0). False on NaN.
+    if (!arith::bitEnumContainsAll(flags, arith::FastMathFlags::ninf))
+      y = m.select(m.gt(x, m.c(88.72283905)),
+                   m.c(std::numeric_limits<double>::infinity()), y);
     rewriter.replaceOp(op, y);
     return success();
   }

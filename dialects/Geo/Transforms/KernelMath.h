@@ -20,7 +20,10 @@ namespace torsor::geo {
 /// f32 math.exp → a degree-6 polynomial with the exponent added in the
 /// bits (16 ops: max error 8.5e-8 relative, ≈ 1.4 ulp; 0 below
 /// ln(FLT_MIN), +∞ above ln(FLT_MAX), NaN in → NaN out); MLIR's own
-/// polynomial exp for other shapes.
+/// polynomial exp for other shapes. Its fastmath flags drop tests: `afn`
+/// flushes results below 2⁻¹²⁵ to 0 (x < −86.9; one select instead of the
+/// gradual underflow's four ops), `ninf` drops the overflow to +∞ (for
+/// arguments known ≤ 0); the other results are the same bits.
 /// On f32 1-D vectors (scalars keep libm): math.log → fdlibm's reduction
 /// to [√½, √2) and a degree-4 polynomial in s² (max error 0.85 ulp);
 /// math.log1p → that log of u = 1 + x plus the rounding correction

@@ -50,14 +50,19 @@ LogicalResult
 VectorAttentionAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                             unsigned lanes, unsigned queryRows,
                             unsigned keyTile, GradSchedule,
-                            AttentionProducts products) {
+                            AttentionProducts products, unsigned scoreVectors) {
   if (failed(verifyPositive(emitError, {{"lanes", lanes},
                                         {"query_rows", queryRows},
-                                        {"key_tile", keyTile}})))
+                                        {"key_tile", keyTile},
+                                        {"score_vectors", scoreVectors}})))
     return failure();
   if (keyTile % lanes != 0)
     return emitError() << "needs key_tile (" << keyTile
                        << ") to be a multiple of lanes (" << lanes << ")";
+  if (keyTile % (lanes * scoreVectors) != 0)
+    return emitError() << "needs key_tile (" << keyTile
+                       << ") to be a multiple of lanes × score_vectors ("
+                       << lanes * scoreVectors << ")";
   // vdpbf16ps sums pairs of keys: a key tile holds whole pairs.
   if (products == AttentionProducts::BF16Dot && keyTile % 2 != 0)
     return emitError() << "needs an even key_tile for products = bf16_dot "
@@ -207,8 +212,18 @@ torsor::strategy::selectVectorAttention(MLIRContext *context,
   AttentionProducts products = AttentionProducts::F32;
   if (bf16 && bits == 32 && target.hasAVX512BF16 && target.vectorBits >= 512)
     products = AttentionProducts::BF16Dot;
+  // One query row per micro-kernel (AVX2 at D = 64: its 8 accumulators
+  // take half the 16 registers) leaves the forward's score loop one
+  // dependency chain per key vector (the pair form's division and
+  // polynomials, then the exps), longer than the out-of-order window
+  // overlaps: two key vectors per operation interleave two chains (30%
+  // fewer cycles per key in llvm-mca's Zen 4 model for SE(2) at 4 heads;
+  // 0.75-0.85x the CPU time on an AVX2 Zen 4). R > 1 rows already give R
+  // chains; a GPU thread has no such window to fill.
+  unsigned scoreVectors = rows == 1 && !target.isGPUThread ? 2 : 1;
   return VectorAttentionAttr::get(context, lanes, static_cast<unsigned>(rows),
-                                  keyVectors * lanes, backward, products);
+                                  keyVectors * lanes, backward, products,
+                                  scoreVectors);
 }
 
 GPUAttentionAttr torsor::strategy::selectGPUAttention(MLIRContext *context) {

@@ -73,6 +73,15 @@ def Strategy_VectorAttentionAttr
     (`x86vector.avx512.dot`); the online softmax and the lse stay f32
     (docs/precision.md).
 
+    `score_vectors` (default 1) is how many vectors of `lanes` keys one
+    operation of the forward's score loop covers (the pair form, the
+    scores, the exps and the row sums; P·V keeps vectors of `lanes`
+    columns): with 2, each operation is two machine vectors, so that the
+    pair form's long dependency chain (division, polynomials, exp) of two
+    key vectors interleaves, which a single query row (`query_rows = 1`)
+    otherwise leaves to the out-of-order window. `key_tile` is a multiple
+    of `lanes × score_vectors`; the backward ignores it.
+
     ```mlir
     geo.flash_lie_attention ... {torsor.strategy =
         #strategy.vector_attention<lanes = 16, query_rows = 1, key_tile = 64>}
@@ -82,6 +91,9 @@ def Strategy_VectorAttentionAttr
     geo.flash_lie_attention ... {torsor.strategy =
         #strategy.vector_attention<lanes = 16, query_rows = 4, key_tile = 64,
                                    products = bf16_dot>}
+    geo.flash_lie_attention ... {torsor.strategy =
+        #strategy.vector_attention<lanes = 8, query_rows = 1, key_tile = 32,
+                                   score_vectors = 2>}
     ```
   }];
   let parameters = (ins
@@ -89,7 +101,8 @@ def Strategy_VectorAttentionAttr
     "unsigned":$query_rows,
     "unsigned":$key_tile,
     Strategy_GradScheduleParameter:$backward,
-    Strategy_AttentionProductsParameter:$products
+    Strategy_AttentionProductsParameter:$products,
+    DefaultValuedParameter<"unsigned", "1">:$score_vectors
   );
 }
 

@@ -30,3 +30,9 @@ func.func @no_depth() attributes {torsor.strategy = #strategy.dense<vector_bits 
 // vdpbf16ps sums pairs of keys.
 // expected-error @+1 {{needs an even key_tile for products = bf16_dot (pairs of keys), got 3}}
 func.func @odd_bf16_key_tile() attributes {torsor.strategy = #strategy.vector_attention<lanes = 1, query_rows = 1, key_tile = 3, products = bf16_dot>} { return }
+
+// -----
+
+// A score operation covers score_vectors whole vectors of keys.
+// expected-error @+1 {{needs key_tile (24) to be a multiple of lanes × score_vectors (16)}}
+func.func @ragged_score_vectors() attributes {torsor.strategy = #strategy.vector_attention<lanes = 8, query_rows = 1, key_tile = 24, score_vectors = 2>} { return }
