@@ -3,8 +3,9 @@
 // GradSchedule's one-pass schedule (the strategy's `backward = one_pass`,
 // the CPU's):
 // one parallel loop over (batch element, key chunk); chunk c of 8 takes
-// key blocks c and 15 − c of every 16. Per key block, dk and dv
-// accumulate per lane in a stack scratch while every query row that may
+// key blocks c and 15 − c of every 16. Per key block, its keys and values
+// are packed per key vector into a stack scratch, where dk and dv
+// accumulate per lane while every query row that may
 // see the block visits it, R rows at a time; dq per lane over the block,
 // then lane-summed into chunk c's partial [batch..., chunks, Lq, Fq]; a
 // last parallel loop over rows sums the partials. Each pair's form and
@@ -82,15 +83,19 @@ Value GradSchedule::onePassRows(ImplicitLocOpBuilder &b, Value partial,
               };
               Value jv = arith::AddIOp::create(
                   ib, j0, arith::MulIOp::create(ib, kv, idx(ib, lanes)));
-              Value packed = arith::DivUIOp::create(ib, jv, idx(ib, lanes));
-              Scalars k;
-              for (unsigned f = 0; f < numK; ++f)
-                k.push_back(loadPacked(ib, keysPacked, batch, packed, f));
-              // This key vector's dk, then dv, per lane in the scratch.
+              // This key vector's dk, then dv, per lane in the scratch;
+              // its keys and values, packed, `sc.packed` further on.
               Value base = arith::MulIOp::create(ib, kv, idx(ib, sc.perVector));
               auto slot = [&](int64_t i) -> Value {
                 return arith::AddIOp::create(ib, base, idx(ib, i * lanes));
               };
+              auto packedSlot = [&](int64_t i) -> Value {
+                return arith::AddIOp::create(ib, base,
+                                             idx(ib, sc.packed + i * lanes));
+              };
+              Scalars k;
+              for (unsigned f = 0; f < numK; ++f)
+                k.push_back(vload(packedSlot(f)));
               auto prob = [&](int64_t r, int64_t h) {
                 return at1(ib, sc.probs + (r * heads + h) * lanes);
               };
@@ -118,7 +123,7 @@ Value GradSchedule::onePassRows(ImplicitLocOpBuilder &b, Value partial,
               SmallVector<SmallVector<Value>> dps(
                   tileRows, SmallVector<Value>(heads, ivm.c(0.0)));
               for (int64_t d = 0; d < dim; ++d) {
-                Value v = loadPacked(ib, valuesPacked, batch, packed, d);
+                Value v = vload(packedSlot(numK + d));
                 for (int64_t r = 0; r < tileRows; ++r)
                   dps[r][d / headDim] =
                       ivm.fma(ivm.splat(scalar(sc.outGrad + r * dim + d)), v,
@@ -263,6 +268,7 @@ SmallVector<Value> GradSchedule::buildOnePass(ImplicitLocOpBuilder &b,
                     vector::StoreOp::create(zb, zl, zero, buffer, i);
                     scf::YieldOp::create(zb, zl);
                   });
+              packBlock(kb, batch, j0, kvEnd, buffer);
               // Rows that may see the block: all, or (causal) from the
               // block's first key on (with offsets from j0 − diagonal,
               // clamped to the query rows); R at a time, then one.
@@ -374,52 +380,50 @@ SmallVector<Value> GradSchedule::buildOnePass(ImplicitLocOpBuilder &b,
   return SmallVector<Value>(loop.getResults());
 }
 
-Value GradSchedule::packPerKeyVector(ImplicitLocOpBuilder &b, Value t,
-                                     bool featureMajor) {
-  auto type = cast<RankedTensorType>(t.getType());
-  int64_t rank = type.getRank();
-  int64_t features = type.getShape()[featureMajor ? rank - 2 : rank - 1];
-  Value vectors = arith::DivUIOp::create(
-      b, arith::AddIOp::create(b, len, idx(b, lanes - 1)), idx(b, lanes));
-  SmallVector<OpFoldResult> sizes(tensor::getMixedSizes(b, b.getLoc(), t));
-  sizes.resize(rank - 2);
-  sizes.append({vectors, b.getIndexAttr(features), b.getIndexAttr(lanes)});
-  Value init = tensor::EmptyOp::create(b, sizes, elt);
-  // One flat parallel loop over (batch element, key vector); per lane j
-  // of the vector, its features, or 0 past the end (read at the last key,
-  // then replaced). O(L · F) scalar moves, against the O(L²) kernel.
-  Value trips = arith::MulIOp::create(b, batches, vectors);
-  auto loop = scf::ForOp::create(
-      b, idx(b, 0), trips, idx(b, 1), ValueRange{init},
-      [&](OpBuilder &nested, Location loc, Value it, ValueRange args) {
+void GradSchedule::packBlock(ImplicitLocOpBuilder &b, ValueRange batch,
+                             Value j0, Value kvEnd, Value buffer) {
+  const Scratch &sc = scratch;
+  // Per key vector: its key features, read masked from the feature-major
+  // keys (zero past the end); per lane j its values from the row-major
+  // [L, D], or 0 past the end (read at the last key, then replaced).
+  // O(block · (Fk + D)) moves per block, against its O(Lq · block) pairs.
+  scf::ForOp::create(
+      b, idx(b, 0), kvEnd, idx(b, 1), ValueRange{},
+      [&](OpBuilder &nested, Location loc, Value kv, ValueRange) {
         ImplicitLocOpBuilder lb(loc, nested);
-        auto [batch, vector] = delinearize(lb, it, vectors);
+        Value jv = arith::AddIOp::create(
+            lb, j0, arith::MulIOp::create(lb, kv, idx(lb, lanes)));
+        Value base = arith::AddIOp::create(
+            lb, arith::MulIOp::create(lb, kv, idx(lb, sc.perVector)),
+            idx(lb, sc.packed));
+        for (unsigned f = 0; f < numK; ++f)
+          vector::StoreOp::create(
+              lb, loadKeys(lb, keys, batch, f, jv), buffer,
+              ValueRange{arith::AddIOp::create(lb, base, idx(lb, f * lanes))});
         Value last = arith::SubIOp::create(lb, len, idx(lb, 1));
-        auto lanesLoop = scf::ForOp::create(
-            lb, idx(lb, 0), idx(lb, lanes), idx(lb, 1), args,
-            [&](OpBuilder &n2, Location l2, Value lane, ValueRange acc) {
+        Value valuesBase =
+            arith::AddIOp::create(lb, base, idx(lb, numK * lanes));
+        scf::ForOp::create(
+            lb, idx(lb, 0), idx(lb, lanes), idx(lb, 1), ValueRange{},
+            [&](OpBuilder &n2, Location l2, Value lane, ValueRange) {
               ImplicitLocOpBuilder ib(l2, n2);
               ScalarBuilder ism(ib, elt);
-              Value j = arith::AddIOp::create(
-                  ib, arith::MulIOp::create(ib, vector, idx(ib, lanes)), lane);
+              Value j = arith::AddIOp::create(ib, jv, lane);
               Value inside =
                   arith::CmpIOp::create(ib, arith::CmpIPredicate::ult, j, len);
               Value key = arith::MinUIOp::create(ib, j, last);
-              Value out = acc[0];
-              for (int64_t f = 0; f < features; ++f) {
-                Value x = featureMajor ? at(ib, t, batch, idx(ib, f), key)
-                                       : at(ib, t, batch, key, idx(ib, f));
+              Value to = arith::AddIOp::create(ib, valuesBase, lane);
+              for (int64_t d = 0; d < dim; ++d) {
+                Value x = at(ib, values, batch, key, idx(ib, d));
                 x = arith::SelectOp::create(ib, inside, x, ism.c(0.0));
-                out = tensor::InsertOp::create(
-                    ib, x, out, withBatch(batch, {vector, idx(ib, f), lane}));
+                memref::StoreOp::create(ib, x, buffer,
+                                        ValueRange{arith::AddIOp::create(
+                                            ib, to, idx(ib, d * lanes))});
               }
-              scf::YieldOp::create(ib, out);
+              scf::YieldOp::create(ib);
             });
-        scf::YieldOp::create(lb, lanesLoop.getResults());
+        scf::YieldOp::create(lb);
       });
-  // Key vectors write their own slices only.
-  loop->setAttr(kParallelLoopAttr, b.getUnitAttr());
-  return loop.getResult(0);
 }
 
 Value GradSchedule::reduceChunks(ImplicitLocOpBuilder &b, Value partial,

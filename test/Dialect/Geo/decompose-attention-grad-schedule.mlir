@@ -54,7 +54,8 @@ func.func @two_pass(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32
 // CHECK-LABEL: func.func @default_one_lane
 //       CHECK:   linalg.fill {{.*}} -> tensor<8x?x9xf32>
 //       CHECK:   memref.alloca() : memref<{{[0-9]+}}xf32>
-//       CHECK:   vector.transfer_read {{.*}} : tensor<?x9x1xf32>, vector<1xf32>
+//       CHECK:   vector.transfer_read {{.*}} : tensor<9x?xf32>, vector<1xf32>
+//       CHECK:   vector.load {{.*}} : memref<{{[0-9]+}}xf32>, vector<1xf32>
 //       CHECK:   } {torsor.parallel}
 //       CHECK:   tensor.extract {{.*}} : tensor<8x?x9xf32>
 //       CHECK:   return
