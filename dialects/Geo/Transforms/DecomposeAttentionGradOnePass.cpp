@@ -99,36 +99,75 @@ Value GradSchedule::onePassRows(ImplicitLocOpBuilder &b, Value partial,
               auto prob = [&](int64_t r, int64_t h) {
                 return at1(ib, sc.probs + (r * heads + h) * lanes);
               };
-              // 1. Per row: the pair form, the scores and P (kept in the
-              // scratch for dv and dS).
-              SmallVector<Scalars> q(tileRows);
-              SmallVector<Value> masks(tileRows);
-              std::vector<PairEvaluation> evals(tileRows);
-              for (int64_t r = 0; r < tileRows; ++r) {
-                for (unsigned f = 0; f < numQ; ++f)
-                  q[r].push_back(ivm.splat(scalar(sc.query + r * numQ + f)));
-                masks[r] = buildKeyMask(ib, lanes, jv, len, lastKey[r]);
-                evals[r] = pairs.evaluate(ivm, q[r], k);
-                SmallVector<Value> s = coefs.buildScores(ivm, evals[r].norms);
-                for (int64_t h = 0; h < heads; ++h)
-                  vstore(knownMax ? buildKnownMaxProbability(
-                                        ivm, s[h], lseRow[r][h], masks[r])
-                                  : buildProbability(ivm, s[h], lseRow[r][h],
-                                                     masks[r]),
-                         prob(r, h));
-              }
-              // 2. dP = dO·v for every row, each v column loaded once;
-              // then dv_j += Σ_r P_rj dO_r, each accumulator loaded and
-              // stored once per row block.
-              SmallVector<SmallVector<Value>> dps(
-                  tileRows, SmallVector<Value>(heads, ivm.c(0.0)));
-              for (int64_t d = 0; d < dim; ++d) {
-                Value v = vload(packedSlot(numK + d));
+              // 1. dP = dO·v for every row and head, each v column loaded
+              // once, into the scratch (where P takes its place). Each
+              // dot product is a chain of FMAs; with few rows and heads
+              // (long heads) it is split into `parts` chains over
+              // interleaved features, summed as a tree, so that the
+              // chains' latency overlaps.
+              {
+                int64_t parts = dPChains(tileRows);
+                SmallVector<SmallVector<Value>> dps(
+                    tileRows, SmallVector<Value>(heads * parts, ivm.c(0.0)));
+                for (int64_t d = 0; d < dim; ++d) {
+                  Value v = vload(packedSlot(numK + d));
+                  int64_t chain = (d / headDim) * parts + (d % headDim) % parts;
+                  for (int64_t r = 0; r < tileRows; ++r)
+                    dps[r][chain] =
+                        ivm.fma(ivm.splat(scalar(sc.outGrad + r * dim + d)), v,
+                                dps[r][chain]);
+                }
                 for (int64_t r = 0; r < tileRows; ++r)
-                  dps[r][d / headDim] =
-                      ivm.fma(ivm.splat(scalar(sc.outGrad + r * dim + d)), v,
-                              dps[r][d / headDim]);
+                  for (int64_t h = 0; h < heads; ++h) {
+                    SmallVector<Value> sum(dps[r].begin() + h * parts,
+                                           dps[r].begin() + (h + 1) * parts);
+                    for (size_t width = 1; width < sum.size(); width *= 2)
+                      for (size_t i = 0; i + width < sum.size(); i += 2 * width)
+                        sum[i] = ivm.add(sum[i], sum[i + width]);
+                    vstore(sum[0], prob(r, h));
+                  }
               }
+              // 2. Per row, one after the other (only one row's pair form
+              // is live at a time, so that its state stays in registers):
+              // the pair form, the scores and P (into the scratch, for dv),
+              // dS = P (dP − D) and the pair form's adjoint, into dq's and
+              // dk's accumulators.
+              SmallVector<Value> dk;
+              for (unsigned f = 0; f < numK; ++f)
+                dk.push_back(vload(slot(f)));
+              for (int64_t r = 0; r < tileRows && !failedVJP; ++r) {
+                Scalars q;
+                for (unsigned f = 0; f < numQ; ++f)
+                  q.push_back(ivm.splat(scalar(sc.query + r * numQ + f)));
+                Value mask = buildKeyMask(ib, lanes, jv, len, lastKey[r]);
+                PairEvaluation eval = pairs.evaluate(ivm, q, k);
+                SmallVector<Value> s = coefs.buildScores(ivm, eval.norms);
+                SmallVector<Value> ds;
+                for (int64_t h = 0; h < heads; ++h) {
+                  Value p =
+                      knownMax
+                          ? buildKnownMaxProbability(ivm, s[h], lseRow[r][h],
+                                                     mask)
+                          : buildProbability(ivm, s[h], lseRow[r][h], mask);
+                  Value dp = vload(prob(r, h));
+                  vstore(p, prob(r, h));
+                  ds.push_back(buildScoreBar(ivm, p, dp, dRow[r][h]));
+                }
+                auto vjp = pairs.evaluateVJP(
+                    ivm, eval, q, k, coefs.buildNormBars(ivm, ds), mask);
+                if (failed(vjp)) {
+                  failedVJP = true;
+                  break;
+                }
+                for (unsigned f = 0; f < numQ; ++f) {
+                  Value i = at1(ib, sc.dq + (r * numQ + f) * lanes);
+                  vstore(ivm.add(vload(i), vjp->first[f]), i);
+                }
+                for (unsigned f = 0; f < numK; ++f)
+                  dk[f] = ivm.add(dk[f], vjp->second[f]);
+              }
+              // 3. dv_j += Σ_r P_rj dO_r, each accumulator loaded and
+              // stored once per row block.
               for (int64_t h = 0; h < heads; ++h) {
                 SmallVector<Value> p;
                 for (int64_t r = 0; r < tileRows; ++r)
@@ -140,30 +179,6 @@ Value GradSchedule::onePassRows(ImplicitLocOpBuilder &b, Value partial,
                         p[r], ivm.splat(scalar(sc.outGrad + r * dim + d)), acc);
                   vstore(acc, slot(numK + d));
                 }
-              }
-              // 3. Per row: dS = P (dP − D) and the pair form's adjoint,
-              // into dq's and dk's accumulators.
-              SmallVector<Value> dk;
-              for (unsigned f = 0; f < numK; ++f)
-                dk.push_back(vload(slot(f)));
-              for (int64_t r = 0; r < tileRows && !failedVJP; ++r) {
-                SmallVector<Value> ds;
-                for (int64_t h = 0; h < heads; ++h)
-                  ds.push_back(buildScoreBar(ivm, vload(prob(r, h)), dps[r][h],
-                                             dRow[r][h]));
-                auto vjp =
-                    pairs.evaluateVJP(ivm, evals[r], q[r], k,
-                                      coefs.buildNormBars(ivm, ds), masks[r]);
-                if (failed(vjp)) {
-                  failedVJP = true;
-                  break;
-                }
-                for (unsigned f = 0; f < numQ; ++f) {
-                  Value i = at1(ib, sc.dq + (r * numQ + f) * lanes);
-                  vstore(ivm.add(vload(i), vjp->first[f]), i);
-                }
-                for (unsigned f = 0; f < numK; ++f)
-                  dk[f] = ivm.add(dk[f], vjp->second[f]);
               }
               for (unsigned f = 0; f < numK; ++f)
                 vstore(dk[f], slot(f));

@@ -172,6 +172,19 @@ private:
   /// the chunk that owns it.
   void packBlock(ImplicitLocOpBuilder &b, ValueRange batch, Value j0,
                  Value kvEnd, Value buffer);
+  /// The FMA chains of one dP = dO·v of the one-pass key loop: up to 4
+  /// per head, while `tileRows` · heads · chains stays within 4
+  /// accumulators (1 head of 64 features: 64 dependent FMAs per row
+  /// otherwise, whose latency the rest of the loop body does not hide);
+  /// one where the rows and heads give that many independent chains
+  /// already (more accumulators only add register pressure).
+  int64_t dPChains(int64_t tileRows) const {
+    int64_t chains = 1;
+    while (chains < 4 && 2 * chains <= headDim &&
+           tileRows * heads * 2 * chains <= 4)
+      chains *= 2;
+    return chains;
+  }
   /// dq = Σ over chunks of the partials.
   Value reduceChunks(ImplicitLocOpBuilder &b, Value partial, Value chunks);
 
