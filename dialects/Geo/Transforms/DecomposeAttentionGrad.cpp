@@ -18,12 +18,12 @@
 //     other); per block, the
 //     query rows that may see it in row blocks of R, and per row block the
 //     block's key vectors: P = exp(s − lse) (with the known max 0,
-//     e^s · e^{−lse}), dP = dO_i·v_j (keys and values packed per key
-//     vector, [⌈L/lanes⌉, F, lanes], so a key vector's features are read
-//     at fixed offsets from one address; each value column
-//     loaded once for the R rows), dS = P (dP − D), n̄_b = Σ_h dS c_hb and
-//     the adjoint of the group model's pair form: dk_j and dv_j += P dO_i
-//     accumulate per lane in the block's stack scratch, dq_i per lane over
+//     e^s · e^{−lse}), dP = dO_i·v_j (the block's keys and values packed
+//     per key vector, [F, lanes], in the block's stack scratch, so a key
+//     vector's features are read at fixed offsets from one address; each
+//     value column loaded once for the R rows), dS = P (dP − D), n̄_b = Σ_h dS
+//     c_hb and the adjoint of the group model's pair form: dk_j and dv_j += P
+//     dO_i accumulate per lane in the block's stack scratch, dq_i per lane over
 //     the block, then lane-summed into chunk c's partial [chunks, Lq, Fq];
 //     a last parallel loop over rows sums the partials. Each pair's form
 //     (and exp) is evaluated once. (DecomposeAttentionGradOnePass.cpp.)
@@ -38,9 +38,8 @@
 // Each pass recomputes the pair block norms from the per-token features,
 // so no L × L tensor (scores, probabilities or log coordinates) exists;
 // memory beyond the inputs and gradients is O(L·(heads + chunks·Fq)) plus
-// the feature-major (two passes) or packed (one pass) copies of K, V and
-// dV. The derivative of the pair form is
-// buildPairBlockNormsVJP: the adjoint of the same formula the forward
+// (two passes) the feature-major copies of V and dV. The derivative of the pair
+// form is buildPairBlockNormsVJP: the adjoint of the same formula the forward
 // kernel runs, on vectors (one pair per lane), or, for a pair form that
 // builds loops (declared groups' iterative log), per lane with scalar code
 // as the forward does, with the log's derivative from the group model.
@@ -420,8 +419,6 @@ FailureOr<SmallVector<Value>> GradSchedule::build(ImplicitLocOpBuilder &b) {
   // The one-pass schedule writes dv row-major; the two passes dvᵀ.
   SmallVector<Value> kv = {zeros(keys), zeros(values, /*swapLast=*/!onePass)};
   if (onePass) {
-    keysPacked = packPerKeyVector(b, keys, /*featureMajor=*/true);
-    valuesPacked = packPerKeyVector(b, values, /*featureMajor=*/false);
     // Partials of dq, [batch..., chunks, Lq, Fq], zero where a chunk sees
     // no key of a row (causal, or fewer key blocks than chunks). The chunk
     // count is static: the scratch is O(Lq), whatever the sequence.

@@ -3,8 +3,9 @@
 // GradSchedule's one-pass schedule (the strategy's `backward = one_pass`,
 // the CPU's):
 // one parallel loop over (batch element, key chunk); chunk c of 8 takes
-// key blocks c and 15 − c of every 16. Per key block, dk and dv
-// accumulate per lane in a stack scratch while every query row that may
+// key blocks c and 15 − c of every 16. Per key block, its keys and values
+// are packed per key vector into a stack scratch, where dk and dv
+// accumulate per lane while every query row that may
 // see the block visits it, R rows at a time; dq per lane over the block,
 // then lane-summed into chunk c's partial [batch..., chunks, Lq, Fq]; a
 // last parallel loop over rows sums the partials. Each pair's form and
@@ -82,48 +83,91 @@ Value GradSchedule::onePassRows(ImplicitLocOpBuilder &b, Value partial,
               };
               Value jv = arith::AddIOp::create(
                   ib, j0, arith::MulIOp::create(ib, kv, idx(ib, lanes)));
-              Value packed = arith::DivUIOp::create(ib, jv, idx(ib, lanes));
-              Scalars k;
-              for (unsigned f = 0; f < numK; ++f)
-                k.push_back(loadPacked(ib, keysPacked, batch, packed, f));
-              // This key vector's dk, then dv, per lane in the scratch.
+              // This key vector's dk, then dv, per lane in the scratch;
+              // its keys and values, packed, `sc.packed` further on.
               Value base = arith::MulIOp::create(ib, kv, idx(ib, sc.perVector));
               auto slot = [&](int64_t i) -> Value {
                 return arith::AddIOp::create(ib, base, idx(ib, i * lanes));
               };
+              auto packedSlot = [&](int64_t i) -> Value {
+                return arith::AddIOp::create(ib, base,
+                                             idx(ib, sc.packed + i * lanes));
+              };
+              Scalars k;
+              for (unsigned f = 0; f < numK; ++f)
+                k.push_back(vload(packedSlot(f)));
               auto prob = [&](int64_t r, int64_t h) {
                 return at1(ib, sc.probs + (r * heads + h) * lanes);
               };
-              // 1. Per row: the pair form, the scores and P (kept in the
-              // scratch for dv and dS).
-              SmallVector<Scalars> q(tileRows);
-              SmallVector<Value> masks(tileRows);
-              std::vector<PairEvaluation> evals(tileRows);
-              for (int64_t r = 0; r < tileRows; ++r) {
-                for (unsigned f = 0; f < numQ; ++f)
-                  q[r].push_back(ivm.splat(scalar(sc.query + r * numQ + f)));
-                masks[r] = buildKeyMask(ib, lanes, jv, len, lastKey[r]);
-                evals[r] = pairs.evaluate(ivm, q[r], k);
-                SmallVector<Value> s = coefs.buildScores(ivm, evals[r].norms);
-                for (int64_t h = 0; h < heads; ++h)
-                  vstore(knownMax ? buildKnownMaxProbability(
-                                        ivm, s[h], lseRow[r][h], masks[r])
-                                  : buildProbability(ivm, s[h], lseRow[r][h],
-                                                     masks[r]),
-                         prob(r, h));
-              }
-              // 2. dP = dO·v for every row, each v column loaded once;
-              // then dv_j += Σ_r P_rj dO_r, each accumulator loaded and
-              // stored once per row block.
-              SmallVector<SmallVector<Value>> dps(
-                  tileRows, SmallVector<Value>(heads, ivm.c(0.0)));
-              for (int64_t d = 0; d < dim; ++d) {
-                Value v = loadPacked(ib, valuesPacked, batch, packed, d);
+              // 1. dP = dO·v for every row and head, each v column loaded
+              // once, into the scratch (where P takes its place). Each
+              // dot product is a chain of FMAs; with few rows and heads
+              // (long heads) it is split into `parts` chains over
+              // interleaved features, summed as a tree, so that the
+              // chains' latency overlaps.
+              {
+                int64_t parts = dPChains(tileRows);
+                SmallVector<SmallVector<Value>> dps(
+                    tileRows, SmallVector<Value>(heads * parts, ivm.c(0.0)));
+                for (int64_t d = 0; d < dim; ++d) {
+                  Value v = vload(packedSlot(numK + d));
+                  int64_t chain = (d / headDim) * parts + (d % headDim) % parts;
+                  for (int64_t r = 0; r < tileRows; ++r)
+                    dps[r][chain] =
+                        ivm.fma(ivm.splat(scalar(sc.outGrad + r * dim + d)), v,
+                                dps[r][chain]);
+                }
                 for (int64_t r = 0; r < tileRows; ++r)
-                  dps[r][d / headDim] =
-                      ivm.fma(ivm.splat(scalar(sc.outGrad + r * dim + d)), v,
-                              dps[r][d / headDim]);
+                  for (int64_t h = 0; h < heads; ++h) {
+                    SmallVector<Value> sum(dps[r].begin() + h * parts,
+                                           dps[r].begin() + (h + 1) * parts);
+                    for (size_t width = 1; width < sum.size(); width *= 2)
+                      for (size_t i = 0; i + width < sum.size(); i += 2 * width)
+                        sum[i] = ivm.add(sum[i], sum[i + width]);
+                    vstore(sum[0], prob(r, h));
+                  }
               }
+              // 2. Per row, one after the other (only one row's pair form
+              // is live at a time, so that its state stays in registers):
+              // the pair form, the scores and P (into the scratch, for dv),
+              // dS = P (dP − D) and the pair form's adjoint, into dq's and
+              // dk's accumulators.
+              SmallVector<Value> dk;
+              for (unsigned f = 0; f < numK; ++f)
+                dk.push_back(vload(slot(f)));
+              for (int64_t r = 0; r < tileRows && !failedVJP; ++r) {
+                Scalars q;
+                for (unsigned f = 0; f < numQ; ++f)
+                  q.push_back(ivm.splat(scalar(sc.query + r * numQ + f)));
+                Value mask = buildKeyMask(ib, lanes, jv, len, lastKey[r]);
+                PairEvaluation eval = pairs.evaluate(ivm, q, k);
+                SmallVector<Value> s = coefs.buildScores(ivm, eval.norms);
+                SmallVector<Value> ds;
+                for (int64_t h = 0; h < heads; ++h) {
+                  Value p =
+                      knownMax
+                          ? buildKnownMaxProbability(ivm, s[h], lseRow[r][h],
+                                                     mask)
+                          : buildProbability(ivm, s[h], lseRow[r][h], mask);
+                  Value dp = vload(prob(r, h));
+                  vstore(p, prob(r, h));
+                  ds.push_back(buildScoreBar(ivm, p, dp, dRow[r][h]));
+                }
+                auto vjp = pairs.evaluateVJP(
+                    ivm, eval, q, k, coefs.buildNormBars(ivm, ds), mask);
+                if (failed(vjp)) {
+                  failedVJP = true;
+                  break;
+                }
+                for (unsigned f = 0; f < numQ; ++f) {
+                  Value i = at1(ib, sc.dq + (r * numQ + f) * lanes);
+                  vstore(ivm.add(vload(i), vjp->first[f]), i);
+                }
+                for (unsigned f = 0; f < numK; ++f)
+                  dk[f] = ivm.add(dk[f], vjp->second[f]);
+              }
+              // 3. dv_j += Σ_r P_rj dO_r, each accumulator loaded and
+              // stored once per row block.
               for (int64_t h = 0; h < heads; ++h) {
                 SmallVector<Value> p;
                 for (int64_t r = 0; r < tileRows; ++r)
@@ -135,30 +179,6 @@ Value GradSchedule::onePassRows(ImplicitLocOpBuilder &b, Value partial,
                         p[r], ivm.splat(scalar(sc.outGrad + r * dim + d)), acc);
                   vstore(acc, slot(numK + d));
                 }
-              }
-              // 3. Per row: dS = P (dP − D) and the pair form's adjoint,
-              // into dq's and dk's accumulators.
-              SmallVector<Value> dk;
-              for (unsigned f = 0; f < numK; ++f)
-                dk.push_back(vload(slot(f)));
-              for (int64_t r = 0; r < tileRows && !failedVJP; ++r) {
-                SmallVector<Value> ds;
-                for (int64_t h = 0; h < heads; ++h)
-                  ds.push_back(buildScoreBar(ivm, vload(prob(r, h)), dps[r][h],
-                                             dRow[r][h]));
-                auto vjp =
-                    pairs.evaluateVJP(ivm, evals[r], q[r], k,
-                                      coefs.buildNormBars(ivm, ds), masks[r]);
-                if (failed(vjp)) {
-                  failedVJP = true;
-                  break;
-                }
-                for (unsigned f = 0; f < numQ; ++f) {
-                  Value i = at1(ib, sc.dq + (r * numQ + f) * lanes);
-                  vstore(ivm.add(vload(i), vjp->first[f]), i);
-                }
-                for (unsigned f = 0; f < numK; ++f)
-                  dk[f] = ivm.add(dk[f], vjp->second[f]);
               }
               for (unsigned f = 0; f < numK; ++f)
                 vstore(dk[f], slot(f));
@@ -263,6 +283,7 @@ SmallVector<Value> GradSchedule::buildOnePass(ImplicitLocOpBuilder &b,
                     vector::StoreOp::create(zb, zl, zero, buffer, i);
                     scf::YieldOp::create(zb, zl);
                   });
+              packBlock(kb, batch, j0, kvEnd, buffer);
               // Rows that may see the block: all, or (causal) from the
               // block's first key on (with offsets from j0 − diagonal,
               // clamped to the query rows); R at a time, then one.
@@ -374,52 +395,50 @@ SmallVector<Value> GradSchedule::buildOnePass(ImplicitLocOpBuilder &b,
   return SmallVector<Value>(loop.getResults());
 }
 
-Value GradSchedule::packPerKeyVector(ImplicitLocOpBuilder &b, Value t,
-                                     bool featureMajor) {
-  auto type = cast<RankedTensorType>(t.getType());
-  int64_t rank = type.getRank();
-  int64_t features = type.getShape()[featureMajor ? rank - 2 : rank - 1];
-  Value vectors = arith::DivUIOp::create(
-      b, arith::AddIOp::create(b, len, idx(b, lanes - 1)), idx(b, lanes));
-  SmallVector<OpFoldResult> sizes(tensor::getMixedSizes(b, b.getLoc(), t));
-  sizes.resize(rank - 2);
-  sizes.append({vectors, b.getIndexAttr(features), b.getIndexAttr(lanes)});
-  Value init = tensor::EmptyOp::create(b, sizes, elt);
-  // One flat parallel loop over (batch element, key vector); per lane j
-  // of the vector, its features, or 0 past the end (read at the last key,
-  // then replaced). O(L · F) scalar moves, against the O(L²) kernel.
-  Value trips = arith::MulIOp::create(b, batches, vectors);
-  auto loop = scf::ForOp::create(
-      b, idx(b, 0), trips, idx(b, 1), ValueRange{init},
-      [&](OpBuilder &nested, Location loc, Value it, ValueRange args) {
+void GradSchedule::packBlock(ImplicitLocOpBuilder &b, ValueRange batch,
+                             Value j0, Value kvEnd, Value buffer) {
+  const Scratch &sc = scratch;
+  // Per key vector: its key features, read masked from the feature-major
+  // keys (zero past the end); per lane j its values from the row-major
+  // [L, D], or 0 past the end (read at the last key, then replaced).
+  // O(block · (Fk + D)) moves per block, against its O(Lq · block) pairs.
+  scf::ForOp::create(
+      b, idx(b, 0), kvEnd, idx(b, 1), ValueRange{},
+      [&](OpBuilder &nested, Location loc, Value kv, ValueRange) {
         ImplicitLocOpBuilder lb(loc, nested);
-        auto [batch, vector] = delinearize(lb, it, vectors);
+        Value jv = arith::AddIOp::create(
+            lb, j0, arith::MulIOp::create(lb, kv, idx(lb, lanes)));
+        Value base = arith::AddIOp::create(
+            lb, arith::MulIOp::create(lb, kv, idx(lb, sc.perVector)),
+            idx(lb, sc.packed));
+        for (unsigned f = 0; f < numK; ++f)
+          vector::StoreOp::create(
+              lb, loadKeys(lb, keys, batch, f, jv), buffer,
+              ValueRange{arith::AddIOp::create(lb, base, idx(lb, f * lanes))});
         Value last = arith::SubIOp::create(lb, len, idx(lb, 1));
-        auto lanesLoop = scf::ForOp::create(
-            lb, idx(lb, 0), idx(lb, lanes), idx(lb, 1), args,
-            [&](OpBuilder &n2, Location l2, Value lane, ValueRange acc) {
+        Value valuesBase =
+            arith::AddIOp::create(lb, base, idx(lb, numK * lanes));
+        scf::ForOp::create(
+            lb, idx(lb, 0), idx(lb, lanes), idx(lb, 1), ValueRange{},
+            [&](OpBuilder &n2, Location l2, Value lane, ValueRange) {
               ImplicitLocOpBuilder ib(l2, n2);
               ScalarBuilder ism(ib, elt);
-              Value j = arith::AddIOp::create(
-                  ib, arith::MulIOp::create(ib, vector, idx(ib, lanes)), lane);
+              Value j = arith::AddIOp::create(ib, jv, lane);
               Value inside =
                   arith::CmpIOp::create(ib, arith::CmpIPredicate::ult, j, len);
               Value key = arith::MinUIOp::create(ib, j, last);
-              Value out = acc[0];
-              for (int64_t f = 0; f < features; ++f) {
-                Value x = featureMajor ? at(ib, t, batch, idx(ib, f), key)
-                                       : at(ib, t, batch, key, idx(ib, f));
+              Value to = arith::AddIOp::create(ib, valuesBase, lane);
+              for (int64_t d = 0; d < dim; ++d) {
+                Value x = at(ib, values, batch, key, idx(ib, d));
                 x = arith::SelectOp::create(ib, inside, x, ism.c(0.0));
-                out = tensor::InsertOp::create(
-                    ib, x, out, withBatch(batch, {vector, idx(ib, f), lane}));
+                memref::StoreOp::create(ib, x, buffer,
+                                        ValueRange{arith::AddIOp::create(
+                                            ib, to, idx(ib, d * lanes))});
               }
-              scf::YieldOp::create(ib, out);
+              scf::YieldOp::create(ib);
             });
-        scf::YieldOp::create(lb, lanesLoop.getResults());
+        scf::YieldOp::create(lb);
       });
-  // Key vectors write their own slices only.
-  loop->setAttr(kParallelLoopAttr, b.getUnitAttr());
-  return loop.getResult(0);
 }
 
 Value GradSchedule::reduceChunks(ImplicitLocOpBuilder &b, Value partial,

@@ -78,7 +78,8 @@ public:
     keyVectors = std::max<int64_t>(tiles.keyTile / lanes, 1);
     onePass = tiles.onePass;
     scratch.perVector = (numK + dim) * lanes;
-    scratch.probs = keyVectors * scratch.perVector;
+    scratch.packed = keyVectors * scratch.perVector;
+    scratch.probs = 2 * scratch.packed;
     scratch.dq = scratch.probs + rows * heads * lanes;
     scratch.query = scratch.dq + rows * numQ * lanes;
     scratch.outGrad = scratch.query + rows * numQ;
@@ -161,19 +162,28 @@ private:
   Value onePassRows(ImplicitLocOpBuilder &b, Value partial, ValueRange batch,
                     Value chunk, Value j0, Value kvEnd, Value first, Value last,
                     int64_t tileRows, Value lse, Value dsum, Value buffer);
-  /// `t` ([batch..., L, F], or `featureMajor` [batch..., F, L]) packed per
-  /// key vector, [batch..., ⌈L / lanes⌉, F, lanes], zero past the end: the
-  /// one-pass key loop reads a key vector's features at fixed offsets from
-  /// one address, where rows of a [F, L] tensor take a pointer each (held
-  /// across the loop, spilled, and loaded masked).
-  Value packPerKeyVector(ImplicitLocOpBuilder &b, Value t, bool featureMajor);
-  /// Feature `f` of key vector `vector` of a packed tensor.
-  Value loadPacked(ImplicitLocOpBuilder &b, Value t, ValueRange batch,
-                   Value vector, int64_t f) {
-    ScalarBuilder sm(b, elt);
-    return vector::TransferReadOp::create(
-        b, vec(), t, withBatch(batch, {vector, idx(b, f), idx(b, 0)}),
-        sm.c(0.0), ArrayRef<bool>{true});
+  /// Packs the keys and values of the key block at `j0` (its first
+  /// `kvEnd` key vectors) into the scratch's `packed` part, per key vector
+  /// [F, lanes], zero past the end: the key loop reads a key vector's
+  /// features at fixed offsets from the scratch's one address, where rows
+  /// of a [F, L] tensor take a pointer each (held across the loop,
+  /// spilled, and loaded masked). Per block, so that no packed copy of K
+  /// and V (L · (Fk + D) scalars) exists: each block is packed once, by
+  /// the chunk that owns it.
+  void packBlock(ImplicitLocOpBuilder &b, ValueRange batch, Value j0,
+                 Value kvEnd, Value buffer);
+  /// The FMA chains of one dP = dO·v of the one-pass key loop: up to 4
+  /// per head, while `tileRows` · heads · chains stays within 4
+  /// accumulators (1 head of 64 features: 64 dependent FMAs per row
+  /// otherwise, whose latency the rest of the loop body does not hide);
+  /// one where the rows and heads give that many independent chains
+  /// already (more accumulators only add register pressure).
+  int64_t dPChains(int64_t tileRows) const {
+    int64_t chains = 1;
+    while (chains < 4 && 2 * chains <= headDim &&
+           tileRows * heads * 2 * chains <= 4)
+      chains *= 2;
+    return chains;
   }
   /// dq = Σ over chunks of the partials.
   Value reduceChunks(ImplicitLocOpBuilder &b, Value partial, Value chunks);
@@ -193,18 +203,18 @@ private:
   bool knownMax = false;
   /// The one-pass schedule's scratch (one stack buffer per chunk, in
   /// elements): per key vector of the block its dk then dv per lane
-  /// (`perVector` each, from 0); then per row of a row block P per head and
-  /// lane, dq per feature and lane, the query features and dO.
+  /// (`perVector` each, from 0); from `packed`, per key vector of the
+  /// block its keys then values per lane (the block packed, `perVector`
+  /// each); then per row of a row block P per head and lane, dq per
+  /// feature and lane, the query features and dO.
   struct Scratch {
-    int64_t perVector, probs, dq, query, outGrad, size;
+    int64_t perVector, packed, probs, dq, query, outGrad, size;
   } scratch;
   // Built in build(): the operands, the batch extents, their product,
   // the sequence length and the values feature-major.
   Value queries, keys, values, out, outGrad, givenLse;
   SmallVector<Value> batchDims;
   Value batches, len, valuesT;
-  /// The one-pass schedule's keys and values packed per key vector.
-  Value keysPacked, valuesPacked;
   /// With offsets: queries and keys are two token sets, `queryLen` rows
   /// against `len` keys, query row i at key position i + `diagonal`.
   bool cross = false;

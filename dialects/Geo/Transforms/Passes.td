@@ -148,7 +148,8 @@ def GeoDecomposeAttentionGrad : Pass<"geo-decompose-attention-grad"> {
     (`key_tile` keys) and row block (`query_rows` rows), per key vector,
     P = exp(s − lse) (with the known max, e^s · e^{−lse}), dP = dO·v,
     dS = P(dP − D) and the adjoint of the group model's pair form; dk and
-    dv accumulate per lane in a stack scratch of the block, dq per lane
+    dv accumulate per lane in a stack scratch of the block (which also
+    holds the block's keys and values, packed per key vector), dq per lane
     over the block and then into the chunk's partial, [chunks, Lq, Fq],
     which a last parallel loop over rows sums. With vectors of one lane
     (the GPU's strategy: a thread per key) the backward keeps two passes:

@@ -1,4 +1,5 @@
 // RUN: torsor-opt %s --split-input-file --geo-decompose-attention-grad | FileCheck %s
+// RUN: torsor-opt %s --split-input-file --geo-decompose-attention-grad --cse | FileCheck %s --check-prefix=CHAINS
 
 // The strategy's `backward` field, not the lane count, picks the
 // backward's schedule: each value pinned on an op with the same lanes
@@ -18,6 +19,23 @@
 //       CHECK:     tensor.extract {{.*}} : tensor<8x?x9xf32>
 //       CHECK:   } {torsor.parallel}
 //       CHECK:   return
+// One head of 8 features, one row: dP = dO·v runs as 4 FMA chains over
+// interleaved features (2 FMAs each, from zero), summed as a tree into the
+// scratch, where one chain of 8 dependent FMAs would leave its latency
+// exposed.
+// CHAINS-LABEL: func.func @one_pass
+//       CHAINS:   %[[C0:[0-9]+]] = math.fma %{{[0-9]+}}, %{{[0-9]+}}, %[[ZERO:cst[_0-9]*]] : vector<8xf32>
+//       CHAINS:   %[[C1:[0-9]+]] = math.fma %{{[0-9]+}}, %{{[0-9]+}}, %[[ZERO]] : vector<8xf32>
+//       CHAINS:   %[[C2:[0-9]+]] = math.fma %{{[0-9]+}}, %{{[0-9]+}}, %[[ZERO]] : vector<8xf32>
+//       CHAINS:   %[[C3:[0-9]+]] = math.fma %{{[0-9]+}}, %{{[0-9]+}}, %[[ZERO]] : vector<8xf32>
+//       CHAINS:   %[[E0:[0-9]+]] = math.fma %{{[0-9]+}}, %{{[0-9]+}}, %[[C0]] : vector<8xf32>
+//       CHAINS:   %[[E1:[0-9]+]] = math.fma %{{[0-9]+}}, %{{[0-9]+}}, %[[C1]] : vector<8xf32>
+//       CHAINS:   %[[E2:[0-9]+]] = math.fma %{{[0-9]+}}, %{{[0-9]+}}, %[[C2]] : vector<8xf32>
+//       CHAINS:   %[[E3:[0-9]+]] = math.fma %{{[0-9]+}}, %{{[0-9]+}}, %[[C3]] : vector<8xf32>
+//       CHAINS:   %[[S0:[0-9]+]] = arith.addf %[[E0]], %[[E1]] : vector<8xf32>
+//       CHAINS:   %[[S1:[0-9]+]] = arith.addf %[[E2]], %[[E3]] : vector<8xf32>
+//       CHAINS:   %[[S:[0-9]+]] = arith.addf %[[S0]], %[[S1]] : vector<8xf32>
+//       CHAINS:   vector.store %[[S]], %alloca[%{{.*}}] : memref<{{[0-9]+}}xf32>, vector<8xf32>
 func.func @one_pass(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32>, %o: tensor<?x8xf32>, %do: tensor<?x8xf32>, %lse: tensor<?x1xf32>) -> (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>) {
   %dq, %dk, %dv = geo.flash_lie_attention_grad %q, %k, %v, %o, %do lse %lse {scores = #geo.scores<group = #lie.group<so3>, heads = 1, tau = [1.0], lambda = [1.0]>, torsor.strategy = #strategy.vector_attention<lanes = 8, query_rows = 1, key_tile = 16, backward = one_pass>} : (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x1xf32>) -> (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>)
   return %dq, %dk, %dv : tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>
@@ -54,7 +72,8 @@ func.func @two_pass(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32
 // CHECK-LABEL: func.func @default_one_lane
 //       CHECK:   linalg.fill {{.*}} -> tensor<8x?x9xf32>
 //       CHECK:   memref.alloca() : memref<{{[0-9]+}}xf32>
-//       CHECK:   vector.transfer_read {{.*}} : tensor<?x9x1xf32>, vector<1xf32>
+//       CHECK:   vector.transfer_read {{.*}} : tensor<9x?xf32>, vector<1xf32>
+//       CHECK:   vector.load {{.*}} : memref<{{[0-9]+}}xf32>, vector<1xf32>
 //       CHECK:   } {torsor.parallel}
 //       CHECK:   tensor.extract {{.*}} : tensor<8x?x9xf32>
 //       CHECK:   return
