@@ -69,7 +69,10 @@ void torsor::buildCPULoweringPipeline(OpPassManager &pm,
     pm.addNestedPass<func::FuncOp>(createTorsorFuseRows());
   }
 
-  // Tensors to buffers.
+  // Tensors to buffers. Dims of loop results first become dims of what
+  // the loops were built on: bufferization's slice proofs then end there
+  // instead of re-proving the loops shape-preserving at every query.
+  pm.addNestedPass<func::FuncOp>(createTorsorResolveDims());
   buildBufferizationPipeline(pm);
 
   // --compute=bf16: the packed products torsor-tile-dense left become AMX

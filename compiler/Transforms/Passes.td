@@ -667,4 +667,37 @@ def TorsorFuseRows : Pass<"torsor-fuse-rows", "::mlir::func::FuncOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def TorsorResolveDims : Pass<"torsor-resolve-dims", "::mlir::func::FuncOp"> {
+  let summary = "Dims of loop results and destinations from the tensors they were built on";
+  let description = [{
+    Runs right before one-shot bufferization. Each `tensor.dim` of a
+    dynamic dim whose tensor is a destination-style result (linalg,
+    `tensor.insert`, `tensor.insert_slice`, ...), an `scf.forall` result
+    or shared_outs argument, an `scf.for` result or iter_arg whose yielded
+    value keeps its shape that way, or an `scf.if` result whose branches
+    both yield a tensor of the shape of one defined above the if, takes
+    the same dim of that tensor instead; the dim of a `tensor.empty` is
+    replaced by its size operand. The sizes are equal, so the program is
+    the same.
+
+    One-shot bufferization proves the slices of tiled kernels equal with
+    `ValueBoundsConstraintSet`; a slice size bounded by the dim of a loop
+    result made it re-prove that dim loop-invariant through the whole loop
+    body at every query (most of a `--grad` compile's bufferization time:
+    the backward's recomputed forward feeds the dense kernels such
+    loops). A dim of a function argument ends each query at once.
+
+    Before:
+    ```mlir
+    %r = scf.for %i = %c0 to %n step %c1 iter_args(%t = %init)
+        -> (tensor<?x64xf32>) {
+      %u = tensor.insert %x into %t[%i, %c0] : tensor<?x64xf32>
+      scf.yield %u : tensor<?x64xf32>
+    }
+    %d = tensor.dim %r, %c0 : tensor<?x64xf32>
+    ```
+    After (`%init = tensor.empty(%len)`): `%d` is `%len`.
+  }];
+}
+
 #endif // TORSOR_TRANSFORMS_PASSES
