@@ -125,7 +125,7 @@ RunMemory *setCurrentRun(RunMemory *run) {
 
 // The unwind points below keep nothing with a destructor alive across
 // setjmp, and restore tUnwind on both paths.
-bool callModel(void (*fn)(void **), void **args) {
+TORSOR_CALLS_COMPILED_CODE bool callModel(void (*fn)(void **), void **args) {
   std::jmp_buf here;
   std::jmp_buf *volatile outer = tUnwind;
   if (setjmp(here) != 0) {
@@ -138,8 +138,9 @@ bool callModel(void (*fn)(void **), void **args) {
   return true;
 }
 
-bool callChunk(void (*body)(int64_t, int64_t, void *), int64_t lo, int64_t hi,
-               void *ctx) {
+TORSOR_CALLS_COMPILED_CODE bool callChunk(void (*body)(int64_t, int64_t,
+                                                       void *),
+                                          int64_t lo, int64_t hi, void *ctx) {
   std::jmp_buf here;
   std::jmp_buf *volatile outer = tUnwind;
   if (setjmp(here) != 0) {

@@ -105,8 +105,8 @@ void *ownSymbol(void *handle, const char *name) {
 /// Requires the manifest the compiler embedded in the library behind
 /// `handle` (`torsor_model_manifest()`) and checks OUT.json (`file`)
 /// against it.
-Status checkEmbeddedManifest(void *handle, const Manifest &file,
-                             const std::string &soPath) {
+TORSOR_CALLS_COMPILED_CODE Status checkEmbeddedManifest(
+    void *handle, const Manifest &file, const std::string &soPath) {
   auto embedded = reinterpret_cast<const char *(*)()>(
       ownSymbol(handle, "torsor_model_manifest"));
   if (!embedded)
@@ -143,7 +143,8 @@ Status inspectEmbeddedManifest(const std::string &openPath,
 
 } // namespace
 
-Status loadModule(const std::string &soPath, TorsorModule &m) {
+TORSOR_CALLS_COMPILED_CODE Status loadModule(const std::string &soPath,
+                                             TorsorModule &m) {
   struct stat st;
   if (stat(soPath.c_str(), &st) != 0)
     return ioError("cannot open model '" + soPath + "': no such file");
