@@ -507,6 +507,29 @@ class Model:
             native.check_inputs = bool(enable)
         return self
 
+    def set_buffer_cache(self, enable=True):
+        """Keeps large intermediate buffers (64 KiB and up) that a run frees
+        for the model's next runs (on by default), so repeated calls at the
+        same sizes do not take their working set from the system each time.
+        The kept memory never makes the model hold more than the largest
+        working set one of its runs needed; False turns the cache off and
+        frees what it keeps."""
+        with self._lock:
+            self._lib.torsorModuleSetBufferCache(self._handle, 1 if enable else 0)
+        return self
+
+    def release_buffers(self):
+        """Frees the buffers the cache keeps now (say, after a run at a large
+        size when the next ones are small); the cache stays on."""
+        with self._lock:
+            self._lib.torsorModuleReleaseBuffers(self._handle)
+        return self
+
+    @property
+    def cached_bytes(self):
+        """Bytes of intermediate buffers the model keeps between runs."""
+        return int(self._lib.torsorModuleCachedBytes(self._handle))
+
     # -- running ---------------------------------------------------------------
 
     def run(self, inputs, borrowed_params=None):

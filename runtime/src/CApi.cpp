@@ -15,6 +15,7 @@
 #include "ThreadPool.h"
 #include "cuda/GpuModule.h"
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 
@@ -251,8 +252,32 @@ TorsorStatus *torsorModuleRun(TorsorModule *module) {
 }
 
 void torsorModuleSetMemoryLimit(TorsorModule *module, uint64_t bytes) {
+  if (!module)
+    return;
+  module->memoryLimit = bytes;
+  // What the cache may keep follows the largest peak; under a limit that
+  // is at most the limit.
+  if (bytes) {
+    module->largestPeak = std::min(module->largestPeak, bytes);
+    module->buffers.trim(bytes);
+  }
+}
+
+void torsorModuleSetBufferCache(TorsorModule *module, int32_t enable) {
+  if (!module)
+    return;
+  module->cacheBuffers = enable != 0;
+  if (!enable)
+    module->buffers.trim(0);
+}
+
+void torsorModuleReleaseBuffers(TorsorModule *module) {
   if (module)
-    module->memoryLimit = bytes;
+    module->buffers.trim(0);
+}
+
+uint64_t torsorModuleCachedBytes(const TorsorModule *module) {
+  return module ? module->buffers.bytes() : 0;
 }
 
 uint64_t torsorModulePeakBytes(const TorsorModule *module) {

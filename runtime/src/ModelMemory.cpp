@@ -40,6 +40,50 @@ std::string bytesText(uint64_t n) {
 }
 } // namespace
 
+void *BufferCache::take(uint64_t bytes, uint64_t most, uint64_t &size) {
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = blocks.lower_bound(bytes);
+  if (it == blocks.end() || it->first > bytes + bytes / 8 || it->first > most)
+    return nullptr;
+  void *p = it->second;
+  size = it->first;
+  kept -= size;
+  blocks.erase(it);
+  return p;
+}
+
+bool BufferCache::keep(void *p, uint64_t size, uint64_t budget) {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (size < kMinBytes || size > budget || kept > budget - size)
+    return false;
+#if defined(__cpp_exceptions)
+  try {
+    blocks.emplace(size, p);
+  } catch (const std::bad_alloc &) {
+    return false;
+  }
+#else
+  blocks.emplace(size, p);
+#endif
+  kept += size;
+  return true;
+}
+
+void BufferCache::trim(uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex);
+  while (kept > bytes && !blocks.empty()) {
+    auto last = std::prev(blocks.end());
+    kept -= last->first;
+    std::free(last->second);
+    blocks.erase(last);
+  }
+}
+
+uint64_t BufferCache::bytes() const {
+  std::lock_guard<std::mutex> lock(mutex);
+  return kept;
+}
+
 RunMemory::~RunMemory() {
   for (auto &entry : live)
     std::free(entry.first);
@@ -67,24 +111,37 @@ void *RunMemory::allocate(int64_t bytes, const char *what) {
                        "beyond the memory limit of %s (it already holds %s)",
                        bytesText(n).c_str(), where, bytesText(limit).c_str(),
                        bytesText(held).c_str()));
-  void *p = std::malloc(n ? n : 1);
+  uint64_t size = n;
+  void *p = nullptr;
+  if (cache && n >= BufferCache::kMinBytes) {
+    p = cache->take(n, limit ? limit - held : UINT64_MAX, size);
+    // A miss: make room first, so that this buffer, what the run holds and
+    // what the cache keeps fit in the larger of the module's largest peak
+    // and what this run needs now.
+    if (!p)
+      cache->trim(std::max(budget(), held + n) - held - n);
+  }
+  if (!p) {
+    size = n;
+    p = std::malloc(n ? n : 1);
+  }
   if (p) {
 #if defined(__cpp_exceptions)
     try {
-      live.emplace(p, n);
+      live.emplace(p, size);
     } catch (const std::bad_alloc &) {
       std::free(p);
       p = nullptr;
     }
 #else
-    live.emplace(p, n);
+    live.emplace(p, size);
 #endif
   }
   if (!p)
     return fail(format("out of memory: the model needs %s more for %s, and "
                        "the system refused it (it already holds %s)",
                        bytesText(n).c_str(), where, bytesText(held).c_str()));
-  held += n;
+  held += size;
   peakBytes = std::max(peakBytes, held);
   return p;
 }
@@ -94,9 +151,11 @@ bool RunMemory::release(void *p) {
   auto it = live.find(p);
   if (it == live.end())
     return false;
-  held -= it->second;
+  uint64_t size = it->second;
+  held -= size;
   live.erase(it);
-  std::free(p);
+  if (!cache || !cache->keep(p, size, budget() - held))
+    std::free(p);
   return true;
 }
 

@@ -272,11 +272,13 @@ void appendDescriptor(std::vector<int64_t> &storage, void *data,
 /// failed allocation anywhere inside returns here as TORSOR_OUT_OF_MEMORY,
 /// with what the run held freed.
 Status callIntoModel(TorsorModule &m, void (*fn)(void **), void **args) {
-  RunMemory memory(m.memoryLimit);
+  RunMemory memory(m.memoryLimit, m.cacheBuffers ? &m.buffers : nullptr,
+                   m.largestPeak);
   RunMemory *outer = setCurrentRun(&memory);
   bool ok = callModel(fn, args);
   setCurrentRun(outer);
   m.lastPeak = memory.peak();
+  m.largestPeak = std::max(m.largestPeak, m.lastPeak);
   if (!ok || memory.failed())
     return Status(TORSOR_OUT_OF_MEMORY, memory.failureMessage());
   return Status();

@@ -16,6 +16,7 @@
 
 #include "Binding.h"
 #include "Manifest.h"
+#include "ModelMemory.h"
 #include "Support.h"
 #include "cuda/GpuModule.h"
 
@@ -70,10 +71,15 @@ struct TorsorModule {
   /// Set while a call owns the module (run, bind, load weights): a module
   /// runs one call at a time, and a second one is refused, not raced.
   std::atomic<bool> busy{false};
-  /// Most bytes compiled code may hold during a run (0: no limit), and the
-  /// peak of the last run (ModelMemory.h).
+  /// Most bytes compiled code may hold during a run (0: no limit), the
+  /// peak of the last run and the largest peak of any run (ModelMemory.h).
   uint64_t memoryLimit = 0;
   uint64_t lastPeak = 0;
+  uint64_t largestPeak = 0;
+  /// Large buffers earlier runs freed, for the next runs (ModelMemory.h);
+  /// on unless torsorModuleSetBufferCache turned it off.
+  torsor::rt::BufferCache buffers;
+  bool cacheBuffers = true;
 
   /// Unloads the model library (outputs and owned params free themselves).
   /// An nvptx model's destructors unload its GPU binary, so they run with

@@ -113,6 +113,54 @@ class CompileAndLoad(unittest.TestCase):
         self.assertIn("PoseAttention", repr(m))
 
 
+# An intermediate of L x 128 f32: 256 KiB at L = 512, above the cache's
+# 64 KiB minimum.
+TWO_LAYERS = """
+model TwoLayers {
+  dim L;
+  dim D = 128;
+  input x: f32[L, D];
+  param W: f32[D, D];
+  param V: f32[D, D];
+  output y = relu(x @ W) @ V;
+}
+"""
+
+
+class BufferCache(unittest.TestCase):
+    """Model.set_buffer_cache / release_buffers / cached_bytes: freed large
+    intermediates are kept for the next run and never change a result."""
+
+    def test_kept_between_runs_and_released(self):
+        m = torsor.compile(TWO_LAYERS)
+        r = np.random.default_rng(1)
+        w = r.standard_normal((128, 128)).astype(np.float32)
+        v = r.standard_normal((128, 128)).astype(np.float32)
+        m.set_params({"W": w, "V": v})
+        x = r.standard_normal((512, 128)).astype(np.float32)
+        self.assertEqual(m.cached_bytes, 0)
+        first = m.run({"x": x})["y"]
+        kept = m.cached_bytes
+        self.assertGreaterEqual(kept, 512 * 128 * 4)
+        # The next runs reuse the kept buffers: same bits, nothing more kept.
+        for _ in range(3):
+            np.testing.assert_array_equal(m.run({"x": x})["y"], first)
+            self.assertEqual(m.cached_bytes, kept)
+        want = np.maximum(x.astype(np.float64) @ w, 0) @ v
+        np.testing.assert_allclose(first, want, rtol=1e-4, atol=1e-3)
+        # A smaller run reuses or frees, never keeps more than before.
+        m.run({"x": x[:100]})
+        self.assertLessEqual(m.cached_bytes, kept)
+        m.release_buffers()
+        self.assertEqual(m.cached_bytes, 0)
+        m.set_buffer_cache(False)
+        np.testing.assert_array_equal(m.run({"x": x})["y"], first)
+        self.assertEqual(m.cached_bytes, 0)
+        m.set_buffer_cache(True)
+        np.testing.assert_array_equal(m.run({"x": x})["y"], first)
+        self.assertEqual(m.cached_bytes, kept)
+
+
 class Calls(unittest.TestCase):
     @classmethod
     def setUpClass(cls):

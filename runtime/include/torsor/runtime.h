@@ -27,9 +27,11 @@ extern "C" {
 /// Version of this header's C API: 2 added the device functions
 /// (torsorModuleDevice ... torsorCudaAvailable); 3 added the device
 /// backward (torsorModuleRunBackwardDevice, torsorModuleGetGradientDevice)
-/// and torsorModuleLoadWeightsConverting.
+/// and torsorModuleLoadWeightsConverting; 4 added the buffer cache
+/// (torsorModuleSetBufferCache, torsorModuleReleaseBuffers,
+/// torsorModuleCachedBytes).
 /// Every earlier function is unchanged.
-#define TORSOR_RUNTIME_API_VERSION 3
+#define TORSOR_RUNTIME_API_VERSION 4
 
 /// Element types a tensor may have (manifest spelling in comments).
 typedef enum TorsorDType {
@@ -218,6 +220,23 @@ void torsorModuleSetMemoryLimit(TorsorModule *module, uint64_t bytes);
 /// sizes you need to learn the working set (it repeats for the same dims
 /// and thread count).
 uint64_t torsorModulePeakBytes(const TorsorModule *module);
+
+/// Buffer cache (API version 4). Large intermediate buffers (64 KiB and
+/// up) a run frees are kept by the module and reused by its next runs, so a
+/// model called again and again at the same dims does not take its working
+/// set from the system (and page-fault it in) on every call. The cache
+/// keeps at most what makes the module's buffers, in use and kept, reach
+/// the largest peak any of its runs needed (torsorModulePeakBytes of that
+/// run; under a memory limit, at most the limit), and it is freed with the
+/// module. It is on by default.
+/// torsorModuleSetBufferCache(m, 0) turns it off and frees what it keeps;
+/// 1 turns it back on. NULL is a no-op.
+void torsorModuleSetBufferCache(TorsorModule *module, int32_t enable);
+/// Frees the buffers the cache keeps now (e.g. when a model that ran at a
+/// large size will next run small, or not for a while). NULL is a no-op.
+void torsorModuleReleaseBuffers(TorsorModule *module);
+/// The bytes the cache keeps now (0 for NULL).
+uint64_t torsorModuleCachedBytes(const TorsorModule *module);
 
 /// Returns 1 if the model was compiled with `torsorc --grad` and exports the
 /// backward entry `torsor_backward`, else 0 (docs/runtime.md, "Gradients").

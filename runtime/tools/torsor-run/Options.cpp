@@ -51,6 +51,9 @@ const char *usage() {
          "  --memory-limit SIZE       most bytes the model's own buffers may\n"
          "                            hold during a run (e.g. 512M, 4G);\n"
          "                            more is an out-of-memory error\n"
+         "  --no-buffer-cache         free the model's large buffers after\n"
+         "                            every run instead of keeping them\n"
+         "                            for the next (docs/runtime.md)\n"
          "  --version                 print Torsor's version\n"
          "  --help                    print this help\n";
 }
@@ -139,6 +142,10 @@ Status parseOptions(int argc, char **argv, Options &out) {
     }
     if (arg == "--no-check-groups") {
       out.checkGroups = false;
+      continue;
+    }
+    if (arg == "--no-buffer-cache") {
+      out.bufferCache = false;
       continue;
     }
     if (flag == "--check-groups") {

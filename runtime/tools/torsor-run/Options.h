@@ -32,6 +32,7 @@ struct Options {
   bool checkGroups = true; ///< --no-check-groups turns it off
   double groupTol = 1e-4;
   uint64_t memoryLimit = 0; ///< --memory-limit; 0: none
+  bool bufferCache = true;  ///< --no-buffer-cache turns it off
   bool help = false;
   bool version = false; ///< --version
 };

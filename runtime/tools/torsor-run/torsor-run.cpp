@@ -356,6 +356,7 @@ int runTool(const run::Options &opts) {
   }
   torsorModuleSetCheckGroups(module.get(), opts.checkGroups, opts.groupTol);
   torsorModuleSetMemoryLimit(module.get(), opts.memoryLimit);
+  torsorModuleSetBufferCache(module.get(), opts.bufferCache ? 1 : 0);
 
   double ms;
   s = timedRun(module.get(), ms);
