@@ -258,7 +258,7 @@ void torsorModuleSetMemoryLimit(TorsorModule *module, uint64_t bytes) {
   // What the cache may keep follows the largest peak; under a limit that
   // is at most the limit.
   if (bytes) {
-    module->largestPeak = std::min(module->largestPeak, bytes);
+    module->largestPeak = std::min(module->largestPeak.load(), bytes);
     module->buffers.trim(bytes);
   }
 }

@@ -278,7 +278,7 @@ Status callIntoModel(TorsorModule &m, void (*fn)(void **), void **args) {
   bool ok = callModel(fn, args);
   setCurrentRun(outer);
   m.lastPeak = memory.peak();
-  m.largestPeak = std::max(m.largestPeak, m.lastPeak);
+  m.largestPeak = std::max(m.largestPeak.load(), m.lastPeak);
   if (!ok || memory.failed())
     return Status(TORSOR_OUT_OF_MEMORY, memory.failureMessage());
   return Status();

@@ -75,11 +75,13 @@ struct TorsorModule {
   /// peak of the last run and the largest peak of any run (ModelMemory.h).
   uint64_t memoryLimit = 0;
   uint64_t lastPeak = 0;
-  uint64_t largestPeak = 0;
+  /// Set by the run, read and lowered by torsorModuleSetMemoryLimit,
+  /// which may be called from another thread (as may the cache's switch).
+  std::atomic<uint64_t> largestPeak{0};
   /// Large buffers earlier runs freed, for the next runs (ModelMemory.h);
   /// on unless torsorModuleSetBufferCache turned it off.
   torsor::rt::BufferCache buffers;
-  bool cacheBuffers = true;
+  std::atomic<bool> cacheBuffers{true};
 
   /// Unloads the model library (outputs and owned params free themselves).
   /// An nvptx model's destructors unload its GPU binary, so they run with
