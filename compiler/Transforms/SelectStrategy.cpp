@@ -63,12 +63,12 @@ struct SelectStrategy : torsor::impl::TorsorSelectStrategyBase<SelectStrategy> {
                             context, machine, bits, dim, compute == "bf16")));
       } else if (auto grad = dyn_cast<geo::FlashLieAttentionGradOp>(op)) {
         auto [bits, dim] = valueShape(grad);
-        stamp(op, selectVectorAttention(context, machine, bits, dim));
+        stamp(op, selectVectorAttentionGrad(context, machine, bits, dim));
       } else if (auto cross = dyn_cast<geo::LieCrossAttentionGradOp>(op)) {
         // The block backward becomes a flash backward inside
         // geo-decompose-attention-grad, which hands it this stamp.
         auto [bits, dim] = valueShape(cross);
-        stamp(op, selectVectorAttention(context, machine, bits, dim));
+        stamp(op, selectVectorAttentionGrad(context, machine, bits, dim));
       } else if (isa<func::FuncOp>(op)) {
         stamp(op, gpu ? Attribute(selectGPUDense(context))
                       : Attribute(

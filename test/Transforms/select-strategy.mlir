@@ -9,9 +9,12 @@
 // per step, and 4 rows (4 accumulator vectors each, 16 of 32 registers);
 // at 256 bits the rows' 8 vectors each leave room for one row only, whose
 // score loop then covers two vectors of keys per operation
-// (score_vectors = 2, which the backward ignores). The backward follows
-// the same rule. For the GPU the forward gets the
-// thread-block schedule and the backward runs on one lane per thread.
+// (score_vectors = 2). The backward takes the same lanes and key tile,
+// but on a CPU at least 4 rows (it keeps no value accumulators in
+// registers, so the forward's 1 row at 256 bits would make every row pay
+// dv's loads and stores alone) and no score_vectors. For the GPU the
+// forward gets the thread-block schedule and the backward runs on one
+// lane per thread.
 
 // AVX512-LABEL: func.func @attention
 //  AVX512-SAME: torsor.strategy = #strategy.dense<vector_bits = 512, task_rows = 32, cache_cols = 256, cache_depth = 256, register_rows = 8, register_vectors = 2, pack_transposed = true, row_task_rows = 16, pack_panels = true>
@@ -22,7 +25,7 @@
 // AVX2-LABEL: func.func @attention
 //  AVX2-SAME: #strategy.dense<vector_bits = 256, {{.*}}register_rows = 4, register_vectors = 2
 //       AVX2: geo.flash_lie_attention {{.*}}#strategy.vector_attention<lanes = 8, query_rows = 1, key_tile = 32, score_vectors = 2>
-//       AVX2: geo.flash_lie_attention_grad {{.*}}#strategy.vector_attention<lanes = 8, query_rows = 1, key_tile = 32, score_vectors = 2>
+//       AVX2: geo.flash_lie_attention_grad {{.*}}#strategy.vector_attention<lanes = 8, query_rows = 4, key_tile = 32>}
 //       AVX2: geo.flash_lie_attention {{.*}}#strategy.vector_attention<lanes = 4, query_rows = 4, key_tile = 16>
 
 // PORTABLE-LABEL: func.func @attention
@@ -51,7 +54,7 @@ func.func @attention(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x64xf
 // AVX512-LABEL: func.func @cross_block_grad
 //       AVX512: geo.lie_cross_attention_grad {{.*}}torsor.strategy = #strategy.vector_attention<lanes = 16, query_rows = 4, key_tile = 64>
 // AVX2-LABEL: func.func @cross_block_grad
-//       AVX2: geo.lie_cross_attention_grad {{.*}}#strategy.vector_attention<lanes = 8, query_rows = 1, key_tile = 32, score_vectors = 2>
+//       AVX2: geo.lie_cross_attention_grad {{.*}}#strategy.vector_attention<lanes = 8, query_rows = 4, key_tile = 32>}
 func.func @cross_block_grad(%gq: tensor<?x4x4xf32>, %gk: tensor<?x4x4xf32>, %v: tensor<?x64xf32>,
                             %o: tensor<?x64xf32>, %lse: tensor<?x4xf32>, %do: tensor<?x64xf32>,
                             %qo: index, %ko: index)

@@ -183,10 +183,10 @@ torsor::strategy::selectVectorAttention(MLIRContext *context,
                                         int64_t valueDim, bool bf16) {
   unsigned lanes = target.lanes(bits);
   // Rows of one micro-kernel share every key feature and value load; the
-  // forward and the backward both keep R × ceil(D / lanes) accumulators
-  // within half the vector registers (the other half holds key features
-  // and scores), and at most 4 rows: beyond that the query features alone
-  // fill the registers.
+  // forward keeps R × ceil(D / lanes) accumulators within half the vector
+  // registers (the other half holds key features and scores), and at most
+  // 4 rows: beyond that the query features alone fill the registers (the
+  // CPU backward's rows: selectVectorAttentionGrad).
   constexpr int64_t maxRows = 4;
   int64_t perRow = (valueDim + lanes - 1) / lanes;
   int64_t budget = target.vectorRegisters / 2;
@@ -224,6 +224,35 @@ torsor::strategy::selectVectorAttention(MLIRContext *context,
   return VectorAttentionAttr::get(context, lanes, static_cast<unsigned>(rows),
                                   keyVectors * lanes, backward, products,
                                   scoreVectors);
+}
+
+VectorAttentionAttr
+torsor::strategy::selectVectorAttentionGrad(MLIRContext *context,
+                                            const Target &target, unsigned bits,
+                                            int64_t valueDim) {
+  VectorAttentionAttr forward =
+      selectVectorAttention(context, target, bits, valueDim);
+  // A GPU thread's two passes keep the forward's rule.
+  if (target.isGPUThread)
+    return forward;
+  // The one-pass backward holds no value accumulators in registers across
+  // its key loop: a key vector's dv lives in the block's scratch, loaded
+  // and stored once per row block, and dP = dO·v takes R · heads chains
+  // that live only through the dP loop; one row's pair form is live at a
+  // time. So its rows are not bound by D / lanes as the forward's are,
+  // and with fewer rows every row pays dv's loads and stores and the
+  // value loads alone: 4 rows (the forward's most) cut them 4×. AVX2 at
+  // D = 64, where the forward takes 1 row, llvm-mca (znver4) cycles per
+  // row and key vector, 1 → 4 rows: SO(3) 422 → 341 (1 head) and 436 →
+  // 339 (4 heads), SE(3) 556 → 504 and 575 → 464, SE(2) 361 → 296 and
+  // 385 → 291.
+  constexpr unsigned backwardRows = 4;
+  unsigned rows = std::max(forward.getQueryRows(), backwardRows);
+  // The backward ignores score_vectors (the forward's score loop).
+  return VectorAttentionAttr::get(context, forward.getLanes(), rows,
+                                  forward.getKeyTile(), forward.getBackward(),
+                                  AttentionProducts::F32,
+                                  /*scoreVectors=*/1);
 }
 
 GPUAttentionAttr torsor::strategy::selectGPUAttention(MLIRContext *context) {

@@ -60,6 +60,13 @@ struct Target {
 VectorAttentionAttr selectVectorAttention(mlir::MLIRContext *context,
                                           const Target &target, unsigned bits,
                                           int64_t valueDim, bool bf16 = false);
+/// The vector schedule of a fused attention's backward
+/// (geo.flash_lie_attention_grad, geo.lie_cross_attention_grad): the
+/// forward's (selectVectorAttention, f32 products), with the query rows
+/// the backward's registers allow on a CPU.
+VectorAttentionAttr selectVectorAttentionGrad(mlir::MLIRContext *context,
+                                              const Target &target,
+                                              unsigned bits, int64_t valueDim);
 /// The GPU kernel schedule of a fused attention op.
 GPUAttentionAttr selectGPUAttention(mlir::MLIRContext *context);
 /// The unit that runs bf16 products on `target`: AMX when it has it,
