@@ -96,3 +96,43 @@ module {
     return %r : tensor<?x8xf32>
   }
 }
+
+// -----
+
+// The AVX2 strategy: 6 x 16 register tiles (12 accumulators of 8 lanes),
+// tasks of 36 rows, and vector_edge_rows: the ragged row edge (L mod 6
+// rows, known only at run time) runs as single-row vector tiles, each
+// with its own k loop carrying the accumulator (no scalar loop for rows).
+// The ragged columns (1000 = 62 · 16 + 8) stay a linalg.contract.
+
+// CHECK-LABEL: func.func @matmul_avx2
+// CHECK:       scf.forall (%{{.*}}) = (0) to (%{{.*}}) step (36)
+// CHECK:         scf.for %{{.*}} step %c6
+// CHECK:           scf.for %{{.*}} step %c16
+// CHECK:             %[[ACC:.*]] = vector.transfer_read {{.*}} : tensor<6x16xf32>, vector<6x16xf32>
+// CHECK:             scf.for %{{.*}} = %c0 to %c256 step %c1 iter_args(%{{.*}} = %[[ACC]]) -> (vector<6x16xf32>)
+// CHECK-COUNT-6:       vector.fma {{.*}} : vector<16xf32>
+// CHECK-NOT:           vector.fma
+// CHECK:               scf.yield
+// CHECK:           linalg.contract {{.*}} -> tensor<6x?xf32>
+// The row edge: single rows.
+// CHECK:         scf.for %{{.*}} step %c6
+// CHECK:           scf.for %{{.*}} step %c16
+// CHECK:             scf.for %{{.*}} step %c1
+// CHECK:               vector.transfer_read {{.*}} : tensor<1x16xf32>, vector<1x16xf32>
+// CHECK:               scf.for %{{.*}} = %c0 to %c256 step %c1 iter_args(%{{.*}}) -> (vector<1x16xf32>)
+// CHECK:                 vector.fma {{.*}} : vector<16xf32>
+// CHECK-NOT:             vector.fma
+// CHECK:                 scf.yield
+// CHECK:           scf.for %{{.*}} step %c16
+// CHECK:             scf.for %{{.*}} step %c1
+// CHECK:               linalg.contract {{.*}} -> tensor<1x?xf32>
+// CHECK:         scf.forall.in_parallel
+module attributes {torsor.strategy = #strategy.dense<vector_bits = 256, task_rows = 36, cache_cols = 256, cache_depth = 256, register_rows = 6, register_vectors = 2, pack_transposed = true, row_task_rows = 16, vector_edge_rows = true>} {
+  func.func @matmul_avx2(%a: tensor<?x256xf32>, %b: tensor<256x1000xf32>,
+                         %c: tensor<?x1000xf32>) -> tensor<?x1000xf32> {
+    %r = linalg.matmul ins(%a, %b : tensor<?x256xf32>, tensor<256x1000xf32>)
+                       outs(%c : tensor<?x1000xf32>) -> tensor<?x1000xf32>
+    return %r : tensor<?x1000xf32>
+  }
+}

@@ -190,7 +190,9 @@ def Strategy_DenseAttr : Strategy_Attr<"Dense", "dense"> {
     register tile's columns, `[ceil(n / nr), k, nr]`, so the micro-kernel
     reads it as one contiguous stream; where it reads params only, the
     packing runs once per model load (torsor-hoist-packed-params).
-    Row kernels (norms, softmax)
+    `vector_edge_rows` runs the ragged row edge, the fewer than
+    `register_rows` rows left when the row count is not a multiple of it,
+    as single-row vector tiles instead of a scalar loop. Row kernels (norms, softmax)
     keep `row_task_rows` rows per task. With `bf16`
     (`#strategy.bf16_products`), products take bf16 operands; without it
     they are f32.
@@ -205,7 +207,8 @@ def Strategy_DenseAttr : Strategy_Attr<"Dense", "dense"> {
     "bool":$pack_transposed,
     "unsigned":$row_task_rows,
     OptionalParameter<"BF16ProductsAttr">:$bf16,
-    DefaultValuedParameter<"bool", "false">:$pack_panels
+    DefaultValuedParameter<"bool", "false">:$pack_panels,
+    DefaultValuedParameter<"bool", "false">:$vector_edge_rows
   );
   let extraClassDeclaration = [{
     /// SIMD lanes for elements of `bits` width.
