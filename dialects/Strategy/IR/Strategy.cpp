@@ -91,13 +91,28 @@ LogicalResult DenseAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                 bool packTransposed, unsigned rowTaskRows,
                                 BF16ProductsAttr bf16, bool packPanels,
                                 bool vectorEdgeRows) {
-  return verifyPositive(emitError, {{"vector_bits", vectorBits},
-                                    {"task_rows", taskRows},
-                                    {"cache_cols", cacheCols},
-                                    {"cache_depth", cacheDepth},
-                                    {"register_rows", registerRows},
-                                    {"register_vectors", registerVectors},
-                                    {"row_task_rows", rowTaskRows}});
+  if (failed(verifyPositive(emitError, {{"vector_bits", vectorBits},
+                                        {"task_rows", taskRows},
+                                        {"cache_cols", cacheCols},
+                                        {"cache_depth", cacheDepth},
+                                        {"register_rows", registerRows},
+                                        {"register_vectors", registerVectors},
+                                        {"row_task_rows", rowTaskRows}})))
+    return failure();
+  if (vectorBits % 32)
+    return emitError() << "vector_bits must be a multiple of 32, got "
+                       << vectorBits;
+  // The packed right operand is read one register tile of columns at a
+  // time inside each cache block of columns: a block that ends inside a
+  // panel would read the next block's columns (wrong results, no error).
+  unsigned widest = registerVectors * (vectorBits / 32);
+  if (packPanels && cacheCols % widest)
+    return emitError() << "cache_cols (" << cacheCols
+                       << ") must be a multiple of the register tile's width "
+                          "with pack_panels: register_vectors x vector_bits "
+                          "/ 32 = "
+                       << widest << " columns";
+  return success();
 }
 
 LogicalResult

@@ -36,3 +36,16 @@ func.func @odd_bf16_key_tile() attributes {torsor.strategy = #strategy.vector_at
 // A score operation covers score_vectors whole vectors of keys.
 // expected-error @+1 {{needs key_tile (24) to be a multiple of lanes × score_vectors (16)}}
 func.func @ragged_score_vectors() attributes {torsor.strategy = #strategy.vector_attention<lanes = 8, query_rows = 1, key_tile = 24, score_vectors = 2>} { return }
+
+// -----
+
+// Packed panels are read a register tile of columns at a time within a
+// cache block of columns: the block must hold whole tiles (4 x 24 tiles with
+// 256-column blocks gave wrong results before this check).
+// expected-error @+1 {{cache_cols (256) must be a multiple of the register tile's width with pack_panels: register_vectors x vector_bits / 32 = 24 columns}}
+func.func @ragged_panel_block() attributes {torsor.strategy = #strategy.dense<vector_bits = 256, task_rows = 32, cache_cols = 256, cache_depth = 256, register_rows = 4, register_vectors = 3, pack_transposed = true, row_task_rows = 16, pack_panels = true>} { return }
+
+// -----
+
+// expected-error @+1 {{vector_bits must be a multiple of 32, got 48}}
+func.func @odd_vector_bits() attributes {torsor.strategy = #strategy.dense<vector_bits = 48, task_rows = 32, cache_cols = 256, cache_depth = 256, register_rows = 4, register_vectors = 2, pack_transposed = true, row_task_rows = 16>} { return }
