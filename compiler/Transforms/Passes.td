@@ -406,7 +406,9 @@ def TorsorLowerParallelLaunch
     `__torsor_parallel_dispatch(0, trips, @<body>_task, ctx)`. `<body>_task`
     unpacks the struct and calls `<body>`. The dispatcher calls the
     runtime's `torsor_parallel_for`, declared `extern_weak`: loaded without
-    the runtime, the model runs the task inline (serially).
+    the runtime, the model runs the task inline (serially). Tasks and the
+    dispatcher are `noinline`, so each launch stays one call in the
+    caller's code (a backward has hundreds of them).
 
     After:
     ```mlir

@@ -12,7 +12,8 @@
 // torsor_alloc tracks the buffer, and on failure unwinds to the runtime,
 // which returns TORSOR_OUT_OF_MEMORY with the size and the site. Loaded
 // without the runtime (ctypes numerics tests), the symbols are null and the
-// helpers fall back to malloc/free.
+// helpers fall back to malloc/free. The helpers are `noinline`: each
+// allocation stays one call in the code that makes it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -73,6 +74,10 @@ LLVM::LLVMFuncOp buildHelper(ModuleOp module, OpBuilder &builder,
   Location loc = module.getLoc();
   auto helper = LLVM::LLVMFuncOp::create(builder, loc, name, type,
                                          LLVM::Linkage::Internal);
+  // Not inlined: a backward allocates hundreds of buffers in its serial
+  // code, and each inlined copy of the null test and its two calls grew
+  // what LLVM compiles there; a direct call beside malloc costs nothing.
+  helper.setNoInline(true);
   Block *entry = helper.addEntryBlock(builder);
   Block *withRuntime = helper.addBlock();
   Block *without = helper.addBlock();

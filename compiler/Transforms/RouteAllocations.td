@@ -23,7 +23,8 @@ def TorsorRouteAllocations
     buffers of a run and turn a failed allocation into a
     TORSOR_OUT_OF_MEMORY error that says how much was needed and for what,
     instead of a null pointer the model writes through. Without the runtime
-    (the symbols are null) they call malloc/free.
+    (the symbols are null) they call malloc/free. The helpers are
+    `noinline`: each allocation stays one call where it is made.
 
     Before:
     ```mlir

@@ -3,7 +3,7 @@
 // The launcher call becomes a context struct (allocated once, in the entry
 // block), stores of the captured values and a dispatch through the
 // runtime's weak torsor_parallel_for; the task unpacks and calls the body.
-// The task is never inlined, so the dispatcher's serial fallback does not
+// The task and the dispatcher are never inlined, so the serial fallback does not
 // copy the body into the caller, and an argument the body never reads (%n
 // here; a static memref's strides in practice) is not packed: the task
 // passes poison for it.
@@ -27,6 +27,7 @@
 //       CHECK:   llvm.call @body(%[[LO]], %[[HI]], %[[F0]], %[[F1]], %[[NONE]])
 // CHECK-LABEL: llvm.func extern_weak @torsor_parallel_for(i64, i64, !llvm.ptr, !llvm.ptr)
 // CHECK-LABEL: llvm.func internal @__torsor_parallel_dispatch
+//  CHECK-SAME:   attributes {no_inline}
 //       CHECK:   %[[FOR:.*]] = llvm.mlir.addressof @torsor_parallel_for
 //       CHECK:   %[[MISSING:.*]] = llvm.icmp "eq" %[[FOR]], %{{.*}} : !llvm.ptr
 //       CHECK:   llvm.cond_br %[[MISSING]]

@@ -22,6 +22,7 @@
 // CHECK-LABEL: llvm.func extern_weak @torsor_free(!llvm.ptr)
 // CHECK-LABEL: llvm.func internal @__torsor_alloc
 //  CHECK-SAME:   (%[[BYTES:.*]]: i64, %[[WHAT:.*]]: !llvm.ptr) -> !llvm.ptr
+//  CHECK-SAME:   attributes {no_inline}
 //       CHECK:   %[[RT:.*]] = llvm.mlir.addressof @torsor_alloc : !llvm.ptr
 //       CHECK:   %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr
 //       CHECK:   %[[HAVE:.*]] = llvm.icmp "ne" %[[RT]], %[[NULL]] : !llvm.ptr
@@ -33,6 +34,7 @@
 //       CHECK:   %[[Q:.*]] = llvm.call @malloc(%[[BYTES]])
 //       CHECK:   llvm.return %[[Q]]
 // CHECK-LABEL: llvm.func internal @__torsor_free
+//  CHECK-SAME:   attributes {no_inline}
 //       CHECK:   llvm.call @torsor_free
 //       CHECK:   llvm.call @free
 llvm.func @malloc(i64) -> !llvm.ptr
