@@ -36,3 +36,15 @@ func.func @odd_bf16_key_tile() attributes {torsor.strategy = #strategy.vector_at
 // A score operation covers score_vectors whole vectors of keys.
 // expected-error @+1 {{needs key_tile (24) to be a multiple of lanes × score_vectors (16)}}
 func.func @ragged_score_vectors() attributes {torsor.strategy = #strategy.vector_attention<lanes = 8, query_rows = 1, key_tile = 24, score_vectors = 2>} { return }
+
+// -----
+
+// Cache blocks hold whole micro-kernels of rows.
+// expected-error @+1 {{needs query_block (6) to be a multiple of query_rows (4)}}
+func.func @ragged_query_block() attributes {torsor.strategy = #strategy.vector_attention<lanes = 16, query_rows = 4, key_tile = 64, query_block = 6, key_block = 128>} { return }
+
+// -----
+
+// ... and whole key tiles.
+// expected-error @+1 {{needs key_block (100) to be a multiple of key_tile (32)}}
+func.func @ragged_key_block() attributes {torsor.strategy = #strategy.vector_attention<lanes = 8, query_rows = 1, key_tile = 32, query_block = 16, key_block = 100>} { return }
