@@ -52,6 +52,17 @@
 // and flush below 2⁻¹²⁵ (KernelMath.h), since every p ≤ 1 sits next to a
 // row sum ≥ 1.
 //
+// Cache blocks (the strategy's query_block and key_block, on ops of
+// query_block rows): the op's rows run as micro-kernels of query_rows
+// rows over one block of key_block keys after another, every
+// micro-kernel over a block before the next block, with each row's state
+// in the stack buffers of the masked row loop between blocks. A block's
+// key features and values then come from memory once per op and from the
+// cache for the other micro-kernels, where one micro-kernel per op
+// streams all keys and values (more than an L2 at L = 4096, D = 64).
+// Blocks are whole key tiles: every row does the same arithmetic in the
+// same order as without blocks.
+//
 // The rows' query features sit in the same stack buffer as the tile's
 // probabilities, and the pair form broadcasts them from there (memory
 // operands of its first FMAs) instead of holding R × features splats in
