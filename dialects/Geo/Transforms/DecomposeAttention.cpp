@@ -189,7 +189,7 @@ private:
         b,
         arith::MulIOp::create(
             b, row, arith::ConstantIndexOp::create(b, numQueryFeatures)),
-        arith::ConstantIndexOp::create(b, micro * heads * keyTile + f));
+        arith::ConstantIndexOp::create(b, featureBase() + f));
   }
   /// Row r's accumulators in `acc`.
   MutableArrayRef<Value> rowOf(SmallVectorImpl<Value> &acc, int64_t r) const {
@@ -201,7 +201,23 @@ private:
   struct RowBlock {
     int64_t count;
     Value base;
+    /// The rows' features are staged at stagedSlot (a blocked
+    /// micro-kernel's), not at featureSlot.
+    bool staged = false;
   };
+  /// The first slot of the rows' query features: after one micro-kernel's
+  /// probabilities and, with cache blocks, its staged features.
+  int64_t featureBase() const {
+    return micro * heads * keyTile + (keyBlock ? micro * numQueryFeatures : 0);
+  }
+  /// The slot of feature `f` of a blocked micro-kernel's row `r`, staged
+  /// at constant offsets: the pair form's broadcasts then address the
+  /// stack pointer plus a constant, as without blocks, rather than a
+  /// slot that moves with the micro-kernel's rows (one more register in
+  /// the score loop).
+  int64_t stagedSlot(int64_t r, int64_t f) const {
+    return micro * heads * keyTile + r * numQueryFeatures + f;
+  }
   /// One key tile starting at `first` for the rows of `block`: the body
   /// of both key loops.
   SoftmaxState step(ImplicitLocOpBuilder &b, Value first, const RowBlock &block,
@@ -303,7 +319,10 @@ SoftmaxState ForwardSchedule::step(ImplicitLocOpBuilder &b, Value first,
           Scalars q;
           for (int64_t f = 0; f < numQueryFeatures; ++f)
             q.push_back(kvm.splat(memref::LoadOp::create(
-                kb, probBuffer, ValueRange{featureSlot(kb, row, f)})));
+                kb, probBuffer,
+                ValueRange{block.staged ? Value(arith::ConstantIndexOp::create(
+                                              kb, stagedSlot(r, f)))
+                                        : featureSlot(kb, row, f)})));
           use(r,
               coefs.buildScores(kvm, pairs.evaluate(kvm, q, keyFeatures).norms),
               mask);
@@ -509,8 +528,7 @@ std::pair<Value, Value> ForwardSchedule::build(ImplicitLocOpBuilder &b) {
   // probabilities into the same buffer keep LLVM from promoting the
   // features back into registers.
   probBuffer = memref::AllocaOp::create(
-      b, MemRefType::get({micro * heads * keyTile + rows * numQueryFeatures},
-                         elt));
+      b, MemRefType::get({featureBase() + rows * numQueryFeatures}, elt));
   if (bf16)
     probBF16 = memref::AllocaOp::create(
         b, MemRefType::get({micro * heads * keyTile}, b.getBF16Type()));
@@ -643,9 +661,18 @@ std::pair<Value, Value> ForwardSchedule::build(ImplicitLocOpBuilder &b) {
                 SmallVector<Value> rowIds = {base};
                 for (int64_t r = 1; r < micro; ++r)
                   rowIds.push_back(arith::AddIOp::create(ib, base, c(ib, r)));
-                SoftmaxState s = keyLoop(ib, first, last, RowBlock{micro, base},
-                                         loadRows(ib, rowIds),
-                                         /*masked=*/false);
+                for (auto [r, row] : llvm::enumerate(rowIds))
+                  for (int64_t f = 0; f < numQueryFeatures; ++f)
+                    memref::StoreOp::create(
+                        ib,
+                        memref::LoadOp::create(
+                            ib, probBuffer,
+                            ValueRange{featureSlot(ib, row, f)}),
+                        probBuffer, ValueRange{c(ib, stagedSlot(r, f))});
+                SoftmaxState s =
+                    keyLoop(ib, first, last, RowBlock{micro, base, true},
+                            loadRows(ib, rowIds),
+                            /*masked=*/false);
                 storeRows(ib, rowIds, s);
                 scf::YieldOp::create(ib);
               });

@@ -6,12 +6,14 @@
 // a block's key features and values come from memory once per 16 rows.
 // The rows' state (lane sums [r][lane], accumulators [r][column]) lives in
 // stack buffers between blocks, starting from zeros; the probability
-// buffer holds one micro-kernel's probabilities (32) and the 16 rows'
-// query features (16 × 9). Blocks are whole key tiles (the block loop's
+// buffer holds one micro-kernel's probabilities (32), its row's query
+// features staged at constant slots 32-40 (the pair form's broadcasts
+// then need no register for the row), and the 16 rows' query features
+// (16 × 9). Blocks are whole key tiles (the block loop's
 // tiles are those of the unblocked key loop), and the masked tiles and
 // the outputs then run row by row from the same buffers.
 // CHECK-LABEL: func.func @blocks
-//       CHECK:   memref.alloca() : memref<176xf32>
+//       CHECK:   %[[PROBS:.*]] = memref.alloca() : memref<185xf32>
 //       CHECK:   %[[SUMS:.*]] = memref.alloca() : memref<256xf32>
 //       CHECK:   %[[ACCS:.*]] = memref.alloca() : memref<128xf32>
 //       CHECK:   scf.for %{{.*}} = %{{.*}} to %c16 step %{{.*}} {
@@ -20,6 +22,8 @@
 //       CHECK:   scf.for %[[FIRST:.*]] = %{{.*}} to %[[END:.*]] step %c64 {
 //       CHECK:     %[[LAST:.*]] = arith.minui %{{.*}}, %[[END]]
 //       CHECK:     scf.for %{{.*}} = %{{.*}} to %c16{{.*}} step %c1{{.*}} {
+//       CHECK:       %[[F0:.*]] = memref.load %[[PROBS]]
+//       CHECK:       memref.store %[[F0]], %[[PROBS]][%c32{{.*}}]
 //       CHECK:       vector.load %[[SUMS]]
 //       CHECK:       vector.load %[[ACCS]]
 //       CHECK:       scf.for %{{.*}} = %[[FIRST]] to %[[LAST]] step %c32{{.*}} -> (vector<16xf32>, vector<8xf32>)
