@@ -59,8 +59,10 @@ struct SelectStrategy : torsor::impl::TorsorSelectStrategyBase<SelectStrategy> {
         // The forward's P·V takes bf16 products under --compute=bf16; the
         // backward's stamps below stay f32 products.
         stamp(op, gpu ? Attribute(selectGPUAttention(context))
-                      : Attribute(selectVectorAttention(
-                            context, machine, bits, dim, compute == "bf16")));
+                      : Attribute(withForwardCacheBlocks(
+                            selectVectorAttention(context, machine, bits, dim,
+                                                  compute == "bf16"),
+                            machine, bits, dim)));
       } else if (auto grad = dyn_cast<geo::FlashLieAttentionGradOp>(op)) {
         auto [bits, dim] = valueShape(grad);
         stamp(op, selectVectorAttentionGrad(context, machine, bits, dim));

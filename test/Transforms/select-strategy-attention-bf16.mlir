@@ -10,9 +10,9 @@
 // and compute=f32 keep f32 products (the field's default, not printed).
 
 // DOT-LABEL: func.func @attention
-//       DOT: geo.flash_lie_attention {{.*}}#strategy.vector_attention<lanes = 16, query_rows = 4, key_tile = 64, products = bf16_dot>
+//       DOT: geo.flash_lie_attention {{.*}}#strategy.vector_attention<lanes = 16, query_rows = 4, key_tile = 64, products = bf16_dot, query_block = 16, key_block = 768>
 //       DOT: geo.flash_lie_attention_grad {{.*}}#strategy.vector_attention<lanes = 16, query_rows = 4, key_tile = 64>}
-//       DOT: geo.flash_lie_attention {{.*}}#strategy.vector_attention<lanes = 8, query_rows = 4, key_tile = 32>}
+//       DOT: geo.flash_lie_attention {{.*}}#strategy.vector_attention<lanes = 8, query_rows = 4, key_tile = 32, query_block = 16, key_block = 1344>}
 // F32-LABEL: func.func @attention
 //   F32-NOT: products
 //       F32: return

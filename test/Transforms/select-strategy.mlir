@@ -12,25 +12,29 @@
 // (score_vectors = 2). The backward takes the same lanes and key tile,
 // but on a CPU at least 4 rows (it keeps no value accumulators in
 // registers, so the forward's 1 row at 256 bits would make every row pay
-// dv's loads and stores alone) and no score_vectors. For the GPU the
+// dv's loads and stores alone) and no score_vectors. Only the CPU forward
+// gets cache blocks: ops of 16 query rows, run in micro-kernels of
+// query_rows rows over blocks of keys whose values and features take
+// 256 KiB (key_block: 768 keys of 64 f32 values in tiles of 64, 800 in
+// tiles of 32, 1344 keys of 8 f64 values in tiles of 32). For the GPU the
 // forward gets the thread-block schedule and the backward runs on one
 // lane per thread.
 
 // AVX512-LABEL: func.func @attention
 //  AVX512-SAME: torsor.strategy = #strategy.dense<vector_bits = 512, task_rows = 32, cache_cols = 256, cache_depth = 256, register_rows = 8, register_vectors = 2, pack_transposed = true, row_task_rows = 16, pack_panels = true>
-//       AVX512: geo.flash_lie_attention {{.*}}torsor.strategy = #strategy.vector_attention<lanes = 16, query_rows = 4, key_tile = 64>
+//       AVX512: geo.flash_lie_attention {{.*}}torsor.strategy = #strategy.vector_attention<lanes = 16, query_rows = 4, key_tile = 64, query_block = 16, key_block = 768>
 //       AVX512: geo.flash_lie_attention_grad {{.*}}torsor.strategy = #strategy.vector_attention<lanes = 16, query_rows = 4, key_tile = 64>
-//       AVX512: geo.flash_lie_attention {{.*}}torsor.strategy = #strategy.vector_attention<lanes = 8, query_rows = 4, key_tile = 32>
+//       AVX512: geo.flash_lie_attention {{.*}}torsor.strategy = #strategy.vector_attention<lanes = 8, query_rows = 4, key_tile = 32, query_block = 16, key_block = 1344>
 
 // AVX2-LABEL: func.func @attention
 //  AVX2-SAME: #strategy.dense<vector_bits = 256, task_rows = 36, {{.*}}register_rows = 6, register_vectors = 2, {{.*}}pack_panels = true, vector_edge_rows = true>
-//       AVX2: geo.flash_lie_attention {{.*}}#strategy.vector_attention<lanes = 8, query_rows = 1, key_tile = 32, score_vectors = 2>
+//       AVX2: geo.flash_lie_attention {{.*}}#strategy.vector_attention<lanes = 8, query_rows = 1, key_tile = 32, score_vectors = 2, query_block = 16, key_block = 800>
 //       AVX2: geo.flash_lie_attention_grad {{.*}}#strategy.vector_attention<lanes = 8, query_rows = 4, key_tile = 32>}
-//       AVX2: geo.flash_lie_attention {{.*}}#strategy.vector_attention<lanes = 4, query_rows = 4, key_tile = 16>
+//       AVX2: geo.flash_lie_attention {{.*}}#strategy.vector_attention<lanes = 4, query_rows = 4, key_tile = 16, query_block = 16, key_block = 1360>
 
 // PORTABLE-LABEL: func.func @attention
 //  PORTABLE-SAME: #strategy.dense<vector_bits = 128, {{.*}}register_rows = 4, register_vectors = 2
-//       PORTABLE: geo.flash_lie_attention {{.*}}#strategy.vector_attention<lanes = 4, query_rows = 1, key_tile = 16, score_vectors = 2>
+//       PORTABLE: geo.flash_lie_attention {{.*}}#strategy.vector_attention<lanes = 4, query_rows = 1, key_tile = 16, score_vectors = 2, query_block = 16, key_block = 816>
 
 // NVPTX-LABEL: func.func @attention
 //  NVPTX-SAME: torsor.strategy = #strategy.gpu_dense<threads_per_block = 256, block_rows = 64, block_cols = 64, block_depth = 16, thread_rows = 4, thread_cols = 4>

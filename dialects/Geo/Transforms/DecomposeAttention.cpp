@@ -52,6 +52,17 @@
 // and flush below 2⁻¹²⁵ (KernelMath.h), since every p ≤ 1 sits next to a
 // row sum ≥ 1.
 //
+// Cache blocks (the strategy's query_block and key_block, on ops of
+// query_block rows): the op's rows run as micro-kernels of query_rows
+// rows over one block of key_block keys after another, every
+// micro-kernel over a block before the next block, with each row's state
+// in the stack buffers of the masked row loop between blocks. A block's
+// key features and values then come from memory once per op and from the
+// cache for the other micro-kernels, where one micro-kernel per op
+// streams all keys and values (more than an L2 at L = 4096, D = 64).
+// Blocks are whole key tiles: every row does the same arithmetic in the
+// same order as without blocks.
+//
 // The rows' query features sit in the same stack buffer as the tile's
 // probabilities, and the pair form broadcasts them from there (memory
 // operands of its first FMAs) instead of holding R × features splats in
@@ -127,6 +138,19 @@ public:
         keyTile % wide == 0)
       lanes = wide;
     keyVectors = keyTile / lanes;
+    // Cache blocks (query_block, key_block): an op of query_block rows
+    // (geo-tile-attention's blocks) runs as micro-kernels of the
+    // strategy's rows over one block of keys after another. Ops of other
+    // sizes are one micro-kernel.
+    micro = rows;
+    int64_t microRows =
+        chooseQueryRows(op.getGroup().getModel(), tiles.getQueryRows());
+    if (tiles.getKeyBlock() > 0 && tiles.getKeyBlock() % keyTile == 0 &&
+        rows == tiles.getQueryBlock() && rows > microRows &&
+        rows % microRows == 0) {
+      micro = microRows;
+      keyBlock = tiles.getKeyBlock();
+    }
     numQueryFeatures =
         cast<RankedTensorType>(op.getQueries().getType()).getDimSize(1);
     // The self pair (j = i, score 0) bounds the row max only when queries
@@ -159,13 +183,13 @@ private:
                                 count * heads);
   }
   /// The slot of row `row`'s query feature `f` in the probability
-  /// buffer, after the R rows' probabilities.
+  /// buffer, after the probabilities of one micro-kernel's rows.
   Value featureSlot(ImplicitLocOpBuilder &b, Value row, int64_t f) const {
     return arith::AddIOp::create(
         b,
         arith::MulIOp::create(
             b, row, arith::ConstantIndexOp::create(b, numQueryFeatures)),
-        arith::ConstantIndexOp::create(b, rows * heads * keyTile + f));
+        arith::ConstantIndexOp::create(b, featureBase() + f));
   }
   /// Row r's accumulators in `acc`.
   MutableArrayRef<Value> rowOf(SmallVectorImpl<Value> &acc, int64_t r) const {
@@ -177,7 +201,23 @@ private:
   struct RowBlock {
     int64_t count;
     Value base;
+    /// The rows' features are staged at stagedSlot (a blocked
+    /// micro-kernel's), not at featureSlot.
+    bool staged = false;
   };
+  /// The first slot of the rows' query features: after one micro-kernel's
+  /// probabilities and, with cache blocks, its staged features.
+  int64_t featureBase() const {
+    return micro * heads * keyTile + (keyBlock ? micro * numQueryFeatures : 0);
+  }
+  /// The slot of feature `f` of a blocked micro-kernel's row `r`, staged
+  /// at constant offsets: the pair form's broadcasts then address the
+  /// stack pointer plus a constant, as without blocks, rather than a
+  /// slot that moves with the micro-kernel's rows (one more register in
+  /// the score loop).
+  int64_t stagedSlot(int64_t r, int64_t f) const {
+    return micro * heads * keyTile + r * numQueryFeatures + f;
+  }
   /// One key tile starting at `first` for the rows of `block`: the body
   /// of both key loops.
   SoftmaxState step(ImplicitLocOpBuilder &b, Value first, const RowBlock &block,
@@ -197,6 +237,10 @@ private:
   FloatType elt;
   PairFormEvaluator pairs;
   int64_t rows, heads, keyTile, lanes, keyVectors;
+  /// Rows of one micro-kernel: `rows`, or with cache blocks the
+  /// strategy's query rows, run over the op's rows block by block of
+  /// `keyBlock` keys (0: no blocks).
+  int64_t micro, keyBlock = 0;
   SmallVector<ValueChunk> chunks;
   /// Every score ≤ 0 and the row max 0: the state holds no max.
   bool knownMax;
@@ -275,7 +319,10 @@ SoftmaxState ForwardSchedule::step(ImplicitLocOpBuilder &b, Value first,
           Scalars q;
           for (int64_t f = 0; f < numQueryFeatures; ++f)
             q.push_back(kvm.splat(memref::LoadOp::create(
-                kb, probBuffer, ValueRange{featureSlot(kb, row, f)})));
+                kb, probBuffer,
+                ValueRange{block.staged ? Value(arith::ConstantIndexOp::create(
+                                              kb, stagedSlot(r, f)))
+                                        : featureSlot(kb, row, f)})));
           use(r,
               coefs.buildScores(kvm, pairs.evaluate(kvm, q, keyFeatures).norms),
               mask);
@@ -481,10 +528,10 @@ std::pair<Value, Value> ForwardSchedule::build(ImplicitLocOpBuilder &b) {
   // probabilities into the same buffer keep LLVM from promoting the
   // features back into registers.
   probBuffer = memref::AllocaOp::create(
-      b, MemRefType::get({rows * (heads * keyTile + numQueryFeatures)}, elt));
+      b, MemRefType::get({featureBase() + rows * numQueryFeatures}, elt));
   if (bf16)
     probBF16 = memref::AllocaOp::create(
-        b, MemRefType::get({rows * heads * keyTile}, b.getBF16Type()));
+        b, MemRefType::get({micro * heads * keyTile}, b.getBF16Type()));
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t f = 0; f < numQueryFeatures; ++f) {
       Value row = arith::ConstantIndexOp::create(b, r);
@@ -501,11 +548,14 @@ std::pair<Value, Value> ForwardSchedule::build(ImplicitLocOpBuilder &b) {
   KeyRange range =
       buildKeyRange(b, len, offset, rows, keyTile, op.getCausal(),
                     /*cross=*/static_cast<bool>(op.getKeyOffset()));
-  SoftmaxState state = SoftmaxState::initial(sm, vm, rows, heads, chunks,
-                                             /*withMax=*/!knownMax);
   Value zero = arith::ConstantIndexOp::create(b, 0);
-  state = keyLoop(b, zero, range.unmaskedEnd, RowBlock{rows, zero}, state,
-                  /*masked=*/false);
+  SoftmaxState state;
+  if (!keyBlock) {
+    state = SoftmaxState::initial(sm, vm, rows, heads, chunks,
+                                  /*withMax=*/!knownMax);
+    state = keyLoop(b, zero, range.unmaskedEnd, RowBlock{rows, zero}, state,
+                    /*masked=*/false);
+  }
 
   // The rest (causal diagonal, sequence end) masked, and the outputs: one
   // row at a time. out = acc / Σ l, written into the destination; lse =
@@ -539,18 +589,95 @@ std::pair<Value, Value> ForwardSchedule::build(ImplicitLocOpBuilder &b) {
   };
   Value maxBuf = knownMax ? Value() : buffer(rows * heads);
   Value sumBuf = buffer(rows * heads * lanes), accBuf = buffer(rows * dim);
-  for (int64_t r = 0; r < rows; ++r) {
-    Value row = c(b, r);
-    for (int64_t h = 0; h < heads; ++h) {
-      if (maxBuf)
-        memref::StoreOp::create(b, state.max[r * heads + h], maxBuf,
-                                ValueRange{at(b, row, heads, h)});
-      vector::StoreOp::create(b, state.sum[r * heads + h], sumBuf,
-                              ValueRange{at(b, row, heads * lanes, h * lanes)});
+  // The state of rows `rowIds` (the rows of `s`, in order) into the
+  // buffers, and back.
+  auto storeRows = [&](ImplicitLocOpBuilder &ib, ArrayRef<Value> rowIds,
+                       const SoftmaxState &s) {
+    for (auto [r, row] : llvm::enumerate(rowIds)) {
+      for (int64_t h = 0; h < heads; ++h) {
+        if (maxBuf)
+          memref::StoreOp::create(ib, s.max[r * heads + h], maxBuf,
+                                  ValueRange{at(ib, row, heads, h)});
+        vector::StoreOp::create(
+            ib, s.sum[r * heads + h], sumBuf,
+            ValueRange{at(ib, row, heads * lanes, h * lanes)});
+      }
+      for (auto [i, chunk] : llvm::enumerate(chunks))
+        vector::StoreOp::create(ib, s.acc[r * chunks.size() + i], accBuf,
+                                ValueRange{at(ib, row, dim, chunk.col)});
     }
-    for (auto [i, chunk] : llvm::enumerate(chunks))
-      vector::StoreOp::create(b, state.acc[r * chunks.size() + i], accBuf,
-                              ValueRange{at(b, row, dim, chunk.col)});
+  };
+  auto loadRows = [&](ImplicitLocOpBuilder &ib, ArrayRef<Value> rowIds) {
+    SoftmaxState s;
+    for (Value row : rowIds)
+      for (int64_t h = 0; h < heads; ++h) {
+        if (maxBuf)
+          s.max.push_back(memref::LoadOp::create(
+              ib, maxBuf, ValueRange{at(ib, row, heads, h)}));
+        s.sum.push_back(vector::LoadOp::create(
+            ib, vectorType(lanes), sumBuf,
+            ValueRange{at(ib, row, heads * lanes, h * lanes)}));
+      }
+    for (Value row : rowIds)
+      for (const ValueChunk &chunk : chunks)
+        s.acc.push_back(
+            vector::LoadOp::create(ib, vectorType(chunk.width), accBuf,
+                                   ValueRange{at(ib, row, dim, chunk.col)}));
+    return s;
+  };
+  if (!keyBlock) {
+    SmallVector<Value> rowIds;
+    for (int64_t r = 0; r < rows; ++r)
+      rowIds.push_back(c(b, r));
+    storeRows(b, rowIds, state);
+  } else {
+    // Cache blocks: every row starts from the initial state; then per
+    // block of keys, every micro-kernel of the op's rows takes its rows'
+    // state, runs the block's unmasked tiles and puts the state back. A
+    // block's key features and values come from memory for the first
+    // micro-kernel and from the cache for the others; the tiles are those
+    // of the unblocked loop (blocks are whole tiles), so every row sees
+    // the same arithmetic in the same order.
+    SoftmaxState initial = SoftmaxState::initial(sm, vm, 1, heads, chunks,
+                                                 /*withMax=*/!knownMax);
+    scf::ForOp::create(
+        b, zero, c(b, rows), c(b, 1), ValueRange{},
+        [&](OpBuilder &nested, Location loc, Value row, ValueRange) {
+          ImplicitLocOpBuilder ib(loc, nested);
+          storeRows(ib, {row}, initial);
+          scf::YieldOp::create(ib);
+        });
+    scf::ForOp::create(
+        b, zero, range.unmaskedEnd, c(b, keyBlock), ValueRange{},
+        [&](OpBuilder &nested, Location loc, Value first, ValueRange) {
+          ImplicitLocOpBuilder kb(loc, nested);
+          Value last = arith::MinUIOp::create(
+              kb, arith::AddIOp::create(kb, first, c(kb, keyBlock)),
+              range.unmaskedEnd);
+          scf::ForOp::create(
+              kb, c(kb, 0), c(kb, rows), c(kb, micro), ValueRange{},
+              [&](OpBuilder &nested, Location loc, Value base, ValueRange) {
+                ImplicitLocOpBuilder ib(loc, nested);
+                SmallVector<Value> rowIds = {base};
+                for (int64_t r = 1; r < micro; ++r)
+                  rowIds.push_back(arith::AddIOp::create(ib, base, c(ib, r)));
+                for (auto [r, row] : llvm::enumerate(rowIds))
+                  for (int64_t f = 0; f < numQueryFeatures; ++f)
+                    memref::StoreOp::create(
+                        ib,
+                        memref::LoadOp::create(
+                            ib, probBuffer,
+                            ValueRange{featureSlot(ib, row, f)}),
+                        probBuffer, ValueRange{c(ib, stagedSlot(r, f))});
+                SoftmaxState s =
+                    keyLoop(ib, first, last, RowBlock{micro, base, true},
+                            loadRows(ib, rowIds),
+                            /*masked=*/false);
+                storeRows(ib, rowIds, s);
+                scf::YieldOp::create(ib);
+              });
+          scf::YieldOp::create(kb);
+        });
   }
   SmallVector<Value> outs = {op.getInit()};
   if (op.getLseInit())
@@ -559,19 +686,7 @@ std::pair<Value, Value> ForwardSchedule::build(ImplicitLocOpBuilder &b) {
       b, zero, c(b, rows), c(b, 1), outs,
       [&](OpBuilder &nested, Location loc, Value row, ValueRange dests) {
         ImplicitLocOpBuilder rb(loc, nested);
-        SoftmaxState one;
-        for (int64_t h = 0; h < heads; ++h) {
-          if (maxBuf)
-            one.max.push_back(memref::LoadOp::create(
-                rb, maxBuf, ValueRange{at(rb, row, heads, h)}));
-          one.sum.push_back(vector::LoadOp::create(
-              rb, vectorType(lanes), sumBuf,
-              ValueRange{at(rb, row, heads * lanes, h * lanes)}));
-        }
-        for (const ValueChunk &chunk : chunks)
-          one.acc.push_back(
-              vector::LoadOp::create(rb, vectorType(chunk.width), accBuf,
-                                     ValueRange{at(rb, row, dim, chunk.col)}));
+        SoftmaxState one = loadRows(rb, {row});
         auto [out, lse] = finish(rb, row, one, dests[0],
                                  dests.size() > 1 ? dests[1] : Value());
         SmallVector<Value> next = {out};

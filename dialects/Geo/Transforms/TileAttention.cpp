@@ -138,26 +138,50 @@ void tileFlashAttention(FlashLieAttentionOp op, RewriterBase &rewriter) {
   // The rows that share each key load: the rule the backward uses too.
   int64_t rows =
       chooseQueryRows(op.getGroup().getModel(), tiles.getQueryRows());
+  // Cache blocks: query_block rows per op, which geo-decompose-attention
+  // runs as micro-kernels of `rows` rows over each block of key_block
+  // keys (a straight-line pair form only: a per-lane form is bound by its
+  // calls, not by memory, and keeps one row per op).
+  int64_t blockRows = rows;
+  if (tiles.getKeyBlock() > 0 && tiles.getQueryBlock() > rows &&
+      tiles.getQueryBlock() % rows == 0 && rows == tiles.getQueryRows())
+    blockRows = tiles.getQueryBlock();
 
   SmallVector<Value> batch;
   for (unsigned d = 0; d < nb; ++d)
     batch.push_back(tensor::DimOp::create(rewriter, loc, op.getQueries(), d));
   Value len = tensor::DimOp::create(rewriter, loc, op.getQueries(), nb);
-  Value rowsV = arith::ConstantIndexOp::create(rewriter, loc, rows);
-  Value full = arith::DivUIOp::create(rewriter, loc, len, rowsV);
   Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
 
   SmallVector<Value> outs = {op.getInit()};
   if (op.getLseInit())
     outs.push_back(op.getLseInit());
-  outs = buildTileLoop(rewriter, loc, op, outs, batch, full, zero, rows,
-                       keyTile, /*balance=*/op.getCausal());
-  if (rows > 1) {
-    // The rows R does not divide, one at a time.
-    Value first = arith::MulIOp::create(rewriter, loc, full, rowsV);
-    Value rest = arith::SubIOp::create(rewriter, loc, len, first);
-    outs = buildTileLoop(rewriter, loc, op, outs, batch, rest, first, 1,
-                         keyTile, /*balance=*/false);
+  // Tiles of blockRows rows; with blocks, the rest in tiles of R rows;
+  // then the rows R does not divide, one at a time.
+  SmallVector<int64_t> sizes = {blockRows};
+  if (blockRows > rows)
+    sizes.push_back(rows);
+  if (rows > 1)
+    sizes.push_back(1);
+  Value first = zero;
+  for (auto [i, tileRows] : llvm::enumerate(sizes)) {
+    Value rowsV = arith::ConstantIndexOp::create(rewriter, loc, tileRows);
+    Value count;
+    if (i == 0)
+      count = arith::DivUIOp::create(rewriter, loc, len, rowsV);
+    else if (tileRows == 1)
+      count = arith::SubIOp::create(rewriter, loc, len, first);
+    else
+      count = arith::DivUIOp::create(
+          rewriter, loc, arith::SubIOp::create(rewriter, loc, len, first),
+          rowsV);
+    outs = buildTileLoop(rewriter, loc, op, outs, batch, count, first, tileRows,
+                         keyTile,
+                         /*balance=*/i == 0 && op.getCausal());
+    if (i + 1 == sizes.size())
+      break;
+    Value done = arith::MulIOp::create(rewriter, loc, count, rowsV);
+    first = i == 0 ? done : arith::AddIOp::create(rewriter, loc, first, done);
   }
   rewriter.replaceOp(op, outs);
 }

@@ -50,7 +50,8 @@ LogicalResult
 VectorAttentionAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                             unsigned lanes, unsigned queryRows,
                             unsigned keyTile, GradSchedule,
-                            AttentionProducts products, unsigned scoreVectors) {
+                            AttentionProducts products, unsigned scoreVectors,
+                            unsigned queryBlock, unsigned keyBlock) {
   if (failed(verifyPositive(emitError, {{"lanes", lanes},
                                         {"query_rows", queryRows},
                                         {"key_tile", keyTile},
@@ -68,6 +69,13 @@ VectorAttentionAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "needs an even key_tile for products = bf16_dot "
                           "(pairs of keys), got "
                        << keyTile;
+  if (queryBlock % queryRows != 0)
+    return emitError() << "needs query_block (" << queryBlock
+                       << ") to be a multiple of query_rows (" << queryRows
+                       << ")";
+  if (keyBlock % keyTile != 0)
+    return emitError() << "needs key_block (" << keyBlock
+                       << ") to be a multiple of key_tile (" << keyTile << ")";
   return success();
 }
 
@@ -239,7 +247,34 @@ torsor::strategy::selectVectorAttention(MLIRContext *context,
   unsigned scoreVectors = rows == 1 && !target.isGPUThread ? 2 : 1;
   return VectorAttentionAttr::get(context, lanes, static_cast<unsigned>(rows),
                                   keyVectors * lanes, backward, products,
-                                  scoreVectors);
+                                  scoreVectors, /*queryBlock=*/0,
+                                  /*keyBlock=*/0);
+}
+
+VectorAttentionAttr
+torsor::strategy::withForwardCacheBlocks(VectorAttentionAttr tiles,
+                                         const Target &target, unsigned bits,
+                                         int64_t valueDim) {
+  if (target.isGPUThread || valueDim <= 0)
+    return tiles;
+  // Blocks of keys whose values and features (about 16 per key for the
+  // built-in groups) take 256 KiB: a quarter of the 1 MiB L2 of an AVX2
+  // Zen 4 or a Skylake-SP core (half of Zen 3's 512 KiB), so that the
+  // probabilities, the state and the next block's first lines stay in it
+  // too. 16 rows per tiled op read a block from memory once for 16 rows
+  // (in 16 / query_rows micro-kernels) and keep L / 16 parallel tasks.
+  constexpr int64_t blockBytes = 256 * 1024, keyFeatures = 16, rows = 16;
+  int64_t perKey = (valueDim + keyFeatures) * (bits / 8);
+  int64_t keyTile = tiles.getKeyTile();
+  int64_t keyBlock =
+      std::max<int64_t>(1, blockBytes / (perKey * keyTile)) * keyTile;
+  int64_t queryRows = tiles.getQueryRows();
+  int64_t queryBlock = std::max<int64_t>(rows / queryRows, 1) * queryRows;
+  return VectorAttentionAttr::get(
+      tiles.getContext(), tiles.getLanes(), tiles.getQueryRows(),
+      tiles.getKeyTile(), tiles.getBackward(), tiles.getProducts(),
+      tiles.getScoreVectors(), static_cast<unsigned>(queryBlock),
+      static_cast<unsigned>(keyBlock));
 }
 
 VectorAttentionAttr
@@ -268,7 +303,8 @@ torsor::strategy::selectVectorAttentionGrad(MLIRContext *context,
   return VectorAttentionAttr::get(context, forward.getLanes(), rows,
                                   forward.getKeyTile(), forward.getBackward(),
                                   AttentionProducts::F32,
-                                  /*scoreVectors=*/1);
+                                  /*scoreVectors=*/1, /*queryBlock=*/0,
+                                  /*keyBlock=*/0);
 }
 
 GPUAttentionAttr torsor::strategy::selectGPUAttention(MLIRContext *context) {

@@ -67,6 +67,12 @@ VectorAttentionAttr selectVectorAttention(mlir::MLIRContext *context,
 VectorAttentionAttr selectVectorAttentionGrad(mlir::MLIRContext *context,
                                               const Target &target,
                                               unsigned bits, int64_t valueDim);
+/// `tiles` (a forward's selectVectorAttention) with the cache blocks of
+/// the CPU forward (query_block, key_block) set for `target`; unchanged
+/// for a GPU thread. The backward keeps none.
+VectorAttentionAttr withForwardCacheBlocks(VectorAttentionAttr tiles,
+                                           const Target &target, unsigned bits,
+                                           int64_t valueDim);
 /// The GPU kernel schedule of a fused attention op.
 GPUAttentionAttr selectGPUAttention(mlir::MLIRContext *context);
 /// The unit that runs bf16 products on `target`: AMX when it has it,

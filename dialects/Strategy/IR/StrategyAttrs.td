@@ -82,6 +82,19 @@ def Strategy_VectorAttentionAttr
     otherwise leaves to the out-of-order window. `key_tile` is a multiple
     of `lanes × score_vectors`; the backward ignores it.
 
+    `query_block` and `key_block` (default 0: none) block the forward for
+    the cache, as a GEMM's nest does: `geo-tile-attention` gives each
+    tiled op `query_block` rows (a multiple of `query_rows`), and
+    `geo-decompose-attention` runs its micro-kernels of `query_rows` rows
+    over one block of `key_block` keys (a multiple of `key_tile`) after
+    another, every micro-kernel of the op over a block before the next
+    block, with the rows' running state in a stack buffer between blocks.
+    A block's key features and values are then read from memory once per
+    `query_block` rows and from L2 by the other micro-kernels, where
+    without blocks every `query_rows` rows stream all keys and values
+    (1.2 MiB at L = 4096 and dv = 64 in f32, more than a 1 MiB L2). The
+    backward ignores both.
+
     ```mlir
     geo.flash_lie_attention ... {torsor.strategy =
         #strategy.vector_attention<lanes = 16, query_rows = 1, key_tile = 64>}
@@ -94,6 +107,10 @@ def Strategy_VectorAttentionAttr
     geo.flash_lie_attention ... {torsor.strategy =
         #strategy.vector_attention<lanes = 8, query_rows = 1, key_tile = 32,
                                    score_vectors = 2>}
+    geo.flash_lie_attention ... {torsor.strategy =
+        #strategy.vector_attention<lanes = 8, query_rows = 1, key_tile = 32,
+                                   score_vectors = 2, query_block = 16,
+                                   key_block = 800>}
     ```
   }];
   let parameters = (ins
@@ -102,7 +119,9 @@ def Strategy_VectorAttentionAttr
     "unsigned":$key_tile,
     Strategy_GradScheduleParameter:$backward,
     Strategy_AttentionProductsParameter:$products,
-    DefaultValuedParameter<"unsigned", "1">:$score_vectors
+    DefaultValuedParameter<"unsigned", "1">:$score_vectors,
+    DefaultValuedParameter<"unsigned", "0">:$query_block,
+    DefaultValuedParameter<"unsigned", "0">:$key_block
   );
 }
 

@@ -1,24 +1,33 @@
 // RUN: torsor-opt %s --split-input-file --torsor-select-strategy=vector-bits=512 --geo-tile-attention | FileCheck %s
 // RUN: torsor-opt %s --split-input-file --torsor-select-strategy=vector-bits=256 --geo-tile-attention | FileCheck %s --check-prefix=AVX2
 
-// D = 64 f32 with AVX-512: 4 rows per tile (16 accumulators), key tile of
-// 4 × 16 lanes; a parallel loop of full tiles, then one of 1-row tiles.
-// The query offset of a tile is its first row.
+// D = 64 f32 with AVX-512: 4 rows per micro-kernel (16 accumulators), key
+// tile of 4 × 16 lanes, and cache blocks of 16 rows: a parallel loop of
+// 16-row tiles, then one of 4-row tiles for the rest, then one of 1-row
+// tiles. The query offset of a tile is its first row.
 // CHECK-LABEL: func.func @tiles
-//       CHECK:   %[[FULL:.*]] = arith.divui %{{.*}}, %c4
+//       CHECK:   %[[FULL:.*]] = arith.divui %{{.*}}, %c16
 //       CHECK:   scf.for %{{.*}} = %{{.*}} to %[[FULL]]
 //   CHECK-NOT:     arith.shrui
-//       CHECK:     tensor.extract_slice %{{.*}}[%[[ROW:.*]], 0] [4, 9] [1, 1] : tensor<?x9xf32> to tensor<4x9xf32>
+//       CHECK:     tensor.extract_slice %{{.*}}[%[[ROW:.*]], 0] [16, 9] [1, 1] : tensor<?x9xf32> to tensor<16x9xf32>
 //       CHECK:     %[[OFF:.*]] = arith.addi %{{.*}}, %[[ROW]] : index
-//       CHECK:     geo.flash_lie_attention %{{.*}}, %{{.*}}, %{{.*}}, %[[OFF]], %{{.*}} {{{.*}}key_tile = 64 : i64{{.*}}} : (tensor<4x9xf32>, tensor<9x?xf32>, tensor<?x64xf32>, index, tensor<4x64xf32>) -> tensor<4x64xf32>
+//       CHECK:     geo.flash_lie_attention %{{.*}}, %{{.*}}, %{{.*}}, %[[OFF]], %{{.*}} {{{.*}}key_tile = 64 : i64{{.*}}query_block = 16, key_block = 768>} : (tensor<16x9xf32>, tensor<9x?xf32>, tensor<?x64xf32>, index, tensor<16x64xf32>) -> tensor<16x64xf32>
 //       CHECK:     tensor.insert_slice
+//       CHECK:   } {torsor.parallel}
+//       CHECK:   %[[DONE:.*]] = arith.muli %[[FULL]], %c16
+//       CHECK:   %[[REST:.*]] = arith.subi %{{.*}}, %[[DONE]]
+//       CHECK:   %[[QUADS:.*]] = arith.divui %[[REST]], %c4
+//       CHECK:   scf.for %{{.*}} = %{{.*}} to %[[QUADS]]
+//       CHECK:     geo.flash_lie_attention {{.*}} -> tensor<4x64xf32>
 //       CHECK:   } {torsor.parallel}
 //       CHECK:   scf.for
 //       CHECK:     geo.flash_lie_attention {{.*}} -> tensor<1x64xf32>
 //       CHECK:   } {torsor.parallel}
 // With AVX2 (16 registers of 8 lanes) one row's 8 accumulators are the
-// budget: 1-row tiles, no remainder loop, key tile of 4 × 8 lanes.
+// budget: 1-row micro-kernels, key tile of 4 × 8 lanes; 16-row tiles,
+// then 1-row tiles for the rest.
 // AVX2-LABEL: func.func @tiles
+//       AVX2:   geo.flash_lie_attention {{.*}}key_tile = 32 : i64{{.*}} -> tensor<16x64xf32>
 //       AVX2:   geo.flash_lie_attention {{.*}}key_tile = 32 : i64{{.*}} -> tensor<1x64xf32>
 //   AVX2-NOT:   geo.flash_lie_attention
 //      AVX2:   return
@@ -35,7 +44,7 @@ func.func @tiles(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x64xf32>,
 // the zigzag order 0, n−1, 1, n−2, … (i/2 or n−1−i/2), so that contiguous
 // chunks of the loop get equal work.
 // CHECK-LABEL: func.func @batch
-//       CHECK:   %[[N:.*]] = arith.divui %{{.*}}, %c4
+//       CHECK:   %[[N:.*]] = arith.divui %{{.*}}, %c16
 //       CHECK:   scf.for %[[T:[^ ]*]] =
 //       CHECK:     %[[I:.*]] = arith.remui %[[T]], %[[N]]
 //       CHECK:     %[[HALF:.*]] = arith.shrui %[[I]], %[[ONE:[^ ]*]]
@@ -44,9 +53,9 @@ func.func @tiles(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x64xf32>,
 //       CHECK:     %[[LAST:.*]] = arith.subi %[[N]], %[[ONE]]
 //       CHECK:     %[[MIRROR:.*]] = arith.subi %[[LAST]], %[[HALF]]
 //       CHECK:     %[[TILE:.*]] = arith.select %[[ODD]], %[[MIRROR]], %[[HALF]]
-//       CHECK:     arith.muli %[[TILE]], %c4
-//       CHECK:     tensor.extract_slice %{{.*}}[%{{.*}}, %{{.*}}, 0] [1, 4, 12] [1, 1, 1] : tensor<3x?x12xf64> to tensor<4x12xf64>
-//       CHECK:     geo.flash_lie_attention {{.*}}key_tile = 32 : i64{{.*}} -> tensor<4x16xf64>
+//       CHECK:     arith.muli %[[TILE]], %c16
+//       CHECK:     tensor.extract_slice %{{.*}}[%{{.*}}, %{{.*}}, 0] [1, 16, 12] [1, 1, 1] : tensor<3x?x12xf64> to tensor<16x12xf64>
+//       CHECK:     geo.flash_lie_attention {{.*}}key_tile = 32 : i64{{.*}} -> tensor<16x16xf64>
 func.func @batch(%q: tensor<3x?x12xf64>, %k: tensor<3x12x?xf64>, %v: tensor<3x?x16xf64>, %init: tensor<3x?x16xf64>) -> tensor<3x?x16xf64> {
   %c0 = arith.constant 0 : index
   %o = geo.flash_lie_attention %q, %k, %v, %c0, %init {scores = #geo.scores<group = #lie.group<se3>, heads = 2, tau = [1.0, 1.0], lambda = [1.0, 1.0, 1.0, 1.0], causal>} : (tensor<3x?x12xf64>, tensor<3x12x?xf64>, tensor<3x?x16xf64>, index, tensor<3x?x16xf64>) -> tensor<3x?x16xf64>
@@ -70,15 +79,19 @@ func.func @tiled(%q: tensor<2x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x4xf32>, 
 // lse tensor too; each tile writes its rows of both.
 // CHECK-LABEL: func.func @with_lse
 //       CHECK:   scf.for {{.*}} -> (tensor<?x64xf32>, tensor<?x2xf32>)
-//       CHECK:     %[[LSEDEST:.*]] = tensor.extract_slice %{{.*}}[%{{.*}}, 0] [4, 2] [1, 1] : tensor<?x2xf32> to tensor<4x2xf32>
-//       CHECK:     %[[O:.*]], %[[LSE:.*]] = geo.flash_lie_attention {{.*}} lse %[[LSEDEST]] {{.*}} -> (tensor<4x64xf32>, tensor<4x2xf32>)
+//       CHECK:     %[[LSEDEST:.*]] = tensor.extract_slice %{{.*}}[%{{.*}}, 0] [16, 2] [1, 1] : tensor<?x2xf32> to tensor<16x2xf32>
+//       CHECK:     %[[O:.*]], %[[LSE:.*]] = geo.flash_lie_attention {{.*}} lse %[[LSEDEST]] {{.*}} -> (tensor<16x64xf32>, tensor<16x2xf32>)
 //       CHECK:     tensor.insert_slice %[[O]]
 //       CHECK:     tensor.insert_slice %[[LSE]]
+//       CHECK:   } {torsor.parallel}
+//       CHECK:   scf.for {{.*}} -> (tensor<?x64xf32>, tensor<?x2xf32>)
+//       CHECK:     geo.flash_lie_attention {{.*}} -> (tensor<4x64xf32>, tensor<4x2xf32>)
 //       CHECK:   } {torsor.parallel}
 //       CHECK:   scf.for {{.*}} -> (tensor<?x64xf32>, tensor<?x2xf32>)
 //       CHECK:     geo.flash_lie_attention {{.*}} -> (tensor<1x64xf32>, tensor<1x2xf32>)
 //       CHECK:   } {torsor.parallel}
 // AVX2-LABEL: func.func @with_lse
+//       AVX2:   geo.flash_lie_attention {{.*}} -> (tensor<16x64xf32>, tensor<16x2xf32>)
 //       AVX2:   geo.flash_lie_attention {{.*}} -> (tensor<1x64xf32>, tensor<1x2xf32>)
 func.func @with_lse(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x64xf32>, %init: tensor<?x64xf32>, %lse0: tensor<?x2xf32>) -> (tensor<?x64xf32>, tensor<?x2xf32>) {
   %c0 = arith.constant 0 : index

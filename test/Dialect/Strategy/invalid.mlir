@@ -49,3 +49,15 @@ func.func @ragged_panel_block() attributes {torsor.strategy = #strategy.dense<ve
 
 // expected-error @+1 {{vector_bits must be a multiple of 32, got 48}}
 func.func @odd_vector_bits() attributes {torsor.strategy = #strategy.dense<vector_bits = 48, task_rows = 32, cache_cols = 256, cache_depth = 256, register_rows = 4, register_vectors = 2, pack_transposed = true, row_task_rows = 16>} { return }
+
+// -----
+
+// Cache blocks hold whole micro-kernels of rows.
+// expected-error @+1 {{needs query_block (6) to be a multiple of query_rows (4)}}
+func.func @ragged_query_block() attributes {torsor.strategy = #strategy.vector_attention<lanes = 16, query_rows = 4, key_tile = 64, query_block = 6, key_block = 128>} { return }
+
+// -----
+
+// ... and whole key tiles.
+// expected-error @+1 {{needs key_block (100) to be a multiple of key_tile (32)}}
+func.func @ragged_key_block() attributes {torsor.strategy = #strategy.vector_attention<lanes = 8, query_rows = 1, key_tile = 32, query_block = 16, key_block = 100>} { return }
