@@ -10,7 +10,7 @@
 // at 256 bits the rows' 8 vectors each leave room for one row only, whose
 // score loop then covers two vectors of keys per operation
 // (score_vectors = 2). The backward takes the same lanes and key tile,
-// but on a CPU at least 4 rows (it keeps no value accumulators in
+// but on a CPU at least 2 rows (it keeps no value accumulators in
 // registers, so the forward's 1 row at 256 bits would make every row pay
 // dv's loads and stores alone) and no score_vectors. Only the CPU forward
 // gets cache blocks: ops of 16 query rows, run in micro-kernels of
@@ -29,7 +29,7 @@
 // AVX2-LABEL: func.func @attention
 //  AVX2-SAME: #strategy.dense<vector_bits = 256, task_rows = 36, {{.*}}register_rows = 6, register_vectors = 2, {{.*}}pack_panels = true, vector_edge_rows = true>
 //       AVX2: geo.flash_lie_attention {{.*}}#strategy.vector_attention<lanes = 8, query_rows = 1, key_tile = 32, score_vectors = 2, query_block = 16, key_block = 800>
-//       AVX2: geo.flash_lie_attention_grad {{.*}}#strategy.vector_attention<lanes = 8, query_rows = 4, key_tile = 32>}
+//       AVX2: geo.flash_lie_attention_grad {{.*}}#strategy.vector_attention<lanes = 8, query_rows = 2, key_tile = 32>}
 //       AVX2: geo.flash_lie_attention {{.*}}#strategy.vector_attention<lanes = 4, query_rows = 4, key_tile = 16, query_block = 16, key_block = 1360>
 
 // PORTABLE-LABEL: func.func @attention
@@ -58,7 +58,7 @@ func.func @attention(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x64xf
 // AVX512-LABEL: func.func @cross_block_grad
 //       AVX512: geo.lie_cross_attention_grad {{.*}}torsor.strategy = #strategy.vector_attention<lanes = 16, query_rows = 4, key_tile = 64>
 // AVX2-LABEL: func.func @cross_block_grad
-//       AVX2: geo.lie_cross_attention_grad {{.*}}#strategy.vector_attention<lanes = 8, query_rows = 4, key_tile = 32>}
+//       AVX2: geo.lie_cross_attention_grad {{.*}}#strategy.vector_attention<lanes = 8, query_rows = 2, key_tile = 32>}
 func.func @cross_block_grad(%gq: tensor<?x4x4xf32>, %gk: tensor<?x4x4xf32>, %v: tensor<?x64xf32>,
                             %o: tensor<?x64xf32>, %lse: tensor<?x4xf32>, %do: tensor<?x64xf32>,
                             %qo: index, %ko: index)
