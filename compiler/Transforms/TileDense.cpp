@@ -17,9 +17,8 @@
 // per row; the accumulator is hoisted out of the k loop so it stays in
 // registers. A right operand stored transposed ([n, k]) is transposed
 // once first so its rows are contiguous vectors. Ragged row and column
-// edges are peeled off and stay scalar loops, except that with the
-// strategy's vector_edge_rows the ragged rows become single-row vector
-// tiles. All sizes come from the function's #strategy.dense.
+// edges are peeled off and stay scalar loops. All sizes come from the
+// function's #strategy.dense.
 //
 // With the strategy's compute = bf16, a contraction is first packed for
 // the bf16 unit (DenseBF16.h; torsor-lower-dense-bf16 gives it its AMX or
@@ -62,9 +61,6 @@ namespace {
 /// Marks the innermost [mr, nr, 1] contractions the nest produced, so the
 /// vectorizer finds them (and only them) after canonicalization.
 constexpr StringLiteral kKernelAttr = "torsor.dense_kernel";
-/// Marks the register tiles of the contraction being tiled (before their k
-/// loop), so that the copies peeling makes are found too.
-constexpr StringLiteral kTileAttr = "torsor.dense_tile";
 
 /// Loop dims of a contraction with one m, one n and one k dim.
 struct Dims {
@@ -461,7 +457,6 @@ LogicalResult tileContraction(RewriterBase &rewriter, linalg::LinalgOp op,
   std::optional<std::pair<unsigned, unsigned>> rightDims;
   if (s.getPackPanels())
     rightDims = panelDims(op, 1, d.k, d.n);
-  auto func = op->getParentOfType<func::FuncOp>();
   linalg::ContractOp generic =
       toContract(rewriter, op, d, s.getPackTransposed() && !rightDims);
 
@@ -508,58 +503,28 @@ LogicalResult tileContraction(RewriterBase &rewriter, linalg::LinalgOp op,
                    {d.m, d.n}, LoopType::ForOp);
   if (failed(regs))
     return failure();
-  Operation *tileOp = regs->tiledOps[0];
+  Operation *kernel = regs->tiledOps[0];
   if (panels[0] || panels[1]) {
     FailureOr<Operation *> reading =
-        readPanels(rewriter, cast<linalg::LinalgOp>(tileOp), panels, d);
+        readPanels(rewriter, cast<linalg::LinalgOp>(kernel), panels, d);
     if (failed(reading))
       return failure();
-    tileOp = *reading;
-  }
-  tileOp->setAttr(kTileAttr, rewriter.getUnitAttr());
-
-  // Ragged edges: the full register tiles get static shapes, the rest
-  // (fewer than mr rows or nr columns) stays a dynamic op. Peeling clones
-  // the tile into the edge loops; kTileAttr finds every copy.
-  scf::ForOp rowEdge;
-  for (size_t index = regs->loops.size(); index-- > 0;) {
-    auto forOp = dyn_cast<scf::ForOp>(regs->loops[index].getOperation());
-    scf::ForOp partial;
-    if (forOp &&
-        succeeded(
-            scf::peelForLoopAndSimplifyBounds(rewriter, forOp, partial)) &&
-        index == 0)
-      rowEdge = partial;
-  }
-  SmallVector<Operation *> tiles;
-  func.walk([&](linalg::ContractOp op) {
-    if (op->hasAttr(kTileAttr))
-      tiles.push_back(op);
-  });
-  SmallVector<Operation *> kernels;
-  for (Operation *t : tiles) {
-    t->removeAttr(kTileAttr);
-    // With vector_edge_rows, the ragged row edge (fewer than mr rows, a
-    // count known only at run time) in single-row tiles, so that it keeps
-    // vector kernels instead of a scalar loop (with mr = 6, L = 2^j leaves
-    // 4 or 2 rows). (Tiles of several rows would stay dynamic: peeling
-    // cannot prove their size once the edge's bound is composed into it.)
-    if (!s.getVectorEdgeRows() || !rowEdge || !rowEdge->isAncestor(t)) {
-      kernels.push_back(t);
-      continue;
-    }
-    auto rows = tile(rewriter, t, sizes({{d.m, 1}}), {d.m}, LoopType::ForOp);
-    if (failed(rows))
-      return failure();
-    kernels.push_back(rows->tiledOps[0]);
+    kernel = *reading;
   }
   // One k step per micro-kernel iteration.
-  for (Operation *kernel : kernels) {
-    auto steps =
-        tile(rewriter, kernel, sizes({{d.k, 1}}), {d.k}, LoopType::ForOp);
-    if (failed(steps))
-      return failure();
-    steps->tiledOps[0]->setAttr(kKernelAttr, rewriter.getUnitAttr());
+  auto steps =
+      tile(rewriter, kernel, sizes({{d.k, 1}}), {d.k}, LoopType::ForOp);
+  if (failed(steps))
+    return failure();
+  steps->tiledOps[0]->setAttr(kKernelAttr, rewriter.getUnitAttr());
+
+  // Ragged edges: the full register tiles get static shapes, the rest
+  // (fewer than mr rows or nr columns) stays a dynamic op.
+  for (LoopLikeOpInterface loop : llvm::reverse(regs->loops)) {
+    auto forOp = dyn_cast<scf::ForOp>(loop.getOperation());
+    scf::ForOp partial;
+    if (forOp)
+      (void)scf::peelForLoopAndSimplifyBounds(rewriter, forOp, partial);
   }
   return success();
 }

@@ -5,20 +5,18 @@
 tiling and packing (the right operand's column panels, packed once per load
 by torsor_prepare; cache blocks of depth): bit for bit, on random data.
 
-torsor-tile-dense's register tiles (8 rows x 32 columns with AVX-512, 6 x 16
-with AVX2, 4 x 8 on 128-bit CPUs) compute c = fma(a[i, k], b[k, j], c) for
-k = 0, 1, ... starting from the accumulator's init (0 here); a ragged column
-tile of a static N is a static, narrower tile of the same kernel. The ragged
-rows of the last task (L is dynamic) are 1-row tiles of the same kernel
-with AVX2 (vector_edge_rows); elsewhere they compute c = c + a·b with the
-product rounded first.
+torsor-tile-dense's register tiles (8 rows x 32 columns with AVX-512, 4 x 8
+on 128-bit CPUs) compute c = fma(a[i, k], b[k, j], c) for k = 0, 1, ...
+starting from the accumulator's init (0 here); a ragged column tile of a
+static N is a static, narrower tile of the same kernel, while the ragged
+rows of the last task (L is dynamic) compute c = c + a·b with the product
+rounded first.
 Packing moves where B is read from, not what is added when, so both forms
 must match their emulation here exactly (float64 products are exact for
 f32 operands; the fused sum is rounded once from long double, which only
 differs from a single rounding on ties of 2^-40 odds). K = 300 spans two
-depth blocks (256 + 44). Shapes: L = 64 (whole tiles; with AVX2 4 edge
-rows), 68 and 13 (ragged rows), N = 64 and 72, 40 (ragged columns),
-`x @ W` and `x @ transpose(W)`.
+depth blocks (256 + 44). Shapes: L = 64 (whole tiles), 68 and 13 (ragged
+rows), N = 64 and 72, 40 (ragged columns), `x @ W` and `x @ transpose(W)`.
 """
 import os
 import tempfile
@@ -51,23 +49,15 @@ def main():
     report = Report("f32 dense: one fma per k, in order")
     rng = np.random.default_rng(11)
     work = tempfile.TemporaryDirectory(prefix="torsor-order-")
-    # The register tile's rows and the tasks' rows: 8 and 32 with AVX-512
-    # (32 vector registers); 6 and 36 with AVX2, whose ragged rows run as
-    # 1-row vector tiles (vector_edge_rows), so every row is fused; 4
-    # and 32 on 128-bit CPUs.
-    flags = ""
+    # The register tile's rows: 8 with AVX-512 (32 vector registers), 4
+    # below it.
+    avx512 = False
     try:
         with open("/proc/cpuinfo") as f:
-            flags = f.read()
+            avx512 = "avx512f" in f.read()
     except OSError:
         pass
-    words = set(flags.split())
-    if "avx512f" in words:
-        mr, mc, edge = 8, 32, False
-    elif "avx2" in words and "fma" in words:
-        mr, mc, edge = 6, 36, True
-    else:
-        mr, mc, edge = 4, 32, False
+    mr = 8 if avx512 else 4
     for n in (64, 72, 40):
         for transposed in (False, True):
             w_decl = "W: f32[%d, %d]" % ((n, K) if transposed else (K, n))
@@ -84,9 +74,9 @@ def main():
                 w = rng.standard_normal((K, n)).astype(np.float32)
                 param = np.ascontiguousarray(w.T) if transposed else w
                 got = model.run({"x": x}, {"W": param})["y"]
-                # Vector kernels: rows in whole tiles of each task (all
-                # rows with edge tiles), every column (N is static).
-                rows = L if edge else (L // mc) * mc + (L % mc) // mr * mr
+                # Vector kernels: rows in whole tiles of each 32-row task,
+                # every column (N is static).
+                rows = (L // 32) * 32 + (L % 32) // mr * mr
                 cols = n
                 want = emulate(x, w, rows, cols)
                 same = np.array_equal(np.asarray(got, np.float32).view(np.uint32),

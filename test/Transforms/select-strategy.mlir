@@ -27,7 +27,7 @@
 //       AVX512: geo.flash_lie_attention {{.*}}torsor.strategy = #strategy.vector_attention<lanes = 8, query_rows = 4, key_tile = 32, query_block = 16, key_block = 1344>
 
 // AVX2-LABEL: func.func @attention
-//  AVX2-SAME: #strategy.dense<vector_bits = 256, task_rows = 36, {{.*}}register_rows = 6, register_vectors = 2, {{.*}}pack_panels = true, vector_edge_rows = true>
+//  AVX2-SAME: #strategy.dense<vector_bits = 256, task_rows = 32, {{.*}}register_rows = 4, register_vectors = 2, {{.*}}pack_panels = true>
 //       AVX2: geo.flash_lie_attention {{.*}}#strategy.vector_attention<lanes = 8, query_rows = 1, key_tile = 32, score_vectors = 2, query_block = 16, key_block = 800>
 //       AVX2: geo.flash_lie_attention_grad {{.*}}#strategy.vector_attention<lanes = 8, query_rows = 2, key_tile = 32>}
 //       AVX2: geo.flash_lie_attention {{.*}}#strategy.vector_attention<lanes = 4, query_rows = 4, key_tile = 16, query_block = 16, key_block = 1360>

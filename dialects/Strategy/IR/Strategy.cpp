@@ -97,8 +97,7 @@ LogicalResult DenseAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                 unsigned cacheCols, unsigned cacheDepth,
                                 unsigned registerRows, unsigned registerVectors,
                                 bool packTransposed, unsigned rowTaskRows,
-                                BF16ProductsAttr bf16, bool packPanels,
-                                bool vectorEdgeRows) {
+                                BF16ProductsAttr bf16, bool packPanels) {
   if (failed(verifyPositive(emitError, {{"vector_bits", vectorBits},
                                         {"task_rows", taskRows},
                                         {"cache_cols", cacheCols},
@@ -349,23 +348,6 @@ DenseAttr torsor::strategy::selectDense(MLIRContext *context,
   // left-operand element (8 × 2 of 32 with AVX-512, 4 × 2 of 16 below it).
   constexpr unsigned registerVectors = 2;
   unsigned registerRows = target.vectorRegisters / 2 / registerVectors;
-  unsigned taskRows = 32;
-  bool vectorEdgeRows = false;
-  // AVX2 (16 registers of 8 f32): BLIS's haswell tile, 6 × 16, instead.
-  // 4 × 16 is 8 accumulators, exactly the FMAs in flight that two pipes
-  // of latency 4 (Zen 4, Skylake) need, so any stall shows; 6 × 16 has 12
-  // accumulators, two row vectors and one broadcast (15 of 16 registers)
-  // and reads 8 vectors per 12 FMAs instead of 6 per 8, so a k step also
-  // needs a third less of the right operand from L2. Tasks of 36 rows
-  // (6 tiles) keep L = 64 on two threads (36 + 28), and the ragged rows
-  // (L = 2^j leaves 4 or 2) run as 1-row vector tiles
-  // (vector_edge_rows) rather than a scalar loop. Below AVX2 (128-bit)
-  // and with AVX-512 the tile stays 4 × 2 and 8 × 2.
-  if (target.vectorBits == 256 && target.vectorRegisters == 16) {
-    registerRows = 6;
-    taskRows = 36;
-    vectorEdgeRows = true;
-  }
   // A task of 32 rows keeps L = 64 on two threads; 256 × 256 f32 blocks of
   // the right operand (256 KiB) fit the L2 of every x86 core of the last
   // decade. The right operand is packed into panels of nr columns
@@ -391,11 +373,10 @@ DenseAttr torsor::strategy::selectDense(MLIRContext *context,
                                      /*tileDepth=*/32, /*blockRows=*/2,
                                      /*blockCols=*/2, /*taskRows=*/128,
                                      /*cacheDepth=*/256);
-  return DenseAttr::get(context, target.vectorBits, taskRows,
+  return DenseAttr::get(context, target.vectorBits, /*taskRows=*/32,
                         /*cacheCols=*/256, /*cacheDepth=*/256, registerRows,
                         registerVectors, /*packTransposed=*/true,
-                        /*rowTaskRows=*/16, products, /*packPanels=*/true,
-                        vectorEdgeRows);
+                        /*rowTaskRows=*/16, products, /*packPanels=*/true);
 }
 
 GPUDenseAttr torsor::strategy::selectGPUDense(MLIRContext *context) {

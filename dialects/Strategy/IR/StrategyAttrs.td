@@ -209,9 +209,7 @@ def Strategy_DenseAttr : Strategy_Attr<"Dense", "dense"> {
     register tile's columns, `[ceil(n / nr), k, nr]`, so the micro-kernel
     reads it as one contiguous stream; where it reads params only, the
     packing runs once per model load (torsor-hoist-packed-params).
-    `vector_edge_rows` runs the ragged row edge, the fewer than
-    `register_rows` rows left when the row count is not a multiple of it,
-    as single-row vector tiles instead of a scalar loop. Row kernels (norms, softmax)
+    Row kernels (norms, softmax)
     keep `row_task_rows` rows per task. With `bf16`
     (`#strategy.bf16_products`), products take bf16 operands; without it
     they are f32.
@@ -226,8 +224,7 @@ def Strategy_DenseAttr : Strategy_Attr<"Dense", "dense"> {
     "bool":$pack_transposed,
     "unsigned":$row_task_rows,
     OptionalParameter<"BF16ProductsAttr">:$bf16,
-    DefaultValuedParameter<"bool", "false">:$pack_panels,
-    DefaultValuedParameter<"bool", "false">:$vector_edge_rows
+    DefaultValuedParameter<"bool", "false">:$pack_panels
   );
   let extraClassDeclaration = [{
     /// SIMD lanes for elements of `bits` width.
