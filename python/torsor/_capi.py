@@ -17,7 +17,7 @@ import ctypes
 import operator
 
 from . import _locate
-from .errors import InvalidArgumentError, from_status
+from .errors import FailedPreconditionError, InvalidArgumentError, from_status
 
 INPUT, PARAM, OUTPUT = 0, 1, 2
 KINDS = {INPUT: "input", PARAM: "param", OUTPUT: "output"}
@@ -87,9 +87,21 @@ def lib():
     """The runtime library with every signature declared (loaded once)."""
     global _lib
     if _lib is None:
-        handle = ctypes.CDLL(_locate.runtime_library_path())
+        path = _locate.runtime_library_path()
+        handle = ctypes.CDLL(path)
         for name, (restype, argtypes) in _SIGNATURES.items():
-            fn = getattr(handle, name)
+            try:
+                fn = getattr(handle, name)
+            except AttributeError:
+                # A runtime older than this package (another build's
+                # libtorsor_runtime.so, e.g. through TORSOR_RUNTIME_LIB).
+                raise FailedPreconditionError(
+                    "the Torsor runtime at %s lacks %s, which this torsor "
+                    "package needs: the library comes from an older build. "
+                    "Use the package and the runtime of one build (unset "
+                    "TORSOR_RUNTIME_LIB / TORSOR_BUILD_DIR, or point them "
+                    "at the build this package was installed from)"
+                    % (path, name)) from None
             fn.restype, fn.argtypes = restype, argtypes
         _lib = handle
     return _lib

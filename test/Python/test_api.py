@@ -45,6 +45,23 @@ class Install(unittest.TestCase):
         self.assertEqual(os.path.realpath(_locate.runtime_library_path()),
                          os.path.join(build, "lib", "libtorsor_runtime.so"))
 
+    def test_a_runtime_without_the_packages_functions_is_named(self):
+        """A runtime library from another (older) build: the first call
+        names the library and the missing function instead of an
+        AttributeError from ctypes. A fresh interpreter, since the package
+        loads the runtime once."""
+        import subprocess
+        other = os.path.join(common.BUILD, "lib", "fakecuda", "libcuda.so.1")
+        if not os.path.exists(other):
+            self.skipTest("no fake CUDA driver in this build: %s" % other)
+        env = dict(os.environ, TORSOR_RUNTIME_LIB=other)
+        r = subprocess.run([sys.executable, "-c", "from torsor import _capi; _capi.lib()"],
+                           env=env, capture_output=True, text=True, timeout=120)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("FailedPreconditionError: the Torsor runtime at %s lacks "
+                      "torsorStatusCode" % other, r.stderr)
+        self.assertIn("Use the package and the runtime of one build", r.stderr)
+
     def test_gil_is_released_during_calls(self):
         """ctypes.CDLL (not PyDLL) drops the GIL around every foreign call,
         torsorModuleRun included."""
