@@ -124,6 +124,12 @@ void *RunMemory::allocate(int64_t bytes, const char *what) {
   if (!p) {
     size = n;
     p = std::malloc(n ? n : 1);
+    // Refused while the cache keeps memory: give all of it back and ask
+    // once more before reporting out of memory.
+    if (!p && cache && cache->bytes()) {
+      cache->trim(0);
+      p = std::malloc(n ? n : 1);
+    }
   }
   if (p) {
 #if defined(__cpp_exceptions)
