@@ -691,3 +691,16 @@ int64_t torsor::geo::chooseQueryRows(const lie::GroupModel &model,
   return model.hasStraightLinePairForm() ? std::max<int64_t>(registerRows, 1)
                                          : 1;
 }
+
+int64_t torsor::geo::chooseQueryBlock(const lie::GroupModel &model,
+                                      int64_t registerRows, int64_t queryBlock,
+                                      int64_t keyBlock) {
+  // Blocks where the micro-kernels take the strategy's register rows (a
+  // per-lane form, bound by its calls rather than memory, takes one row
+  // and so blocks only where the strategy's rows are 1 too).
+  int64_t rows = chooseQueryRows(model, registerRows);
+  if (keyBlock > 0 && queryBlock > rows && queryBlock % rows == 0 &&
+      rows == registerRows)
+    return queryBlock;
+  return rows;
+}

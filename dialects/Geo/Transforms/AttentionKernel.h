@@ -358,6 +358,14 @@ llvm::SmallVector<mlir::Value> withBatch(mlir::ValueRange batch,
 /// per-lane calls.
 int64_t chooseQueryRows(const lie::GroupModel &model, int64_t registerRows);
 
+/// The rows of one tiled forward op with cache blocks (the strategy's
+/// query_block, run as micro-kernels of chooseQueryRows rows over blocks of
+/// key_block keys), or chooseQueryRows' rows when the strategy has no
+/// blocks for `model`. geo-tile-attention cuts ops of this size and
+/// geo-decompose-attention reads it back.
+int64_t chooseQueryBlock(const lie::GroupModel &model, int64_t registerRows,
+                         int64_t queryBlock, int64_t keyBlock);
+
 } // namespace torsor::geo
 
 #endif // TORSOR_DIALECTS_GEO_TRANSFORMS_ATTENTIONKERNEL_H

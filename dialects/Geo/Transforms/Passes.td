@@ -65,8 +65,14 @@ def GeoTileAttention : Pass<"geo-tile-attention"> {
     batch dims and the query tiles are flattened into one `scf.for` marked
     `torsor.parallel`, so the tiles run on the runtime's thread pool; the
     rows left over when R does not divide L run as 1-row tiles in a second
-    such loop. Each tile reads all keys and values and writes its own rows
-    only, so tiles never race. An `lse` result is carried through the
+    such loop. With cache blocks (the strategy's `query_block` and
+    `key_block`) the tiles are `query_block` rows, ceil(L / query_block)
+    of them, the last one moved back to end at row L: it recomputes rows
+    of its neighbour, bit for bit, instead of remainder tiles that would
+    each be another copy of the kernel; only L < query_block runs as 1-row
+    tiles (which `geo-decompose-attention` runs fully masked). Each tile
+    reads all keys and values and writes its own rows only (rows two
+    tiles share get the same bits from both). An `lse` result is carried through the
     same loops and written row for row like the output.
 
     After (R = 4, 16 lanes, 2 key vectors):

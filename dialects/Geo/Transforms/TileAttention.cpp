@@ -37,12 +37,13 @@ namespace {
 /// rows first + (t mod tiles) · rows … of batch element t div tiles
 /// (row-major over the batch dims) as one flash op; with `balance`
 /// (causal), tile t mod tiles of the zigzag order (buildBalancedOrder)
-/// instead.
+/// instead. With `lastRow`, a tile starts at lastRow at the latest: the
+/// last tile then overlaps its neighbour instead of passing the end.
 SmallVector<Value> buildTileLoop(OpBuilder &b, Location loc,
                                  FlashLieAttentionOp op, ValueRange outs,
                                  ArrayRef<Value> batch, Value tiles,
                                  Value first, int64_t rows, int64_t keyTile,
-                                 bool balance) {
+                                 bool balance, Value lastRow = Value()) {
   auto qType = cast<RankedTensorType>(op.getQueries().getType());
   unsigned rank = qType.getRank(), nb = rank - 2;
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
@@ -65,6 +66,8 @@ SmallVector<Value> buildTileLoop(OpBuilder &b, Location loc,
         Value rowsV = arith::ConstantIndexOp::create(lb, nloc, rows);
         Value row = arith::AddIOp::create(
             lb, nloc, first, arith::MulIOp::create(lb, nloc, tile, rowsV));
+        if (lastRow)
+          row = arith::MinUIOp::create(lb, nloc, row, lastRow);
 
         // A rank-2 slice of `t` at batch element batchIdx: rows
         // [r0, r0 + rowCount) of its last-but-one dim (all when r0 null).
@@ -140,12 +143,10 @@ void tileFlashAttention(FlashLieAttentionOp op, RewriterBase &rewriter) {
       chooseQueryRows(op.getGroup().getModel(), tiles.getQueryRows());
   // Cache blocks: query_block rows per op, which geo-decompose-attention
   // runs as micro-kernels of `rows` rows over each block of key_block
-  // keys (a straight-line pair form only: a per-lane form is bound by its
-  // calls, not by memory, and keeps one row per op).
-  int64_t blockRows = rows;
-  if (tiles.getKeyBlock() > 0 && tiles.getQueryBlock() > rows &&
-      tiles.getQueryBlock() % rows == 0 && rows == tiles.getQueryRows())
-    blockRows = tiles.getQueryBlock();
+  // keys.
+  int64_t blockRows =
+      chooseQueryBlock(op.getGroup().getModel(), tiles.getQueryRows(),
+                       tiles.getQueryBlock(), tiles.getKeyBlock());
 
   SmallVector<Value> batch;
   for (unsigned d = 0; d < nb; ++d)
@@ -156,11 +157,33 @@ void tileFlashAttention(FlashLieAttentionOp op, RewriterBase &rewriter) {
   SmallVector<Value> outs = {op.getInit()};
   if (op.getLseInit())
     outs.push_back(op.getLseInit());
-  // Tiles of blockRows rows; with blocks, the rest in tiles of R rows;
-  // then the rows R does not divide, one at a time.
-  SmallVector<int64_t> sizes = {blockRows};
-  if (blockRows > rows)
-    sizes.push_back(rows);
+  if (blockRows > rows) {
+    // Cache blocks: ceil(L / blockRows) tiles of blockRows rows, the last
+    // one moved back to end at row L, so it recomputes rows of its
+    // neighbour (the same arithmetic in the same order, the same bits:
+    // every row sees the same key tiles, masked ones only where its keys
+    // end) instead of remainder ops of fewer rows, each another copy of
+    // the kernel (a third of the forward's code). Shorter sequences take
+    // one-row tiles, which geo-decompose-attention runs fully masked (one
+    // copy of the key step).
+    Value blockV = arith::ConstantIndexOp::create(rewriter, loc, blockRows);
+    Value full = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::uge,
+                                       len, blockV);
+    Value blocks = arith::CeilDivUIOp::create(rewriter, loc, len, blockV);
+    Value lastRow = arith::SubIOp::create(rewriter, loc, len, blockV);
+    outs = buildTileLoop(
+        rewriter, loc, op, outs, batch,
+        arith::SelectOp::create(rewriter, loc, full, blocks, zero), zero,
+        blockRows, keyTile, /*balance=*/op.getCausal(), lastRow);
+    outs =
+        buildTileLoop(rewriter, loc, op, outs, batch,
+                      arith::SelectOp::create(rewriter, loc, full, zero, len),
+                      zero, 1, keyTile, /*balance=*/false);
+    rewriter.replaceOp(op, outs);
+    return;
+  }
+  // Tiles of `rows` rows, then the rows R does not divide, one at a time.
+  SmallVector<int64_t> sizes = {rows};
   if (rows > 1)
     sizes.push_back(1);
   Value first = zero;
@@ -169,19 +192,14 @@ void tileFlashAttention(FlashLieAttentionOp op, RewriterBase &rewriter) {
     Value count;
     if (i == 0)
       count = arith::DivUIOp::create(rewriter, loc, len, rowsV);
-    else if (tileRows == 1)
-      count = arith::SubIOp::create(rewriter, loc, len, first);
     else
-      count = arith::DivUIOp::create(
-          rewriter, loc, arith::SubIOp::create(rewriter, loc, len, first),
-          rowsV);
+      count = arith::SubIOp::create(rewriter, loc, len, first);
     outs = buildTileLoop(rewriter, loc, op, outs, batch, count, first, tileRows,
                          keyTile,
                          /*balance=*/i == 0 && op.getCausal());
     if (i + 1 == sizes.size())
       break;
-    Value done = arith::MulIOp::create(rewriter, loc, count, rowsV);
-    first = i == 0 ? done : arith::AddIOp::create(rewriter, loc, first, done);
+    first = arith::MulIOp::create(rewriter, loc, count, rowsV);
   }
   rewriter.replaceOp(op, outs);
 }

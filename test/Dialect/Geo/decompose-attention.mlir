@@ -15,10 +15,13 @@
 // writes its output row, the accumulators over the lane sums.
 // The probabilities share a stack buffer with the rows' query features
 // (2 × (2 heads × 8 keys) + 2 × 9), which the score loop broadcasts from
-// memory.
+// memory; a loop over the rows copies them there, one vector per row.
 // CHECK-LABEL: func.func @so3_causal
 //       CHECK:   %[[P:.*]] = memref.alloca() : memref<50xf32>
-//       CHECK:   memref.store %{{.*}}, %[[P]]
+//       CHECK:   scf.for
+//       CHECK:     vector.transfer_read %{{.*}} {in_bounds = [true]} : tensor<2x9xf32>, vector<9xf32>
+//       CHECK:     vector.store %{{.*}}, %[[P]][%{{.*}}] : memref<50xf32>, vector<9xf32>
+//   CHECK-NOT:   memref.store
 //       CHECK:   %[[S:.*]]:8 = scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>)
 //       CHECK:     scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
 //       CHECK:     vector.transfer_read %{{.*}} {in_bounds = [true]} : tensor<9x?xf32>, vector<8xf32>

@@ -3,29 +3,32 @@
 
 // D = 64 f32 with AVX-512: 4 rows per micro-kernel (16 accumulators), key
 // tile of 4 × 16 lanes, and cache blocks of 16 rows: a parallel loop of
-// 16-row tiles, then one of 4-row tiles for the rest, then one of 1-row
-// tiles. The query offset of a tile is its first row.
+// ceil(L / 16) 16-row tiles, the last one moved back to end at row L (it
+// recomputes rows of its neighbour; no remainder tiles of 4 rows), and,
+// for L < 16 only, a loop of 1-row tiles. The query offset of a tile is
+// its first row.
 // CHECK-LABEL: func.func @tiles
-//       CHECK:   %[[FULL:.*]] = arith.divui %{{.*}}, %c16
+//       CHECK:   %[[LONG:.*]] = arith.cmpi uge, %[[L:.*]], %c16
+//       CHECK:   %[[BLOCKS:.*]] = arith.ceildivui %[[L]], %c16
+//       CHECK:   %[[LASTROW:.*]] = arith.subi %[[L]], %c16
+//       CHECK:   %[[FULL:.*]] = arith.select %[[LONG]], %[[BLOCKS]], %c0
 //       CHECK:   scf.for %{{.*}} = %{{.*}} to %[[FULL]]
 //   CHECK-NOT:     arith.shrui
-//       CHECK:     tensor.extract_slice %{{.*}}[%[[ROW:.*]], 0] [16, 9] [1, 1] : tensor<?x9xf32> to tensor<16x9xf32>
+//       CHECK:     %[[ROW:.*]] = arith.minui %{{.*}}, %[[LASTROW]]
+//       CHECK:     tensor.extract_slice %{{.*}}[%[[ROW]], 0] [16, 9] [1, 1] : tensor<?x9xf32> to tensor<16x9xf32>
 //       CHECK:     %[[OFF:.*]] = arith.addi %{{.*}}, %[[ROW]] : index
 //       CHECK:     geo.flash_lie_attention %{{.*}}, %{{.*}}, %{{.*}}, %[[OFF]], %{{.*}} {{{.*}}key_tile = 64 : i64{{.*}}query_block = 16, key_block = 768>} : (tensor<16x9xf32>, tensor<9x?xf32>, tensor<?x64xf32>, index, tensor<16x64xf32>) -> tensor<16x64xf32>
-//       CHECK:     tensor.insert_slice
+//       CHECK:     tensor.insert_slice %{{.*}}[%[[ROW]], 0] [16, 64]
 //       CHECK:   } {torsor.parallel}
-//       CHECK:   %[[DONE:.*]] = arith.muli %[[FULL]], %c16
-//       CHECK:   %[[REST:.*]] = arith.subi %{{.*}}, %[[DONE]]
-//       CHECK:   %[[QUADS:.*]] = arith.divui %[[REST]], %c4
-//       CHECK:   scf.for %{{.*}} = %{{.*}} to %[[QUADS]]
-//       CHECK:     geo.flash_lie_attention {{.*}} -> tensor<4x64xf32>
-//       CHECK:   } {torsor.parallel}
-//       CHECK:   scf.for
+//       CHECK:   %[[SHORT:.*]] = arith.select %[[LONG]], %c0{{.*}}, %[[L]]
+//       CHECK:   scf.for %{{.*}} = %{{.*}} to %[[SHORT]]
+//   CHECK-NOT:     tensor<4x64xf32>
 //       CHECK:     geo.flash_lie_attention {{.*}} -> tensor<1x64xf32>
 //       CHECK:   } {torsor.parallel}
+//   CHECK-NOT:   geo.flash_lie_attention
 // With AVX2 (16 registers of 8 lanes) one row's 8 accumulators are the
 // budget: 1-row micro-kernels, key tile of 4 × 8 lanes; 16-row tiles,
-// then 1-row tiles for the rest.
+// then 1-row tiles for L < 16.
 // AVX2-LABEL: func.func @tiles
 //       AVX2:   geo.flash_lie_attention {{.*}}key_tile = 32 : i64{{.*}} -> tensor<16x64xf32>
 //       AVX2:   geo.flash_lie_attention {{.*}}key_tile = 32 : i64{{.*}} -> tensor<1x64xf32>
@@ -44,7 +47,7 @@ func.func @tiles(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x64xf32>,
 // the zigzag order 0, n−1, 1, n−2, … (i/2 or n−1−i/2), so that contiguous
 // chunks of the loop get equal work.
 // CHECK-LABEL: func.func @batch
-//       CHECK:   %[[N:.*]] = arith.divui %{{.*}}, %c16
+//       CHECK:   %[[N:.*]] = arith.select %{{.*}}, %{{.*}}, %c0
 //       CHECK:   scf.for %[[T:[^ ]*]] =
 //       CHECK:     %[[I:.*]] = arith.remui %[[T]], %[[N]]
 //       CHECK:     %[[HALF:.*]] = arith.shrui %[[I]], %[[ONE:[^ ]*]]
@@ -83,9 +86,6 @@ func.func @tiled(%q: tensor<2x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x4xf32>, 
 //       CHECK:     %[[O:.*]], %[[LSE:.*]] = geo.flash_lie_attention {{.*}} lse %[[LSEDEST]] {{.*}} -> (tensor<16x64xf32>, tensor<16x2xf32>)
 //       CHECK:     tensor.insert_slice %[[O]]
 //       CHECK:     tensor.insert_slice %[[LSE]]
-//       CHECK:   } {torsor.parallel}
-//       CHECK:   scf.for {{.*}} -> (tensor<?x64xf32>, tensor<?x2xf32>)
-//       CHECK:     geo.flash_lie_attention {{.*}} -> (tensor<4x64xf32>, tensor<4x2xf32>)
 //       CHECK:   } {torsor.parallel}
 //       CHECK:   scf.for {{.*}} -> (tensor<?x64xf32>, tensor<?x2xf32>)
 //       CHECK:     geo.flash_lie_attention {{.*}} -> (tensor<1x64xf32>, tensor<1x2xf32>)
