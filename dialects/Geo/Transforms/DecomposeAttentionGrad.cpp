@@ -63,6 +63,7 @@
 #include "dialects/Geo/Transforms/Passes.h"
 #include "dialects/Lie/IR/LieOps.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -102,11 +103,16 @@ SmallVector<Value> GradSchedule::passATile(ImplicitLocOpBuilder &b,
   Value step = idx(b, lanes);
 
   // Per row: query features (splats), dO (scalars), D per head.
+  // Rows past the last (the last tile of fewer than R rows) repeat it:
+  // they compute and write its values again, so that the key loops are
+  // built once, not once for R rows and again for one.
   SmallVector<Value> rowIdx(tileRows);
   SmallVector<Scalars> qSplat(tileRows), dOut(tileRows);
   SmallVector<SmallVector<Value>> dvec(tileRows);
+  Value lastRow = arith::SubIOp::create(b, queryLen, idx(b, 1));
   for (int64_t r = 0; r < tileRows; ++r) {
-    rowIdx[r] = arith::AddIOp::create(b, row0, idx(b, r));
+    Value row = arith::AddIOp::create(b, row0, idx(b, r));
+    rowIdx[r] = r == 0 ? row : arith::MinUIOp::create(b, row, lastRow);
     for (unsigned f = 0; f < numQ; ++f)
       qSplat[r].push_back(
           vm.splat(at(b, queries, batch, rowIdx[r], idx(b, f))));
@@ -394,14 +400,10 @@ FailureOr<SmallVector<Value>> GradSchedule::build(ImplicitLocOpBuilder &b) {
     return tensor::EmptyOp::create(b, sizes, elt).getResult();
   };
   SmallVector<Value> state = {empty(numQ), empty(heads), empty(heads)};
-  Value rowsV = idx(b, rows);
-  Value full = arith::DivUIOp::create(b, queryLen, rowsV);
-  state = buildPassA(b, state, idx(b, 0), full, rows);
-  if (rows > 1) {
-    Value first = arith::MulIOp::create(b, full, rowsV);
-    state = buildPassA(b, state, first,
-                       arith::SubIOp::create(b, queryLen, first), 1);
-  }
+  // ceil(Lq / R) tiles, the last one's rows clamped.
+  Value tiles = arith::DivUIOp::create(
+      b, arith::AddIOp::create(b, queryLen, idx(b, rows - 1)), idx(b, rows));
+  state = buildPassA(b, state, idx(b, 0), tiles, rows);
   Value dq = state[0], lse = state[1], dsum = state[2];
 
   // dkᵀ and dvᵀ start at zero: pass B writes whole key vectors, masked at
@@ -488,6 +490,12 @@ LogicalResult expandCrossGrad(LieCrossAttentionGradOp op) {
 struct GeoDecomposeAttentionGrad
     : torsor::geo::impl::GeoDecomposeAttentionGradBase<
           GeoDecomposeAttentionGrad> {
+  /// The one-pass schedule's scalar move loops carry LLVM loop metadata
+  /// (keepRolled, DecomposeAttentionGradOnePass.cpp).
+  void getDependentDialects(DialectRegistry &registry) const override {
+    GeoDecomposeAttentionGradBase::getDependentDialects(registry);
+    registry.insert<LLVM::LLVMDialect>();
+  }
   void runOnOperation() override {
     SmallVector<LieCrossAttentionGradOp> crossOps;
     getOperation()->walk(

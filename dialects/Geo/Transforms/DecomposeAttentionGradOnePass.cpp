@@ -17,6 +17,7 @@
 #include "compiler/Transforms/LoopAttributes.h"
 #include "dialects/Geo/Transforms/GradSchedule.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
@@ -24,6 +25,26 @@ using namespace mlir;
 using namespace torsor;
 using namespace torsor::geo;
 using namespace torsor::geo::grad;
+
+/// Keeps `loop` a loop in LLVM: no unrolling, no vectorisation. For the
+/// loops of scalar moves around the key loop (packing and writing out a
+/// block), which LLVM otherwise unrolls by their constant trip counts
+/// (lanes × D copies, a third of the SE(3) backward kernel's code) for
+/// O(block · D) moves against the block's O(Lq · block) pairs.
+static void keepRolled(scf::ForOp loop) {
+  MLIRContext *ctx = loop.getContext();
+  auto no = BoolAttr::get(ctx, true);
+  auto unroll =
+      LLVM::LoopUnrollAttr::get(ctx, /*disable=*/no, {}, {}, {}, {}, {}, {});
+  auto vectorize =
+      LLVM::LoopVectorizeAttr::get(ctx, /*disable=*/no, {}, {}, {}, {}, {}, {});
+  // `loop_annotation`: scf-to-cf carries an LLVM attribute of the loop to
+  // its latch branch, where llvm.br takes it as its loop metadata.
+  loop->setAttr("loop_annotation",
+                LLVM::LoopAnnotationAttr::get(ctx, /*disableNonforced=*/{},
+                                              vectorize, {}, unroll, {}, {}, {},
+                                              {}, {}, {}, {}, {}, {}, {}, {}));
+}
 
 Value GradSchedule::onePassRows(ImplicitLocOpBuilder &b, Value partial,
                                 ValueRange batch, Value chunk, Value j0,
@@ -43,17 +64,37 @@ Value GradSchedule::onePassRows(ImplicitLocOpBuilder &b, Value partial,
         // reads them as broadcast operands (LLVM would otherwise hoist
         // R · (Fq + D) splats out of it and spill them); dq's per-lane
         // accumulators start at zero there.
+        //
+        // The last row block may hold fewer than R rows: its rows past the
+        // end repeat the last row with dO = 0 and D = 0 (they add
+        // nothing), so that the key loop is built once, not once for R
+        // rows and again for one.
         SmallVector<Value> rowIdx(tileRows), lastKey(tileRows);
         SmallVector<SmallVector<Value>> lseRow(tileRows), dRow(tileRows);
+        Value lastRow = arith::SubIOp::create(rb, queryLen, idx(rb, 1));
         for (int64_t r = 0; r < tileRows; ++r) {
-          rowIdx[r] = arith::AddIOp::create(rb, row0, idx(rb, r));
+          Value row = arith::AddIOp::create(rb, row0, idx(rb, r));
+          rowIdx[r] = r == 0 ? row : arith::MinUIOp::create(rb, row, lastRow);
+          // A repeated row's dO and D are 0: its dP, D and so dS are 0,
+          // and with them its dq, dk and dv terms (P dO), while the key
+          // loop and its masks stay those of R rows of the sequence.
+          Value inside =
+              r == 0 ? Value()
+                     : arith::CmpIOp::create(rb, arith::CmpIPredicate::ult, row,
+                                             queryLen)
+                           .getResult();
+          auto kept = [&](Value x) -> Value {
+            return inside ? arith::SelectOp::create(rb, inside, x, rsm.c(0.0))
+                                .getResult()
+                          : x;
+          };
           for (unsigned f = 0; f < numQ; ++f)
             memref::StoreOp::create(
                 rb, at(rb, queries, batch, rowIdx[r], idx(rb, f)), buffer,
                 at1(rb, sc.query + r * numQ + f));
           for (int64_t d = 0; d < dim; ++d)
             memref::StoreOp::create(
-                rb, at(rb, outGrad, batch, rowIdx[r], idx(rb, d)), buffer,
+                rb, kept(at(rb, outGrad, batch, rowIdx[r], idx(rb, d))), buffer,
                 at1(rb, sc.outGrad + r * dim + d));
           for (unsigned f = 0; f < numQ; ++f)
             vector::StoreOp::create(rb, rvm.c(0.0), buffer,
@@ -61,7 +102,7 @@ Value GradSchedule::onePassRows(ImplicitLocOpBuilder &b, Value partial,
           for (int64_t h = 0; h < heads; ++h) {
             Value l = at(rb, lse, batch, rowIdx[r], idx(rb, h));
             lseRow[r].push_back(knownMax ? rsm.exp(rsm.neg(l)) : l);
-            dRow[r].push_back(at(rb, dsum, batch, rowIdx[r], idx(rb, h)));
+            dRow[r].push_back(kept(at(rb, dsum, batch, rowIdx[r], idx(rb, h))));
           }
           if (op.getCausal())
             lastKey[r] = keyPosition(rb, rowIdx[r]);
@@ -286,7 +327,8 @@ SmallVector<Value> GradSchedule::buildOnePass(ImplicitLocOpBuilder &b,
               packBlock(kb, batch, j0, kvEnd, buffer);
               // Rows that may see the block: all, or (causal) from the
               // block's first key on (with offsets from j0 − diagonal,
-              // clamped to the query rows); R at a time, then one.
+              // clamped to the query rows); R at a time, the last row
+              // block repeating its last row.
               Value first = idx(kb, 0);
               if (op.getCausal() && !cross)
                 first = arith::MinUIOp::create(kb, j0, queryLen);
@@ -295,22 +337,9 @@ SmallVector<Value> GradSchedule::buildOnePass(ImplicitLocOpBuilder &b,
                     kb, idx(kb, 0),
                     arith::MinSIOp::create(
                         kb, queryLen, arith::SubIOp::create(kb, j0, diagonal)));
-              Value partial = acc[0];
-              if (rows > 1) {
-                Value full = arith::AddIOp::create(
-                    kb, first,
-                    arith::MulIOp::create(
-                        kb,
-                        arith::DivUIOp::create(
-                            kb, arith::SubIOp::create(kb, queryLen, first),
-                            idx(kb, rows)),
-                        idx(kb, rows)));
-                partial = onePassRows(kb, partial, batch, chunk, j0, kvEnd,
-                                      first, full, rows, lse, dsum, buffer);
-                first = full;
-              }
-              partial = onePassRows(kb, partial, batch, chunk, j0, kvEnd, first,
-                                    queryLen, 1, lse, dsum, buffer);
+              Value partial =
+                  onePassRows(kb, acc[0], batch, chunk, j0, kvEnd, first,
+                              queryLen, rows, lse, dsum, buffer);
               // The block's dk and dv, feature-major.
               auto flush = [&](Value t, int64_t from, int64_t count) {
                 auto outer = scf::ForOp::create(
@@ -428,13 +457,25 @@ void GradSchedule::packBlock(ImplicitLocOpBuilder &b, ValueRange batch,
                   arith::CmpIOp::create(ib, arith::CmpIPredicate::ult, j, len);
               Value key = arith::MinUIOp::create(ib, j, last);
               Value to = arith::AddIOp::create(ib, valuesBase, lane);
-              for (int64_t d = 0; d < dim; ++d) {
-                Value x = at(ib, values, batch, key, idx(ib, d));
-                x = arith::SelectOp::create(ib, inside, x, ism.c(0.0));
-                memref::StoreOp::create(ib, x, buffer,
-                                        ValueRange{arith::AddIOp::create(
-                                            ib, to, idx(ib, d * lanes))});
-              }
+              // A loop over the D values, not D unrolled copies: LLVM
+              // unrolls the lane loop around them (lanes · D scalar moves
+              // and inserts, a quarter of the SE(3) backward kernel's
+              // code), and the moves share no registers.
+              Value zero = ism.c(0.0);
+              auto moves = scf::ForOp::create(
+                  ib, idx(ib, 0), idx(ib, dim), idx(ib, 1), ValueRange{},
+                  [&](OpBuilder &n3, Location l3, Value d, ValueRange) {
+                    ImplicitLocOpBuilder db(l3, n3);
+                    Value x = at(db, values, batch, key, d);
+                    x = arith::SelectOp::create(db, inside, x, zero);
+                    memref::StoreOp::create(
+                        db, x, buffer,
+                        ValueRange{arith::AddIOp::create(
+                            db, to,
+                            arith::MulIOp::create(db, d, idx(db, lanes)))});
+                    scf::YieldOp::create(db);
+                  });
+              keepRolled(moves);
               scf::YieldOp::create(ib);
             });
         scf::YieldOp::create(lb);

@@ -120,7 +120,9 @@ private:
     return {buildDelinearized(b, rest, batchDims), in};
   }
   /// Pass A over batch elements × `count` query tiles of `tileRows` rows
-  /// starting at row `first`; carries (dq, lse, dsum).
+  /// starting at row `first`, the last tile's rows clamped to the last
+  /// query row (a repeated row writes its row's values again); carries
+  /// (dq, lse, dsum).
   SmallVector<Value> buildPassA(ImplicitLocOpBuilder &b, ValueRange state,
                                 Value first, Value count, int64_t tileRows);
   /// One pass-A tile at row `row0` of batch element `batch`.
@@ -156,7 +158,8 @@ private:
   SmallVector<Value> buildOnePass(ImplicitLocOpBuilder &b, ValueRange state,
                                   Value chunks, Value lse, Value dsum);
   /// The query rows [first, last) of one key block at `j0`, `tileRows` at
-  /// a time, against its first `kvEnd` key vectors: dk and dv accumulate
+  /// a time (the last row block repeating row last − 1 with dO = 0 and
+  /// D = 0), against its first `kvEnd` key vectors: dk and dv accumulate
   /// in `buffer`, dq per lane over the block and then into chunk `chunk`'s
   /// partial; returns the partials.
   Value onePassRows(ImplicitLocOpBuilder &b, Value partial, ValueRange batch,
