@@ -8,6 +8,8 @@
 
 #include "compiler/Target/CPUTarget.h"
 
+#include "compiler/Transforms/Passes.h"
+
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -103,6 +105,35 @@ bool torsor::hasCPUFeatures(const llvm::TargetMachine &machine,
          info->checkFeatures(features);
 }
 
+/// Whether `function` is one of the serial entries the runtime calls once
+/// per run (torsor-emit-entry's trampolines, with the model inlined into
+/// them): the launch glue between the thread-pool tasks, where the kernels'
+/// loops are not.
+static bool isSerialEntry(const llvm::Function &function) {
+  if (!function.hasExternalLinkage())
+    return false;
+  llvm::StringRef name = function.getName();
+  return name == kForwardEntryName || name == kBackwardEntryName ||
+         name == kPrepareEntryName;
+}
+
+/// Skips LLVM's SLP vectorizer on the serial entries. They are
+/// straight-line glue (a --grad model's holds hundreds of launches and
+/// allocations in a few blocks of thousands of instructions), and SLP's
+/// dependence scheduling over such blocks grows faster than their size:
+/// 0.23 of grassmann_lm --grad's 0.35 s of SLP went to torsor_backward, to
+/// pack a few constant descriptor fields into vector stores, which code
+/// generation merges just the same (every example's object code is
+/// byte-identical with and without). The tasks, where the kernels' loops
+/// are, keep it.
+static bool shouldRunOptionalPass(llvm::StringRef pass, llvm::Any ir) {
+  if (pass != "SLPVectorizerPass")
+    return true;
+  const llvm::Function *const *function =
+      llvm::any_cast<const llvm::Function *>(&ir);
+  return !function || !isSerialEntry(**function);
+}
+
 std::unique_ptr<llvm::Module>
 torsor::translateAndOptimize(mlir::ModuleOp module, llvm::LLVMContext &context,
                              llvm::TargetMachine &machine, unsigned optLevel) {
@@ -142,6 +173,7 @@ torsor::translateAndOptimize(mlir::ModuleOp module, llvm::LLVMContext &context,
   llvm::PassInstrumentationCallbacks instrumentation;
   llvm::StandardInstrumentations standard(context, /*DebugLogging=*/false);
   standard.registerCallbacks(instrumentation, &mam);
+  instrumentation.registerShouldRunOptionalPassCallback(shouldRunOptionalPass);
   llvm::PassBuilder builder(&machine, tuning, std::nullopt, &instrumentation);
   builder.registerModuleAnalyses(mam);
   builder.registerCGSCCAnalyses(cgam);

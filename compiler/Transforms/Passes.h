@@ -35,6 +35,10 @@ constexpr int kGPUModelABIVersion = 2;
 /// Name of the destination-passing wrapper torsor-wrap-model creates.
 constexpr llvm::StringLiteral kModelWrapperName = "torsor_model";
 
+/// The entry point the runtime calls the model's forward through
+/// (torsor-emit-entry).
+constexpr llvm::StringLiteral kForwardEntryName = "torsor_forward";
+
 /// The backward function torsor-differentiate adds (compiler/Autodiff), the
 /// unit attribute that marks it, its destination-passing wrapper, and the
 /// entry point the runtime calls it through (docs/runtime.md).
