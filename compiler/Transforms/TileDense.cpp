@@ -33,6 +33,7 @@
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -529,10 +530,64 @@ LogicalResult tileContraction(RewriterBase &rewriter, linalg::LinalgOp op,
   return success();
 }
 
+/// The name of llvm.br's loop annotation: scf-to-cf copies a loop's
+/// LLVM-dialect attributes onto its back edge under their own names.
+constexpr StringLiteral kLoopAnnotationAttr = "loop_annotation";
+
+/// `#llvm.loop_annotation<vectorize = #llvm.loop_vectorize<disable =
+/// true>>`: LLVM's loop vectorizer leaves the loop alone.
+LLVM::LoopAnnotationAttr noVectorizeAnnotation(MLIRContext *ctx) {
+  auto vectorize = LLVM::LoopVectorizeAttr::get(ctx, BoolAttr::get(ctx, true),
+                                                {}, {}, {}, {}, {}, {});
+  return LLVM::LoopAnnotationAttr::get(ctx, {}, vectorize, {}, {}, {}, {}, {},
+                                       {}, {}, {}, {}, {}, {}, {}, {});
+}
+
+/// The ragged edges' micro-kernels (fewer than mr rows or nr columns:
+/// dynamic extents) become loops of unit steps over their dynamic dims
+/// around a static kernel, and those loops carry a loop_annotation that
+/// keeps LLVM's loop vectorizer off them (scf-to-cf puts it on the back
+/// edge's llvm.br). Left to the later linalg lowering, the innermost loop
+/// of such a kernel runs fewer than mr times with nr unrolled scalar
+/// products per iteration, and the loop vectorizer costed hundreds of
+/// memory accesses for a vector body that never runs. The static kernel
+/// inside stays scalar (the linalg lowering's c + a·b, product rounded
+/// first, as before: test/Numerics/f32-dense-order.py pins the sums of
+/// the ragged rows bit for bit).
+void tileRaggedKernels(RewriterBase &rewriter, func::FuncOp func) {
+  SmallVector<linalg::LinalgOp> ragged;
+  func.walk([&](linalg::LinalgOp op) {
+    if (op->hasAttr(kKernelAttr) && op.hasDynamicShape())
+      ragged.push_back(op);
+  });
+  if (ragged.empty())
+    return;
+  LLVM::LoopAnnotationAttr annotation =
+      noVectorizeAnnotation(func.getContext());
+  for (linalg::LinalgOp op : ragged) {
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    SmallVector<int64_t> sizes(ranges.size(), 0);
+    SmallVector<unsigned> order;
+    for (auto [dim, range] : llvm::enumerate(ranges))
+      if (ShapedType::isDynamic(range)) {
+        sizes[dim] = 1;
+        order.push_back(dim);
+      }
+    FailureOr<scf::SCFTilingResult> loops = tile(
+        rewriter, op, sizes, order, scf::SCFTilingOptions::LoopType::ForOp);
+    if (failed(loops))
+      continue;
+    for (LoopLikeOpInterface loop : loops->loops)
+      loop->setAttr(kLoopAnnotationAttr, annotation);
+    loops->tiledOps[0]->removeAttr(kKernelAttr);
+  }
+}
+
 /// Vectorizes the static micro-kernels and lowers their contractions to
 /// outer products (broadcast + FMA), with the accumulator hoisted out of
 /// the k loop.
 void vectorizeKernels(RewriterBase &rewriter, func::FuncOp func) {
+  tileRaggedKernels(rewriter, func);
   SmallVector<linalg::LinalgOp> kernels;
   func.walk([&](linalg::LinalgOp op) {
     if (op->hasAttr(kKernelAttr) && !op.hasDynamicShape())

@@ -13,13 +13,51 @@
 #include "Support.h"
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 namespace torsor::rt {
 
 namespace {
 /// True on pool workers and on a caller while it runs chunks.
 thread_local bool tInParallel = false;
+
+/// How long a thread spins on a condition before it sleeps on a condition
+/// variable. A model's parallel loops come back to back (a task per matmul,
+/// norm and attention block, microseconds apart), and a futex wake-up of a
+/// sleeping worker costs tens of microseconds, which at small sizes (L = 64)
+/// is most of a loop's time. Bounded so that an idle pool (no model
+/// running) costs no core: a worker spins at most this long after its
+/// last job.
+constexpr std::chrono::microseconds kSpinTime(50);
+
+/// One step of a spin: the CPU's pause hint (a yield elsewhere).
+inline void spinPause() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+/// Spins until `ready()` holds or kSpinTime has passed; returns whether it
+/// holds. The clock is read every 64 pauses (a pause is ~10-140 cycles).
+template <typename Ready> bool spinWait(Ready ready) {
+  auto deadline = std::chrono::steady_clock::now() + kSpinTime;
+  while (true) {
+    for (int i = 0; i < 64; ++i) {
+      if (ready())
+        return true;
+      spinPause();
+    }
+    if (std::chrono::steady_clock::now() >= deadline)
+      return ready();
+  }
+}
 } // namespace
 
 ThreadPool::ThreadPool(int numThreads) {
@@ -86,9 +124,18 @@ void ThreadPool::runChunks(ParallelBody body, void *ctx, int64_t begin,
 void ThreadPool::workerLoop() {
   tInParallel = true;
   uint64_t seen = 0;
+  auto woken = [&] {
+    return stopping.load(std::memory_order_acquire) ||
+           generation.load(std::memory_order_acquire) != seen;
+  };
   std::unique_lock<std::mutex> lock(mutex);
   while (true) {
-    wake.wait(lock, [&] { return stopping || generation != seen; });
+    // Spin a while without the lock for the next job; then sleep (the
+    // predicate is re-checked under the lock, so no job is missed).
+    lock.unlock();
+    (void)spinWait(woken);
+    lock.lock();
+    wake.wait(lock, woken);
     if (stopping)
       return;
     seen = generation;
@@ -123,7 +170,7 @@ void ThreadPool::parallelFor(int64_t begin, int64_t end, ParallelBody body,
   }
   {
     std::unique_lock<std::mutex> lock(mutex);
-    done.wait(lock, [&] { return busy == 0; });
+    done.wait(lock, [&] { return busy.load() == 0; });
     jobBody = body;
     jobCtx = ctx;
     jobRun = currentRun();
@@ -139,10 +186,20 @@ void ThreadPool::parallelFor(int64_t begin, int64_t end, ParallelBody body,
   tInParallel = true;
   runChunks(body, ctx, begin, end, chunks);
   tInParallel = wasInParallel;
+  // The workers' last chunks are usually microseconds from done: spin for
+  // them before sleeping on `done`.
+  auto finished = [&] {
+    return remaining.load(std::memory_order_acquire) == 0 &&
+           busy.load(std::memory_order_acquire) == 0;
+  };
+  if (spinWait(finished)) {
+    // Pairs with the workers' unlock after `--busy`: their writes to the
+    // job's state happen before the next job is written.
+    std::lock_guard<std::mutex> lock(mutex);
+    return;
+  }
   std::unique_lock<std::mutex> lock(mutex);
-  done.wait(lock, [&] {
-    return remaining.load(std::memory_order_acquire) == 0 && busy == 0;
-  });
+  done.wait(lock, finished);
 }
 
 namespace {

@@ -5,9 +5,11 @@
 // calling torsor_parallel_for. A persistent pool of N-1 workers plus the
 // calling thread splits [begin, end) into N near-equal contiguous chunks
 // (static chunking: the generated loop bodies have uniform cost, and
-// contiguous ranges keep each thread on its own rows). Workers sleep on a
-// condition variable between calls. See docs/runtime.md for why this rather
-// than OpenMP or MLIR's async runtime.
+// contiguous ranges keep each thread on its own rows). Between calls a
+// worker first spins for a bounded time (spinWait) and then sleeps on a
+// condition variable, so back-to-back calls skip the futex wake-up while an
+// idle pool uses no core. See docs/runtime.md for why this rather than
+// OpenMP or MLIR's async runtime.
 //
 //===----------------------------------------------------------------------===//
 
@@ -70,9 +72,15 @@ private:
   std::mutex mutex;
   std::condition_variable wake; ///< workers wait for a new job
   std::condition_variable done; ///< the caller waits for completion
-  bool stopping = false;
-  uint64_t generation = 0; ///< bumped per job
-  int busy = 0;            ///< workers currently inside a job
+  /// Set (under `mutex`) when the pool is destroyed; atomic so that
+  /// spinning workers see it.
+  std::atomic<bool> stopping{false};
+  /// Bumped (under `mutex`) per job; atomic so that a worker can spin on
+  /// it for a while before it sleeps on `wake`.
+  std::atomic<uint64_t> generation{0};
+  /// Workers currently inside a job (changed under `mutex`; atomic so
+  /// that the caller can spin on it before it sleeps on `done`).
+  std::atomic<int> busy{0};
   // The current job (written under `mutex` while busy == 0).
   ParallelBody jobBody = nullptr;
   void *jobCtx = nullptr;

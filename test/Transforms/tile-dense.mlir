@@ -4,8 +4,13 @@
 // blocks of 256 columns and depth, 8 x 32 register tiles whose k loop
 // carries the accumulator in registers and does one broadcast and one
 // 32-lane FMA per row; ragged rows and columns (1000 = 31 · 32 + 8) are
-// peeled and stay a linalg.contract.
+// peeled and become unit-step loops around static scalar contractions
+// (a row of 32 columns, a column of 8 rows), with a loop annotation that
+// keeps LLVM's loop vectorizer off those loops (they run fewer than 8 or
+// 32 times: a vector body would never run).
 
+// CHECK:       #[[NOVEC_V:.*]] = #llvm.loop_vectorize<disable = true>
+// CHECK:       #[[NOVEC:.*]] = #llvm.loop_annotation<vectorize = #[[NOVEC_V]]>
 // CHECK-LABEL: func.func @matmul
 // CHECK:       scf.forall (%{{.*}}) = (0) to (%{{.*}}) step (32)
 // CHECK:         scf.for %{{.*}} = %c0 to %c1000 step %c256
@@ -17,8 +22,26 @@
 // CHECK-NOT:             vector.fma
 // CHECK:                 scf.yield
 // CHECK:               vector.transfer_write {{.*}} : vector<8x32xf32>, tensor<8x32xf32>
-// CHECK:             linalg.contract {{.*}} -> tensor<8x?xf32>
-// CHECK:           linalg.contract {{.*}} -> tensor<?x32xf32>
+// Ragged columns of full row tiles: a loop over the columns per k.
+// CHECK:             scf.for %{{.*}} = %c0 to %c256 step %c1
+// CHECK:               scf.for %{{.*}} = %c0 to %{{.*}} step %c1
+// CHECK:                 linalg.contract {{.*}} -> tensor<8x1xf32>
+// CHECK:               } {loop_annotation = #[[NOVEC]]}
+// Ragged rows: a loop over the rows per k.
+// CHECK:           scf.for %{{.*}} step %c8
+// CHECK:             scf.for %{{.*}} step %c32
+// CHECK:               scf.for %{{.*}} = %c0 to %c256 step %c1
+// CHECK:                 scf.for %{{.*}} = %c0 to %{{.*}} step %c1
+// CHECK:                   linalg.contract {{.*}} -> tensor<1x32xf32>
+// CHECK:                 } {loop_annotation = #[[NOVEC]]}
+// The corner: rows and columns both ragged, two annotated loops.
+// CHECK:             scf.for %{{.*}} = %c0 to %c256 step %c1
+// CHECK:               scf.for %{{.*}} = %c0 to %{{.*}} step %c1
+// CHECK:                 scf.for %{{.*}} = %c0 to %{{.*}} step %c1
+// CHECK:                   linalg.contract {{.*}} -> tensor<1x1xf32>
+// CHECK:                 } {loop_annotation = #[[NOVEC]]}
+// CHECK:               } {loop_annotation = #[[NOVEC]]}
+// CHECK-NOT:   linalg.contract {{.*}} -> tensor<{{.*}}?
 module attributes {torsor.strategy = #strategy.dense<vector_bits = 512, task_rows = 32, cache_cols = 256, cache_depth = 256, register_rows = 8, register_vectors = 2, pack_transposed = true, row_task_rows = 16>} {
   func.func @matmul(%a: tensor<?x256xf32>, %b: tensor<256x1000xf32>,
                     %c: tensor<?x1000xf32>) -> tensor<?x1000xf32> {
