@@ -97,8 +97,9 @@ void torsor::buildCPULoweringPipeline(OpPassManager &pm,
     pm.addPass(createForallToParallelLoopPass());
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
     // Drops the buffer iter_args bufferization left on marked loops, which
-    // then become scf.parallel too.
-    pm.addPass(createCanonicalizerPass());
+    // then become scf.parallel too. Function by function, on MLIR's
+    // threads (nothing here crosses a function).
+    pm.nestAny().addPass(createCanonicalizerPass());
     pm.addPass(createTorsorParallelizeMarkedLoops());
     pm.addPass(createTorsorOutlineParallelLoops());
   } else {
@@ -135,7 +136,7 @@ void torsor::buildCPULoweringPipeline(OpPassManager &pm,
   pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
   pm.addPass(createConvertToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
-  pm.addPass(createCanonicalizerPass());
+  pm.nestAny().addPass(createCanonicalizerPass());
   pm.addPass(createTorsorLowerParallelLaunch());
   // Checked allocations: out of memory is an error, not a crash.
   pm.addPass(createTorsorRouteAllocations());

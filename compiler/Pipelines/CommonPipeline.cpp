@@ -69,8 +69,10 @@ void torsor::buildGeoLieLoweringPipeline(OpPassManager &pm,
     pm.addPass(createGeoFuseGrassmann());
   pm.addPass(createConvertGeoToLinalg());
   pm.addPass(createConvertLieToArith());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
+  // Function by function, on MLIR's threads: nothing here crosses one.
+  OpPassManager &perFunction = pm.nestAny();
+  perFunction.addPass(createCanonicalizerPass());
+  perFunction.addPass(createCSEPass());
 }
 
 void torsor::buildBufferizationPipeline(OpPassManager &pm) {

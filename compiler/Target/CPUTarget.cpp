@@ -135,8 +135,8 @@ static bool shouldRunOptionalPass(llvm::StringRef pass, llvm::Any ir) {
 }
 
 std::unique_ptr<llvm::Module>
-torsor::translateAndOptimize(mlir::ModuleOp module, llvm::LLVMContext &context,
-                             llvm::TargetMachine &machine, unsigned optLevel) {
+torsor::translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &context,
+                          llvm::TargetMachine &machine) {
   std::unique_ptr<llvm::Module> llvmModule =
       mlir::translateModuleToLLVMIR(module, context);
   if (!llvmModule)
@@ -158,8 +158,15 @@ torsor::translateAndOptimize(mlir::ModuleOp module, llvm::LLVMContext &context,
     if (unsigned bits = getVectorBits(machine); bits >= 512)
       function.addFnAttr("prefer-vector-width", std::to_string(bits));
   }
+  return llvmModule;
+}
+
+void torsor::optimizeLLVMModule(llvm::Module &module,
+                                llvm::TargetMachine &machine,
+                                unsigned optLevel) {
   if (optLevel == 0)
-    return llvmModule;
+    return;
+  llvm::LLVMContext &context = module.getContext();
 
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
@@ -183,7 +190,16 @@ torsor::translateAndOptimize(mlir::ModuleOp module, llvm::LLVMContext &context,
   llvm::OptimizationLevel level = optLevel == 1   ? llvm::OptimizationLevel::O1
                                   : optLevel == 2 ? llvm::OptimizationLevel::O2
                                                   : llvm::OptimizationLevel::O3;
-  builder.buildPerModuleDefaultPipeline(level).run(*llvmModule, mam);
+  builder.buildPerModuleDefaultPipeline(level).run(module, mam);
+}
+
+std::unique_ptr<llvm::Module>
+torsor::translateAndOptimize(mlir::ModuleOp module, llvm::LLVMContext &context,
+                             llvm::TargetMachine &machine, unsigned optLevel) {
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateToLLVMIR(module, context, machine);
+  if (llvmModule)
+    optimizeLLVMModule(*llvmModule, machine, optLevel);
   return llvmModule;
 }
 
@@ -215,9 +231,9 @@ mlir::LogicalResult torsor::emitObjectFile(llvm::Module &module,
   return mlir::success();
 }
 
-mlir::LogicalResult torsor::linkSharedObject(llvm::StringRef objectPath,
-                                             llvm::StringRef outputPath,
-                                             std::string &error) {
+mlir::LogicalResult
+torsor::linkSharedObject(llvm::ArrayRef<std::string> objectPaths,
+                         llvm::StringRef outputPath, std::string &error) {
   std::string lld = TORSOR_LLD_PATH;
   if (!llvm::sys::fs::can_execute(lld)) {
     auto found = llvm::sys::findProgramByName("ld.lld");
@@ -229,18 +245,11 @@ mlir::LogicalResult torsor::linkSharedObject(llvm::StringRef objectPath,
   }
   // -Bsymbolic: calls inside the model bind to its own functions, never to
   // a same-named one loaded earlier (a function named `log` vs libm's).
-  llvm::SmallVector<llvm::StringRef> args = {lld,
-                                             "-shared",
-                                             "-Bsymbolic",
-                                             "--as-needed",
-                                             "-o",
-                                             outputPath,
-                                             objectPath,
-                                             "-L/lib64",
-                                             "-L/usr/lib64",
-                                             "-L/lib/x86_64-linux-gnu",
-                                             "-L/usr/lib/x86_64-linux-gnu",
-                                             "-lm"};
+  llvm::SmallVector<llvm::StringRef> args = {
+      lld, "-shared", "-Bsymbolic", "--as-needed", "-o", outputPath};
+  args.append(objectPaths.begin(), objectPaths.end());
+  args.append({"-L/lib64", "-L/usr/lib64", "-L/lib/x86_64-linux-gnu",
+               "-L/usr/lib/x86_64-linux-gnu", "-lm"});
   std::string message;
   int rc =
       llvm::sys::ExecuteAndWait(lld, args, std::nullopt, {}, 0, 0, &message);

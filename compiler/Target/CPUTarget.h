@@ -11,6 +11,7 @@
 #define TORSOR_COMPILER_TARGET_CPUTARGET_H
 
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <memory>
@@ -49,7 +50,16 @@ bool hasCPUFeatures(const llvm::TargetMachine &machine,
                     llvm::StringRef features);
 
 /// Translates `module` (LLVM dialect only) to LLVM IR for `machine`, with
-/// triple and data layout set, and runs LLVM's optimization pipeline.
+/// triple, data layout and every function's CPU attributes set.
+std::unique_ptr<llvm::Module> translateToLLVMIR(mlir::ModuleOp module,
+                                                llvm::LLVMContext &context,
+                                                llvm::TargetMachine &machine);
+
+/// Runs LLVM's optimization pipeline at `optLevel` (0: none) on `module`.
+void optimizeLLVMModule(llvm::Module &module, llvm::TargetMachine &machine,
+                        unsigned optLevel);
+
+/// translateToLLVMIR, then optimizeLLVMModule.
 std::unique_ptr<llvm::Module> translateAndOptimize(mlir::ModuleOp module,
                                                    llvm::LLVMContext &context,
                                                    llvm::TargetMachine &machine,
@@ -60,9 +70,9 @@ mlir::LogicalResult emitObjectFile(llvm::Module &module,
                                    llvm::TargetMachine &machine,
                                    llvm::StringRef path, std::string &error);
 
-/// Links the object file at `objectPath` into the shared object
+/// Links the object files at `objectPaths` into the shared object
 /// `outputPath` with lld, linking libm for the math the kernels call.
-mlir::LogicalResult linkSharedObject(llvm::StringRef objectPath,
+mlir::LogicalResult linkSharedObject(llvm::ArrayRef<std::string> objectPaths,
                                      llvm::StringRef outputPath,
                                      std::string &error);
 

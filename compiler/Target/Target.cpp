@@ -24,6 +24,20 @@ Target::Target(TargetOptions options, std::unique_ptr<llvm::TargetMachine> host)
 
 Target::~Target() = default;
 
+/// The CPU options of the host code for `options`.
+static CPUTargetOptions hostOptions(const TargetOptions &options) {
+  CPUTargetOptions host;
+  host.triple = options.triple;
+  host.cpu = options.cpu;
+  host.optLevel = options.optLevel;
+  return host;
+}
+
+std::unique_ptr<llvm::TargetMachine>
+Target::createHostMachine(std::string &error) const {
+  return createCPUTargetMachine(hostOptions(options), error);
+}
+
 void Target::fillPipelineOptions(PipelineOptions &pipeline) const {
   pipeline.optLevel = options.optLevel;
   pipeline.vectorBits = getVectorBits(*hostMachine);
@@ -139,12 +153,8 @@ std::unique_ptr<Target> torsor::createTarget(llvm::StringRef name,
     return nullptr;
   // Both targets generate the host code for this CPU (NVPTX's is the
   // launch code around the kernels).
-  CPUTargetOptions host;
-  host.triple = options.triple;
-  host.cpu = options.cpu;
-  host.optLevel = options.optLevel;
   std::unique_ptr<llvm::TargetMachine> machine =
-      createCPUTargetMachine(host, error);
+      createCPUTargetMachine(hostOptions(options), error);
   if (!machine)
     return nullptr;
   if (name == "cpu")

@@ -64,6 +64,11 @@ public:
   /// The machine the host code (the whole model, on the CPU) is
   /// generated for.
   llvm::TargetMachine &getHostMachine() const { return *hostMachine; }
+  /// A new machine like getHostMachine(), for a thread of its own (LLVM's
+  /// code generator keeps state in its target machine); null with `error`
+  /// saying why.
+  std::unique_ptr<llvm::TargetMachine>
+  createHostMachine(std::string &error) const;
   /// The pipeline options these target options imply.
   void fillPipelineOptions(PipelineOptions &options) const;
 

@@ -23,6 +23,7 @@
 #include "compiler/Support/FileIO.h"
 #include "compiler/Target/CPUTarget.h"
 #include "compiler/Target/Manifest.h"
+#include "compiler/Target/ParallelCodegen.h"
 #include "compiler/Target/Target.h"
 #include "compiler/Transforms/EmitEntry.h"
 #include "compiler/Transforms/Passes.h"
@@ -41,6 +42,7 @@
 #include "mlir/Support/ToolUtilities.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Pass.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
@@ -48,6 +50,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Signals.h"
 #include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/Threading.h"
 #include "llvm/Target/TargetMachine.h"
 
 #include <csignal>
@@ -118,6 +121,18 @@ cl::opt<unsigned> optLevel("O",
                            cl::desc("Optimization level 0-3 (-O0 keeps "
                                     "the unfused oracle lowering)"),
                            cl::Prefix, cl::init(2), cl::cat(torsorcCategory));
+cl::opt<unsigned> compileThreads(
+    "compile-threads",
+    cl::desc("Threads for LLVM's optimization and code generation of a "
+             "large model's parts (0: one per core; the library is the "
+             "same for any value)"),
+    cl::init(0), cl::cat(torsorcCategory));
+cl::opt<bool> splitLLVMModule(
+    "split-llvm-module",
+    cl::desc("Optimize and compile a large model's LLVM module in parts "
+             "joined only by task pointers (default; =false: as one "
+             "module, the same code in one object)"),
+    cl::init(true), cl::cat(torsorcCategory));
 cl::opt<bool> verifyDiagnostics(
     "verify-diagnostics",
     cl::desc("Check diagnostics against expected-* comments in the input"),
@@ -424,13 +439,24 @@ LogicalResult compile(llvm::SourceMgr &sourceMgr, MLIRContext &context,
   }
 
   llvm::LLVMContext llvmContext;
-  TimingScope llvmTimer = rootTimer.nest("LLVM IR (translate, optimize)");
-  auto llvmModule =
-      torsor::translateAndOptimize(*module, llvmContext, machine, optLevel);
-  llvmTimer.stop();
+  TimingScope translateTimer = rootTimer.nest("LLVM IR (translate)");
+  auto llvmModule = torsor::translateToLLVMIR(*module, llvmContext, machine);
+  translateTimer.stop();
   if (!llvmModule)
     return emitError(UnknownLoc::get(&context))
            << "translation to LLVM IR failed";
+  // A library's module is cut into parts joined only by task pointers,
+  // optimized and compiled on threads (ParallelCodegen.h); --emit=llvm and
+  // --emit=obj show the one whole module.
+  SmallVector<torsor::ModulePart> parts;
+  if (emitAction == Emit::SO && splitLLVMModule) {
+    TimingScope splitTimer = rootTimer.nest("LLVM IR (split)");
+    parts = torsor::splitModule(*llvmModule, torsor::SplitOptions());
+  }
+  if (parts.empty()) {
+    TimingScope optimizeTimer = rootTimer.nest("LLVM IR (optimize)");
+    torsor::optimizeLLVMModule(*llvmModule, machine, optLevel);
+  }
   if (emitAction == Emit::LLVM) {
     llvmModule->print(os, nullptr);
     return success();
@@ -471,33 +497,60 @@ LogicalResult compile(llvm::SourceMgr &sourceMgr, MLIRContext &context,
       return fileError(made.takeError());
     manifestFile = std::move(*made);
   }
-  SmallString<128> objectPath;
-  int fd;
   // Removed when this scope ends, and by LLVM's handler on SIGINT, SIGTERM
-  // and SIGHUP, registered before the file exists (a killed compile leaves
+  // and SIGHUP, registered before the files exist (a killed compile leaves
   // no $TMPDIR/torsor-*.o behind, whenever the signal comes).
+  struct RemoveObjects {
+    SmallVector<std::string> paths;
+    ~RemoveObjects() {
+      for (const std::string &path : paths) {
+        llvm::sys::fs::remove(path);
+        llvm::sys::DontRemoveFileOnSignal(path);
+      }
+    }
+  } objects;
   SmallString<128> objectModel;
   llvm::sys::path::system_temp_directory(/*ErasedOnReboot=*/true, objectModel);
   llvm::sys::path::append(objectModel, "torsor-%%%%%%.o");
-  if (auto ec =
-          torsor::createFileRemovedOnSignal(objectModel, fd, objectPath, 0600))
-    return emitError(UnknownLoc::get(&context))
-           << "cannot create a temporary object file: " << ec.message();
-  ::close(fd);
-  struct RemoveObject {
-    SmallString<128> &path;
-    ~RemoveObject() {
-      llvm::sys::fs::remove(path);
-      llvm::sys::DontRemoveFileOnSignal(path);
+  for (size_t i = 0, e = std::max<size_t>(parts.size(), 1); i < e; ++i) {
+    SmallString<128> objectPath;
+    int fd;
+    if (auto ec = torsor::createFileRemovedOnSignal(objectModel, fd, objectPath,
+                                                    0600))
+      return emitError(UnknownLoc::get(&context))
+             << "cannot create a temporary object file: " << ec.message();
+    ::close(fd);
+    objects.paths.push_back(objectPath.str().str());
+  }
+  if (parts.empty()) {
+    TimingScope codegenTimer = rootTimer.nest("LLVM code generation");
+    if (failed(torsor::emitObjectFile(*llvmModule, machine,
+                                      objects.paths.front(), error)))
+      return emitError(UnknownLoc::get(&context)) << error;
+  } else {
+    // One target machine per part: code generation keeps state in it.
+    SmallVector<std::unique_ptr<llvm::TargetMachine>> machines;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      machines.push_back(target->createHostMachine(error));
+      if (!machines.back())
+        return emitError(UnknownLoc::get(&context)) << error;
     }
-  } removeObject{objectPath};
-  TimingScope codegenTimer = rootTimer.nest("LLVM code generation");
-  if (failed(torsor::emitObjectFile(*llvmModule, machine, objectPath, error)))
-    return emitError(UnknownLoc::get(&context)) << error;
-  codegenTimer.stop();
+    // LLVM's pass timers (--time-passes) are not thread-safe.
+    unsigned threads = compileThreads;
+    if (threads == 0)
+      threads = llvm::hardware_concurrency().compute_thread_count();
+    if (llvm::TimePassesIsEnabled)
+      threads = 1;
+    TimingScope codegenTimer =
+        rootTimer.nest("LLVM optimize and code generation (" +
+                       std::to_string(parts.size()) + " parts)");
+    if (failed(torsor::compileParts(parts, machines, optLevel, threads,
+                                    objects.paths, error)))
+      return emitError(UnknownLoc::get(&context)) << error;
+  }
   TimingScope linkTimer = rootTimer.nest("link");
-  if (failed(
-          torsor::linkSharedObject(objectPath, (*library)->writePath(), error)))
+  if (failed(torsor::linkSharedObject(objects.paths, (*library)->writePath(),
+                                      error)))
     return emitError(UnknownLoc::get(&context)) << error;
   linkTimer.stop();
   if (manifestFile)
