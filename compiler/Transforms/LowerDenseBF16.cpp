@@ -119,6 +119,10 @@ struct Operands {
   /// Which batch dims (positions in C's) B reads, in B's order.
   SmallVector<unsigned> bBatch;
   unsigned batchRank = 0;
+  /// Whether C has only the rows of the product (not a whole number of
+  /// register tiles): the AVX512-BF16 kernel then loads and stores only
+  /// the rows before the task's end (redirectToOutput).
+  bool raggedRows = false;
 };
 
 /// Collapses the packed buffers to the tiles the kernels load; fails when
@@ -397,6 +401,75 @@ bool onlyFillReads(linalg::FillOp fill) {
   return true;
 }
 
+/// Where `op`'s padded C (a fresh buffer the zero init `zero` fills) is
+/// only copied out afterwards, its [M, N] corner into another buffer D
+/// (the model's output, or an intermediate), and the padding is only in
+/// the rows (N a whole number of column blocks): points the kernel's C at
+/// D instead (rows [0, M), raggedRows) and returns the copy, which then
+/// goes; null otherwise. The padded rows are never stored, and A's padded
+/// rows only reach them. Without it the padded C is written and then
+/// copied, a second pass over the output (at L = 16384, d = n = 256 a
+/// tenth of the call).
+memref::CopyOp redirectToOutput(OpBuilder &b, Location loc,
+                                linalg::GenericOp op, Operands &o,
+                                const ZeroInit &zero) {
+  if (!zero || o.batchRank != 0)
+    return {};
+  auto [root, whole] = rootOf(op.getDpsInits()[0]);
+  if (!whole || !root.getDefiningOp<memref::AllocOp>())
+    return {};
+  auto rootType = cast<MemRefType>(root.getType());
+  if (rootType.getRank() != 2)
+    return {};
+  Block *block = op->getBlock();
+  memref::CopyOp copy;
+  for (Value view : viewsOf(root))
+    for (Operation *user : view.getUsers()) {
+      if (user == op.getOperation() || user == zero.init ||
+          isa<ViewLikeOpInterface, memref::DeallocOp>(user) ||
+          isMemoryEffectFree(user))
+        continue;
+      auto candidate = dyn_cast<memref::CopyOp>(user);
+      if (copy || !candidate || candidate.getSource() != view ||
+          candidate->getBlock() != block || !op->isBeforeInBlock(candidate))
+        return {};
+      copy = candidate;
+    }
+  if (!copy)
+    return {};
+  // The corner [0, M) x [0, N) with N all of C's columns.
+  auto corner = copy.getSource().getDefiningOp<memref::SubViewOp>();
+  if (!corner || corner.getSource() != root ||
+      !llvm::all_of(corner.getMixedOffsets(), isZeroInteger) ||
+      !llvm::all_of(corner.getMixedStrides(), isOneInteger))
+    return {};
+  std::optional<int64_t> cols = getConstantIntValue(corner.getMixedSizes()[1]);
+  if (!cols || rootType.isDynamicDim(1) || *cols != rootType.getDimSize(1))
+    return {};
+  // D: rows of unit stride, not read or written before the copy, and not
+  // an operand of the product.
+  Value d = copy.getTarget();
+  auto dType = cast<MemRefType>(d.getType());
+  int64_t offset;
+  SmallVector<int64_t> strides;
+  if (failed(dType.getStridesAndOffset(strides, offset)) ||
+      strides.back() != 1 || dType.getShape()[1] != *cols)
+    return {};
+  Value dRoot = rootOf(d).first;
+  if (dRoot == rootOf(op.getDpsInputs()[0]).first ||
+      dRoot == rootOf(op.getDpsInputs()[1]).first ||
+      !untouchedBetween(viewsOf(dRoot), block, op, copy))
+    return {};
+  // D's views must be defined before the product (the kernel stores there).
+  if (Operation *def = d.getDefiningOp())
+    if (def->getBlock() == block && !def->isBeforeInBlock(op))
+      return {};
+  o.c = d;
+  o.rows = memref::DimOp::create(b, loc, d, 0);
+  o.raggedRows = true;
+  return copy;
+}
+
 /// The kernels' accumulators: `load()` where C holds partial sums, and
 /// `zero()` in the first depth block (k0 = 0) where C starts at zero
 /// (`zeroInit`, what zeroInitOf found).
@@ -544,9 +617,19 @@ void buildAVX512BF16(OpBuilder &b, Location loc, const Operands &o,
   Value inTile =
       arith::RemUIOp::create(b, loc, i, constant(b, loc, s.tileRows));
   SmallVector<Value> rowAt, inTileAt, colAt, panels, acc;
+  // With ragged rows (C holds just the product's rows), whether each row
+  // of the register tile lies before the task's end; null where it must
+  // (row 0, or C padded to whole register tiles).
+  SmallVector<Value> rowInside;
   for (int64_t r = 0; r < s.registerRows; ++r) {
     rowAt.push_back(add(b, loc, i, r));
     inTileAt.push_back(add(b, loc, inTile, r));
+    rowInside.push_back(o.raggedRows && r > 0
+                            ? arith::CmpIOp::create(b, loc,
+                                                    arith::CmpIPredicate::ult,
+                                                    rowAt[r], t.rowEnd)
+                                  .getResult()
+                            : Value());
   }
   for (int64_t v = 0; v < vectors; ++v) {
     colAt.push_back(add(b, loc, j, v * lanes));
@@ -557,10 +640,34 @@ void buildAVX512BF16(OpBuilder &b, Location loc, const Operands &o,
       b, loc, zeroInit, k0, accTypes,
       [&](OpBuilder &nb) {
         SmallVector<Value> loads;
-        for (int64_t r = 0; r < s.registerRows; ++r)
-          for (int64_t v = 0; v < vectors; ++v)
-            loads.push_back(vector::LoadOp::create(
-                nb, loc, accType, o.c, t.aAt({rowAt[r], colAt[v]})));
+        for (int64_t r = 0; r < s.registerRows; ++r) {
+          auto load = [&](OpBuilder &lb, Location lloc) {
+            SmallVector<Value> row;
+            for (int64_t v = 0; v < vectors; ++v)
+              row.push_back(vector::LoadOp::create(
+                  lb, lloc, accType, o.c, t.aAt({rowAt[r], colAt[v]})));
+            return row;
+          };
+          if (!rowInside[r]) {
+            llvm::append_range(loads, load(nb, loc));
+            continue;
+          }
+          // Past C's rows: zeros (the row is never stored).
+          SmallVector<Type> rowTypes(vectors, accType);
+          auto guarded = scf::IfOp::create(
+              nb, loc, rowInside[r],
+              [&](OpBuilder &tb, Location tloc) {
+                scf::YieldOp::create(tb, tloc, load(tb, tloc));
+              },
+              [&](OpBuilder &eb, Location eloc) {
+                Value zeros = arith::ConstantOp::create(
+                    eb, eloc, accType,
+                    cast<TypedAttr>(eb.getZeroAttr(accType)));
+                scf::YieldOp::create(eb, eloc,
+                                     SmallVector<Value>(vectors, zeros));
+              });
+          llvm::append_range(loads, guarded.getResults());
+        }
         return loads;
       },
       [&](OpBuilder &nb) {
@@ -602,10 +709,16 @@ void buildAVX512BF16(OpBuilder &b, Location loc, const Operands &o,
             });
         scf::YieldOp::create(kb, kloc, pairsLoop.getResults());
       });
-  for (int64_t r = 0; r < s.registerRows; ++r)
+  for (int64_t r = 0; r < s.registerRows; ++r) {
+    OpBuilder::InsertionGuard guard(b);
+    if (rowInside[r]) {
+      auto inside = scf::IfOp::create(b, loc, rowInside[r]);
+      b.setInsertionPointToStart(inside.thenBlock());
+    }
     for (int64_t v = 0; v < vectors; ++v)
       vector::StoreOp::create(b, loc, depth.getResult(r * vectors + v), o.c,
                               t.aAt({rowAt[r], colAt[v]}));
+  }
 }
 
 struct LowerDenseBF16 : torsor::impl::TorsorLowerDenseBF16Base<LowerDenseBF16> {
@@ -631,6 +744,11 @@ struct LowerDenseBF16 : torsor::impl::TorsorLowerDenseBF16Base<LowerDenseBF16> {
       if (failed(operands))
         continue;
       ZeroInit zero = zeroInitOf(op);
+      // AMX tiles store whole tiles of rows: only the vector kernel writes
+      // straight into the output.
+      memref::CopyOp copyOut;
+      if (*schedule.unit == strategy::MatmulUnit::AVX512BF16)
+        copyOut = redirectToOutput(b, op.getLoc(), op, *operands, zero);
       if (*schedule.unit == strategy::MatmulUnit::AMX)
         buildAMX(b, op.getLoc(), *operands, schedule, bool(zero));
       else
@@ -642,6 +760,8 @@ struct LowerDenseBF16 : torsor::impl::TorsorLowerDenseBF16Base<LowerDenseBF16> {
           sources.remove(fill);
         zero.init->erase();
       }
+      if (copyOut)
+        copyOut.erase();
       if (zero.source)
         sources.insert(zero.source);
     }
