@@ -10,13 +10,16 @@ Models (examples/):
                       (D = 64) + GELU FFN (256), final LayerNorm.
 
 Peers:
-- torsor:        torsorc -O2 (host CPU), run in-process through the C API
-                 (bench/torsor_ctypes.py; the forward call only).
+- torsor:        torsorc -O2 (host CPU) --compute=f32 or bf16 (--compute),
+                 run in-process through the C API (bench/torsor_ctypes.py;
+                 the forward call only).
 - torch-eager:   the same model in PyTorch. grassmann_mix in its fastest
                  eager form (bench_grassmann.py `wsum`); Lie attention as the
                  chunked closed form of bench/lie_peers.py (the fastest
                  PyTorch form of bench_lie_attention.py).
 - torch-compile: torch.compile(dynamic=False) of the eager model.
+With --compute=bf16 both torch peers run under
+torch.autocast("cpu", torch.bfloat16), the PyTorch user's bf16 mode.
 
 Every point runs in a fresh process pinned to --threads CPUs with the tuned
 allocator of harness.py; the report gives median, interquartile range, peak
@@ -27,6 +30,7 @@ Not part of `make test`. Needs torch. Usage:
   /work/bench-venv/bin/python bench/bench_models.py [--models ...]
       [--sizes 256 1024 4096] [--peers torsor torch-eager torch-compile]
       [--threads 2] [--min-reps 3] [--budget-s 2] [--name models]
+      [--compute f32|bf16] [--build build]
 Writes bench/results/<name>.{json,md,png}.
 """
 import argparse
@@ -119,11 +123,14 @@ def measure(spec):
         tp = {k: torch.from_numpy(v) for k, v in params.items()}
         result = {}
 
+        bf16 = spec.get("compute") == "bf16"
+
         def fn():
-            with torch.no_grad():
+            with torch.no_grad(), torch.autocast("cpu", torch.bfloat16,
+                                                 enabled=bf16):
                 result["y"] = model(ti, tp)
         warmup = 2 if spec["peer"] == "torch-compile" else 1
-        out = lambda: result["y"].numpy()
+        out = lambda: result["y"].float().numpy()
     baseline = harness.rss_mb()
     t0 = time.perf_counter()
     times, warm, skipped = harness.time_calls(fn, warmup=warmup, **reps)
@@ -166,7 +173,7 @@ def make_data(np, manifest, model, L, rng):
     return inputs, params
 
 
-def plot(rows, path, threads):
+def plot(rows, path, threads, compute):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -188,7 +195,7 @@ def plot(rows, path, threads):
         ax.set_yscale("log")
         ax.set_xlabel("L (tokens)")
         ax.set_ylabel("ms per forward (median, IQR band)")
-        ax.set_title("%s, f32, %d threads" % (model, threads))
+        ax.set_title("%s, %s, %d threads" % (model, compute, threads))
         ax.grid(True, which="both", alpha=0.3)
         ax.legend()
     fig.tight_layout()
@@ -208,6 +215,7 @@ def main():
     ap.add_argument("--timeout-s", type=float, default=900)
     ap.add_argument("--allocator", default="glibc-tuned")
     ap.add_argument("--name", default="models")
+    ap.add_argument("--compute", default="f32", choices=("f32", "bf16"))
     args = ap.parse_args()
     import numpy as np
     env = dict(harness.allocator_env(args.allocator))
@@ -225,7 +233,8 @@ def main():
             so = os.path.join(tmp, model + ".so")
             subprocess.run([os.path.join(args.build, "bin", "torsorc"),
                             os.path.join(ROOT, "examples", model + ".tsr"),
-                            "-o", so, "-O2"], check=True)
+                            "-o", so, "-O2", "--compute=" + args.compute],
+                           check=True)
             with open(os.path.join(tmp, model + ".json")) as f:
                 manifest = json.load(f)
             output = manifest["outputs"][0]["name"]
@@ -242,7 +251,8 @@ def main():
                             "build": args.build, "inputs": data, "out": out,
                             "output": output, "threads": args.threads,
                             "min_reps": args.min_reps, "max_reps": args.max_reps,
-                            "budget_s": args.budget_s}
+                            "budget_s": args.budget_s,
+                            "compute": args.compute}
                     res = harness.run_worker([sys.executable, __file__], spec, env,
                                              args.timeout_s)
                     row = {"model": model, "L": L, "peer": peer}
@@ -262,16 +272,17 @@ def main():
                     print(json.dumps(row), flush=True)
     load_end = os.getloadavg()
     meta = {"command": " ".join(["python3", "bench/bench_models.py"] + sys.argv[1:]),
+            "compute": args.compute,
             "torsor": rev, "threads": args.threads, "allocator": args.allocator,
             "load_start": load_start, "load_end": load_end,
             "machine": harness.machine_info(),
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     with open(os.path.join(results, args.name + ".json"), "w") as f:
         json.dump({"meta": meta, "rows": rows}, f, indent=1)
-    lines = ["Measured %s with `%s` on Torsor %s (%s threads, load average %.1f "
-             "at the start, %.1f at the end)." % (meta["date"], meta["command"], rev,
-                                                 args.threads, load_start[0],
-                                                 load_end[0]), ""]
+    lines = ["Measured %s with `%s` on Torsor %s (%s threads, compute %s, load "
+             "average %.1f at the start, %.1f at the end)." % (
+                 meta["date"], meta["command"], rev, args.threads, args.compute,
+                 load_start[0], load_end[0]), ""]
     header = ["model", "L", "Torsor", "torch eager", "torch.compile",
               "compile / Torsor", "eager / Torsor", "Torsor peak MB",
               "compile peak MB", "max |Δ| vs Torsor (max |y|)"]
@@ -307,7 +318,8 @@ def main():
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
     try:
-        plot(rows, os.path.join(results, args.name + ".png"), args.threads)
+        plot(rows, os.path.join(results, args.name + ".png"), args.threads,
+             args.compute)
     except ImportError:
         print("matplotlib missing: no plot", file=sys.stderr)
 

@@ -23,6 +23,7 @@
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
@@ -73,6 +74,15 @@ void torsor::buildCPULoweringPipeline(OpPassManager &pm,
   // the loops were built on: bufferization's slice proofs then end there
   // instead of re-proving the loops shape-preserving at every query.
   pm.addNestedPass<func::FuncOp>(createTorsorResolveDims());
+  // Above -O0, a result that ends in a model output is computed in the
+  // output's buffer instead of a fresh one copied there (empty-tensor
+  // elimination); first each use of a shared fill gets its own, so that
+  // the elimination rewrites only what the output's chain alone uses
+  // (torsor-split-shared-fills).
+  if (options.optLevel > 0) {
+    pm.addNestedPass<func::FuncOp>(createTorsorSplitSharedFills());
+    pm.addPass(bufferization::createEmptyTensorEliminationPass());
+  }
   buildBufferizationPipeline(pm);
 
   // --compute=bf16: the packed products torsor-tile-dense left become AMX

@@ -26,9 +26,11 @@
 //                   broadcast → x86vector.avx512.dot
 //
 // Where a zero fill initializes C just before the product (the usual
-// `linalg.fill` + matmul), both kernels start the first depth block from
-// zero accumulators (amx.tile_zero, zero vectors) instead of loading C,
-// and the fill is dropped: one pass writing C and one reading it less.
+// `linalg.fill` + matmul), or bufferization's copy of a zero-filled buffer
+// does (one fill several products' accumulators share), both kernels
+// start the first depth block from zero accumulators (amx.tile_zero, zero
+// vectors) instead of loading C, and the fill or copy is dropped: one pass
+// writing C and one reading it less.
 //
 // Tile configuration (ldtilecfg) is LLVM's: its X86 backend configures the
 // tiles at the entry of every function that uses them and releases them at
@@ -52,6 +54,7 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace torsor {
 #define GEN_PASS_DEF_TORSORLOWERDENSEBF16
@@ -116,6 +119,10 @@ struct Operands {
   /// Which batch dims (positions in C's) B reads, in B's order.
   SmallVector<unsigned> bBatch;
   unsigned batchRank = 0;
+  /// Whether C has only the rows of the product (not a whole number of
+  /// register tiles): the AVX512-BF16 kernel then loads and stores only
+  /// the rows before the task's end (redirectToOutput).
+  bool raggedRows = false;
 };
 
 /// Collapses the packed buffers to the tiles the kernels load; fails when
@@ -261,69 +268,211 @@ Task buildTasks(OpBuilder &b, Location loc, const Operands &o,
   return t;
 }
 
-/// The `linalg.fill` of zeros that initializes the whole of `op`'s C and
-/// nothing reads or writes in between, if there is one: the kernels then
-/// start the first depth block from zero accumulators instead of loading
-/// C, and the fill is dropped (a pass writing C, and one reading it back,
-/// less: at L = 16384, d = n = 256 they were a third of the call). C must
-/// be a reshape of the filled buffer (no subview: the fill would cover
-/// more than the kernels write), and every other use of that buffer or a
-/// view of it must lie before the fill or after the product.
-linalg::FillOp zeroFillOf(linalg::GenericOp op) {
-  // The buffer C reshapes.
-  Value root = op.getDpsInits()[0];
-  while (Operation *def = root.getDefiningOp()) {
-    if (!isa<memref::ExpandShapeOp, memref::CollapseShapeOp>(def))
+/// The buffer `value` is a view of (through view-like ops), and whether
+/// the chain is only full reshapes (every element of the buffer).
+std::pair<Value, bool> rootOf(Value value) {
+  bool whole = true;
+  while (Operation *def = value.getDefiningOp()) {
+    auto view = dyn_cast<ViewLikeOpInterface>(def);
+    if (!view || view.getViewSource() != def->getOperand(0))
       break;
-    root = def->getOperand(0);
+    whole &= isa<memref::ExpandShapeOp, memref::CollapseShapeOp>(def);
+    value = view.getViewSource();
   }
-  // Every view of the buffer, and the fill.
+  return {value, whole};
+}
+
+/// `root` and every view of it (transitively).
+SmallVector<Value> viewsOf(Value root) {
   SmallVector<Value> views = {root};
-  linalg::FillOp fill;
-  Block *block = op->getBlock();
   for (unsigned i = 0; i < views.size(); ++i)
-    for (Operation *user : views[i].getUsers()) {
-      if (auto view = dyn_cast<ViewLikeOpInterface>(user)) {
+    for (Operation *user : views[i].getUsers())
+      if (auto view = dyn_cast<ViewLikeOpInterface>(user))
         if (view.getViewSource() == views[i])
           views.push_back(view->getResult(0));
-        continue;
-      }
-      auto candidate = dyn_cast<linalg::FillOp>(user);
-      if (!candidate || candidate->getBlock() != block ||
-          !candidate->isBeforeInBlock(op) ||
-          candidate.getDpsInits()[0] != views[i] ||
-          !matchPattern(candidate.getDpsInputs()[0], m_AnyZeroFloat()))
-        continue;
-      // The last zero fill before the product.
-      if (!fill || fill->isBeforeInBlock(candidate))
-        fill = candidate;
-    }
-  if (!fill)
-    return {};
-  // The filled value must be C's buffer or a reshape of it (views whose
-  // only source is a full reshape chain from root).
-  for (Value v = fill.getDpsInits()[0]; v != root;) {
-    Operation *def = v.getDefiningOp();
-    if (!isa_and_nonnull<memref::ExpandShapeOp, memref::CollapseShapeOp>(def))
-      return {};
-    v = def->getOperand(0);
-  }
+  return views;
+}
+
+/// Whether no op of `block` strictly between `from` and `to` touches an
+/// element of `views` (sizes, memref.dim, and further views do not), except
+/// where `allowed` says so.
+bool untouchedBetween(ArrayRef<Value> views, Block *block, Operation *from,
+                      Operation *to,
+                      function_ref<bool(Operation *)> allowed = nullptr) {
   for (Value view : views)
     for (Operation *user : view.getUsers()) {
-      // Views and sizes (memref.dim) touch no element.
-      if (user == op || user == fill.getOperation() ||
-          isa<ViewLikeOpInterface>(user) || isMemoryEffectFree(user))
+      if (user == from || user == to || isa<ViewLikeOpInterface>(user) ||
+          isMemoryEffectFree(user) || (allowed && allowed(user)))
         continue;
       Operation *at = block->findAncestorOpInBlock(*user);
-      if (at && fill->isBeforeInBlock(at) && at->isBeforeInBlock(op))
-        return {};
+      if (at && from->isBeforeInBlock(at) && at->isBeforeInBlock(to))
+        return false;
+    }
+  return true;
+}
+
+/// The last `linalg.fill` of zeros before `before` in its block that
+/// writes all of `root` (through full reshapes only), if any.
+linalg::FillOp lastZeroFill(ArrayRef<Value> views, Value root,
+                            Operation *before) {
+  linalg::FillOp fill;
+  Block *block = before->getBlock();
+  for (Value view : views)
+    for (Operation *user : view.getUsers()) {
+      auto candidate = dyn_cast<linalg::FillOp>(user);
+      if (!candidate || candidate->getBlock() != block ||
+          !candidate->isBeforeInBlock(before) ||
+          candidate.getDpsInits()[0] != view ||
+          !matchPattern(candidate.getDpsInputs()[0], m_AnyZeroFloat()))
+        continue;
+      auto [filled, whole] = rootOf(view);
+      if (filled != root || !whole)
+        continue;
+      if (!fill || fill->isBeforeInBlock(candidate))
+        fill = candidate;
     }
   return fill;
 }
 
+/// What zeroes `op`'s C just before the product, if anything: the
+/// kernels then start the first depth block from zero accumulators
+/// instead of loading C, and `init` (a pass writing C, and one reading it
+/// back, less: at L = 16384, d = n = 256 they were a third of the call)
+/// is dropped. Either a `linalg.fill` of zeros on C's buffer, or a
+/// `memref.copy` into it from a buffer a zero fill wrote (bufferization's
+/// copy of a zero-filled accumulator several products share; the fill is
+/// `source`, dropped once no copy reads it). C must be a reshape of the
+/// written buffer (no subview: the init would cover more than the kernels
+/// write), and no other use of that buffer or a view of it may lie
+/// between the init and the product.
+struct ZeroInit {
+  Operation *init = nullptr;
+  linalg::FillOp source;
+  explicit operator bool() const { return init; }
+};
+
+ZeroInit zeroInitOf(linalg::GenericOp op) {
+  auto [root, whole] = rootOf(op.getDpsInits()[0]);
+  if (!whole)
+    return {};
+  SmallVector<Value> views = viewsOf(root);
+  Block *block = op->getBlock();
+  ZeroInit found;
+  if (linalg::FillOp fill = lastZeroFill(views, root, op))
+    found.init = fill;
+  // The last copy into all of C before the product, if after the fill.
+  for (Value view : views)
+    for (Operation *user : view.getUsers()) {
+      auto copy = dyn_cast<memref::CopyOp>(user);
+      if (!copy || copy.getTarget() != view || copy->getBlock() != block ||
+          !copy->isBeforeInBlock(op) || !rootOf(view).second ||
+          (found.init && copy->isBeforeInBlock(found.init)))
+        continue;
+      found = {copy, {}};
+    }
+  if (!found || !untouchedBetween(views, block, found.init, op))
+    return {};
+  auto copy = dyn_cast<memref::CopyOp>(found.init);
+  if (!copy)
+    return found;
+  // The copy's source must hold zeros: a zero fill of all of its buffer,
+  // and between the two no write to it (other copies reading it are fine).
+  Value sourceRoot = rootOf(copy.getSource()).first;
+  SmallVector<Value> sourceViews = viewsOf(sourceRoot);
+  linalg::FillOp fill = lastZeroFill(sourceViews, sourceRoot, copy);
+  if (!fill || llvm::is_contained(sourceViews, root) ||
+      !untouchedBetween(sourceViews, block, fill, copy, [&](Operation *user) {
+        auto reader = dyn_cast<memref::CopyOp>(user);
+        return reader && !llvm::is_contained(sourceViews, reader.getTarget());
+      }))
+    return {};
+  found.source = fill;
+  return found;
+}
+
+/// Whether nothing but views, sizes and deallocation uses the buffer
+/// `fill` writes, other than `fill` itself: the fill is then dead.
+bool onlyFillReads(linalg::FillOp fill) {
+  for (Value view : viewsOf(rootOf(fill.getDpsInits()[0]).first))
+    for (Operation *user : view.getUsers())
+      if (user != fill.getOperation() && !isa<ViewLikeOpInterface>(user) &&
+          !isa<memref::DeallocOp>(user) && !isMemoryEffectFree(user))
+        return false;
+  return true;
+}
+
+/// Where `op`'s padded C (a fresh buffer the zero init `zero` fills) is
+/// only copied out afterwards, its [M, N] corner into another buffer D
+/// (the model's output, or an intermediate), and the padding is only in
+/// the rows (N a whole number of column blocks): points the kernel's C at
+/// D instead (rows [0, M), raggedRows) and returns the copy, which then
+/// goes; null otherwise. The padded rows are never stored, and A's padded
+/// rows only reach them. Without it the padded C is written and then
+/// copied, a second pass over the output (at L = 16384, d = n = 256 a
+/// tenth of the call).
+memref::CopyOp redirectToOutput(OpBuilder &b, Location loc,
+                                linalg::GenericOp op, Operands &o,
+                                const ZeroInit &zero) {
+  if (!zero || o.batchRank != 0)
+    return {};
+  auto [root, whole] = rootOf(op.getDpsInits()[0]);
+  if (!whole || !root.getDefiningOp<memref::AllocOp>())
+    return {};
+  auto rootType = cast<MemRefType>(root.getType());
+  if (rootType.getRank() != 2)
+    return {};
+  Block *block = op->getBlock();
+  memref::CopyOp copy;
+  for (Value view : viewsOf(root))
+    for (Operation *user : view.getUsers()) {
+      if (user == op.getOperation() || user == zero.init ||
+          isa<ViewLikeOpInterface, memref::DeallocOp>(user) ||
+          isMemoryEffectFree(user))
+        continue;
+      auto candidate = dyn_cast<memref::CopyOp>(user);
+      if (copy || !candidate || candidate.getSource() != view ||
+          candidate->getBlock() != block || !op->isBeforeInBlock(candidate))
+        return {};
+      copy = candidate;
+    }
+  if (!copy)
+    return {};
+  // The corner [0, M) x [0, N) with N all of C's columns.
+  auto corner = copy.getSource().getDefiningOp<memref::SubViewOp>();
+  if (!corner || corner.getSource() != root ||
+      !llvm::all_of(corner.getMixedOffsets(), isZeroInteger) ||
+      !llvm::all_of(corner.getMixedStrides(), isOneInteger))
+    return {};
+  std::optional<int64_t> cols = getConstantIntValue(corner.getMixedSizes()[1]);
+  if (!cols || rootType.isDynamicDim(1) || *cols != rootType.getDimSize(1))
+    return {};
+  // D: rows of unit stride, not read or written before the copy, and not
+  // an operand of the product.
+  Value d = copy.getTarget();
+  auto dType = cast<MemRefType>(d.getType());
+  int64_t offset;
+  SmallVector<int64_t> strides;
+  if (failed(dType.getStridesAndOffset(strides, offset)) ||
+      strides.back() != 1 || dType.getShape()[1] != *cols)
+    return {};
+  Value dRoot = rootOf(d).first;
+  if (dRoot == rootOf(op.getDpsInputs()[0]).first ||
+      dRoot == rootOf(op.getDpsInputs()[1]).first ||
+      !untouchedBetween(viewsOf(dRoot), block, op, copy))
+    return {};
+  // D's views must be defined before the product (the kernel stores there).
+  if (Operation *def = d.getDefiningOp())
+    if (def->getBlock() == block && !def->isBeforeInBlock(op))
+      return {};
+  o.c = d;
+  o.rows = memref::DimOp::create(b, loc, d, 0);
+  o.raggedRows = true;
+  return copy;
+}
+
 /// The kernels' accumulators: `load()` where C holds partial sums, and
 /// `zero()` in the first depth block (k0 = 0) where C starts at zero
-/// (`zeroInit`, the fill zeroFillOf found).
+/// (`zeroInit`, what zeroInitOf found).
 SmallVector<Value>
 initialAccumulators(OpBuilder &b, Location loc, bool zeroInit, Value k0,
                     TypeRange types,
@@ -468,9 +617,19 @@ void buildAVX512BF16(OpBuilder &b, Location loc, const Operands &o,
   Value inTile =
       arith::RemUIOp::create(b, loc, i, constant(b, loc, s.tileRows));
   SmallVector<Value> rowAt, inTileAt, colAt, panels, acc;
+  // With ragged rows (C holds just the product's rows), whether each row
+  // of the register tile lies before the task's end; null where it must
+  // (row 0, or C padded to whole register tiles).
+  SmallVector<Value> rowInside;
   for (int64_t r = 0; r < s.registerRows; ++r) {
     rowAt.push_back(add(b, loc, i, r));
     inTileAt.push_back(add(b, loc, inTile, r));
+    rowInside.push_back(o.raggedRows && r > 0
+                            ? arith::CmpIOp::create(b, loc,
+                                                    arith::CmpIPredicate::ult,
+                                                    rowAt[r], t.rowEnd)
+                                  .getResult()
+                            : Value());
   }
   for (int64_t v = 0; v < vectors; ++v) {
     colAt.push_back(add(b, loc, j, v * lanes));
@@ -481,10 +640,34 @@ void buildAVX512BF16(OpBuilder &b, Location loc, const Operands &o,
       b, loc, zeroInit, k0, accTypes,
       [&](OpBuilder &nb) {
         SmallVector<Value> loads;
-        for (int64_t r = 0; r < s.registerRows; ++r)
-          for (int64_t v = 0; v < vectors; ++v)
-            loads.push_back(vector::LoadOp::create(
-                nb, loc, accType, o.c, t.aAt({rowAt[r], colAt[v]})));
+        for (int64_t r = 0; r < s.registerRows; ++r) {
+          auto load = [&](OpBuilder &lb, Location lloc) {
+            SmallVector<Value> row;
+            for (int64_t v = 0; v < vectors; ++v)
+              row.push_back(vector::LoadOp::create(
+                  lb, lloc, accType, o.c, t.aAt({rowAt[r], colAt[v]})));
+            return row;
+          };
+          if (!rowInside[r]) {
+            llvm::append_range(loads, load(nb, loc));
+            continue;
+          }
+          // Past C's rows: zeros (the row is never stored).
+          SmallVector<Type> rowTypes(vectors, accType);
+          auto guarded = scf::IfOp::create(
+              nb, loc, rowInside[r],
+              [&](OpBuilder &tb, Location tloc) {
+                scf::YieldOp::create(tb, tloc, load(tb, tloc));
+              },
+              [&](OpBuilder &eb, Location eloc) {
+                Value zeros = arith::ConstantOp::create(
+                    eb, eloc, accType,
+                    cast<TypedAttr>(eb.getZeroAttr(accType)));
+                scf::YieldOp::create(eb, eloc,
+                                     SmallVector<Value>(vectors, zeros));
+              });
+          llvm::append_range(loads, guarded.getResults());
+        }
         return loads;
       },
       [&](OpBuilder &nb) {
@@ -526,10 +709,16 @@ void buildAVX512BF16(OpBuilder &b, Location loc, const Operands &o,
             });
         scf::YieldOp::create(kb, kloc, pairsLoop.getResults());
       });
-  for (int64_t r = 0; r < s.registerRows; ++r)
+  for (int64_t r = 0; r < s.registerRows; ++r) {
+    OpBuilder::InsertionGuard guard(b);
+    if (rowInside[r]) {
+      auto inside = scf::IfOp::create(b, loc, rowInside[r]);
+      b.setInsertionPointToStart(inside.thenBlock());
+    }
     for (int64_t v = 0; v < vectors; ++v)
       vector::StoreOp::create(b, loc, depth.getResult(r * vectors + v), o.c,
                               t.aAt({rowAt[r], colAt[v]}));
+  }
 }
 
 struct LowerDenseBF16 : torsor::impl::TorsorLowerDenseBF16Base<LowerDenseBF16> {
@@ -543,6 +732,7 @@ struct LowerDenseBF16 : torsor::impl::TorsorLowerDenseBF16Base<LowerDenseBF16> {
       if (op->hasAttr(kBF16ProductAttr) && op.hasPureBufferSemantics())
         products.push_back(op);
     });
+    llvm::SetVector<linalg::FillOp> sources;
     for (linalg::GenericOp op : products) {
       OpBuilder b(op);
       // The AVX512-BF16 kernel reads one B tile row per vector.
@@ -553,15 +743,32 @@ struct LowerDenseBF16 : torsor::impl::TorsorLowerDenseBF16Base<LowerDenseBF16> {
       // Not collapsible: the generic's own loops compute the same sums.
       if (failed(operands))
         continue;
-      linalg::FillOp fill = zeroFillOf(op);
+      ZeroInit zero = zeroInitOf(op);
+      // AMX tiles store whole tiles of rows: only the vector kernel writes
+      // straight into the output.
+      memref::CopyOp copyOut;
+      if (*schedule.unit == strategy::MatmulUnit::AVX512BF16)
+        copyOut = redirectToOutput(b, op.getLoc(), op, *operands, zero);
       if (*schedule.unit == strategy::MatmulUnit::AMX)
-        buildAMX(b, op.getLoc(), *operands, schedule, bool(fill));
+        buildAMX(b, op.getLoc(), *operands, schedule, bool(zero));
       else
-        buildAVX512BF16(b, op.getLoc(), *operands, schedule, bool(fill));
+        buildAVX512BF16(b, op.getLoc(), *operands, schedule, bool(zero));
       op.erase();
-      if (fill)
-        fill.erase();
+      if (zero) {
+        // A fill other products' copies read may be this one's own.
+        if (auto fill = dyn_cast<linalg::FillOp>(zero.init))
+          sources.remove(fill);
+        zero.init->erase();
+      }
+      if (copyOut)
+        copyOut.erase();
+      if (zero.source)
+        sources.insert(zero.source);
     }
+    // A zero fill whose copies all went is dead.
+    for (linalg::FillOp fill : sources)
+      if (onlyFillReads(fill))
+        fill.erase();
   }
 };
 

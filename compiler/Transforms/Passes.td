@@ -703,4 +703,33 @@ def TorsorResolveDims : Pass<"torsor-resolve-dims", "::mlir::func::FuncOp"> {
   }];
 }
 
+def TorsorSplitSharedFills
+    : Pass<"torsor-split-shared-fills", "::mlir::func::FuncOp"> {
+  let summary = "One fill of its own empty tensor per use of a shared fill";
+  let description = [{
+    Runs right before empty-tensor elimination and one-shot bufferization.
+    A `linalg.fill` of a `tensor.empty` with several uses (CSE merges the
+    identical zero fills of accumulators) becomes one fill of a fresh
+    empty tensor per use, placed where the original was. The values are
+    the same. Bufferization then gives each accumulator its own filled
+    buffer instead of a copy of the shared one, and empty-tensor
+    elimination (which makes the root of a chain that ends in an output
+    that output's buffer) rewrites only fills that the chain alone uses:
+    on a shared fill it made the other users' accumulators the output's
+    buffer.
+
+    Before:
+    ```mlir
+    %e = tensor.empty() : tensor<64xf32>
+    %z = linalg.fill ins(%zero : f32) outs(%e : tensor<64xf32>) -> tensor<64xf32>
+    %a = linalg.reduce ins(%x : tensor<?x64xf32>) outs(%z : tensor<64xf32>) dimensions = [0] ...
+    %b = linalg.reduce ins(%y : tensor<?x64xf32>) outs(%z : tensor<64xf32>) dimensions = [0] ...
+    ```
+    After: `%b` reads `%z2 = linalg.fill ins(%zero : f32) outs(%e2 :
+    tensor<64xf32>)` of its own `%e2 = tensor.empty()`.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 #endif // TORSOR_TRANSFORMS_PASSES

@@ -274,3 +274,244 @@ func.func @fill_kept(%a: memref<?x2x16x16x2xbf16>, %b: memref<4x2x16x16x2xbf16>,
   }
   return
 }
+
+// Bufferization's form of two products whose accumulators start from one
+// shared zero fill: the filled buffer is copied into each C. Both copies
+// go (zero accumulators, as after a fill of C), and with them the fill,
+// which nothing reads any more.
+
+// DOT-LABEL: func.func @zero_copies
+//   DOT-NOT:   linalg.fill
+//   DOT-NOT:   memref.copy
+//       DOT:   arith.constant dense<0.000000e+00> : vector<16xf32>
+//       DOT:   x86vector.avx512.dot
+//       DOT:   arith.constant dense<0.000000e+00> : vector<16xf32>
+//       DOT:   x86vector.avx512.dot
+//   DOT-NOT:   memref.copy
+//       DOT:   return
+// AMX-LABEL: func.func @zero_copies
+//   AMX-NOT:   memref.copy
+//   AMX-COUNT-4: amx.tile_zero
+//   AMX-NOT:   memref.copy
+//   AMX-COUNT-4: amx.tile_zero
+//   AMX-NOT:   memref.copy
+//       AMX:   return
+func.func @zero_copies(%a: memref<?x2x16x16x2xbf16>, %b: memref<4x2x16x16x2xbf16>, %n: index) -> (memref<?x16x4x16xf32>, memref<?x16x4x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %z = memref.alloc(%n) : memref<?x16x4x16xf32>
+  linalg.fill ins(%zero : f32) outs(%z : memref<?x16x4x16xf32>)
+  %c = memref.alloc(%n) : memref<?x16x4x16xf32>
+  memref.copy %z, %c : memref<?x16x4x16xf32> to memref<?x16x4x16xf32>
+  linalg.generic {indexing_maps = [#a, #b, #c],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%a, %b : memref<?x2x16x16x2xbf16>, memref<4x2x16x16x2xbf16>) outs(%c : memref<?x16x4x16xf32>)
+      attrs = {torsor.bf16_product} {
+  ^bb0(%x: bf16, %y: bf16, %acc: f32):
+    %xe = arith.extf %x : bf16 to f32
+    %ye = arith.extf %y : bf16 to f32
+    %p = arith.mulf %xe, %ye : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  %d = memref.alloc(%n) : memref<?x16x4x16xf32>
+  memref.copy %z, %d : memref<?x16x4x16xf32> to memref<?x16x4x16xf32>
+  linalg.generic {indexing_maps = [#a, #b, #c],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%a, %b : memref<?x2x16x16x2xbf16>, memref<4x2x16x16x2xbf16>) outs(%d : memref<?x16x4x16xf32>)
+      attrs = {torsor.bf16_product} {
+  ^bb0(%x: bf16, %y: bf16, %acc: f32):
+    %xe = arith.extf %x : bf16 to f32
+    %ye = arith.extf %y : bf16 to f32
+    %p = arith.mulf %xe, %ye : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  memref.dealloc %z : memref<?x16x4x16xf32>
+  return %c, %d : memref<?x16x4x16xf32>, memref<?x16x4x16xf32>
+}
+
+// The copies stay (and C is loaded) where the source is written between
+// its zero fill and the copy, where the source was filled with something
+// else, or where the copy writes only part of C (a subview); the fill stays
+// where a copy still reads it.
+
+// DOT-LABEL: func.func @copies_kept
+//       DOT:   linalg.fill
+//       DOT:   memref.copy
+//       DOT:   memref.copy
+//   DOT-NOT:   scf.if
+//       DOT:   x86vector.avx512.dot
+//       DOT:   linalg.fill
+//       DOT:   memref.copy
+//   DOT-NOT:   scf.if
+//       DOT:   x86vector.avx512.dot
+//       DOT:   linalg.fill
+//       DOT:   memref.copy
+//   DOT-NOT:   scf.if
+//       DOT:   x86vector.avx512.dot
+//       DOT:   return
+func.func @copies_kept(%a: memref<?x2x16x16x2xbf16>, %b: memref<4x2x16x16x2xbf16>, %w: memref<?x16x4x16xf32>, %n: index) -> (memref<?x16x4x16xf32>, memref<?x16x4x16xf32>, memref<?x16x4x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  // The source is overwritten after its fill.
+  %z = memref.alloc(%n) : memref<?x16x4x16xf32>
+  linalg.fill ins(%zero : f32) outs(%z : memref<?x16x4x16xf32>)
+  memref.copy %w, %z : memref<?x16x4x16xf32> to memref<?x16x4x16xf32>
+  %c = memref.alloc(%n) : memref<?x16x4x16xf32>
+  memref.copy %z, %c : memref<?x16x4x16xf32> to memref<?x16x4x16xf32>
+  linalg.generic {indexing_maps = [#a, #b, #c],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%a, %b : memref<?x2x16x16x2xbf16>, memref<4x2x16x16x2xbf16>) outs(%c : memref<?x16x4x16xf32>)
+      attrs = {torsor.bf16_product} {
+  ^bb0(%x: bf16, %y: bf16, %acc: f32):
+    %xe = arith.extf %x : bf16 to f32
+    %ye = arith.extf %y : bf16 to f32
+    %p = arith.mulf %xe, %ye : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  // The source is filled with ones.
+  %o = memref.alloc(%n) : memref<?x16x4x16xf32>
+  linalg.fill ins(%one : f32) outs(%o : memref<?x16x4x16xf32>)
+  %d = memref.alloc(%n) : memref<?x16x4x16xf32>
+  memref.copy %o, %d : memref<?x16x4x16xf32> to memref<?x16x4x16xf32>
+  linalg.generic {indexing_maps = [#a, #b, #c],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%a, %b : memref<?x2x16x16x2xbf16>, memref<4x2x16x16x2xbf16>) outs(%d : memref<?x16x4x16xf32>)
+      attrs = {torsor.bf16_product} {
+  ^bb0(%x: bf16, %y: bf16, %acc: f32):
+    %xe = arith.extf %x : bf16 to f32
+    %ye = arith.extf %y : bf16 to f32
+    %p = arith.mulf %xe, %ye : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  // The copy writes the first rows of C only (after C's own zero fill).
+  %src = memref.alloc(%n) : memref<?x16x4x16xf32>
+  %e = memref.alloc(%n) : memref<?x16x4x16xf32>
+  linalg.fill ins(%zero : f32) outs(%e : memref<?x16x4x16xf32>)
+  %part = memref.subview %e[0, 0, 0, 0] [1, 16, 4, 16] [1, 1, 1, 1] : memref<?x16x4x16xf32> to memref<1x16x4x16xf32, strided<[1024, 64, 16, 1]>>
+  %ys = memref.subview %src[0, 0, 0, 0] [1, 16, 4, 16] [1, 1, 1, 1] : memref<?x16x4x16xf32> to memref<1x16x4x16xf32, strided<[1024, 64, 16, 1]>>
+  memref.copy %ys, %part : memref<1x16x4x16xf32, strided<[1024, 64, 16, 1]>> to memref<1x16x4x16xf32, strided<[1024, 64, 16, 1]>>
+  linalg.generic {indexing_maps = [#a, #b, #c],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%a, %b : memref<?x2x16x16x2xbf16>, memref<4x2x16x16x2xbf16>) outs(%e : memref<?x16x4x16xf32>)
+      attrs = {torsor.bf16_product} {
+  ^bb0(%x: bf16, %y: bf16, %acc: f32):
+    %xe = arith.extf %x : bf16 to f32
+    %ye = arith.extf %y : bf16 to f32
+    %p = arith.mulf %xe, %ye : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return %c, %d, %e : memref<?x16x4x16xf32>, memref<?x16x4x16xf32>, memref<?x16x4x16xf32>
+}
+
+// The padded C is only copied out, its [n, 64] corner into %out (all of its
+// 64 columns): the AVX512-BF16 kernel stores into %out directly, its tasks
+// end at %out's n rows, rows 1-7 of each register tile are loaded and
+// stored only before the task's end, and the copy goes. AMX keeps the
+// copy (its tiles store 16 whole rows).
+
+// DOT-LABEL: func.func @into_output
+//  DOT-SAME:   %[[OUT:[^:]*]]: memref<?x64xf32>
+//       DOT:   %[[ROWS:.*]] = memref.dim %[[OUT]], %{{c0[_0-9]*}}
+//       DOT:   scf.parallel (%{{[^)]*}}) = (%{{[^)]*}}) to (%[[ROWS]])
+//       DOT:     %[[END:.*]] = arith.minui %{{.*}}, %[[ROWS]]
+//       DOT:     %[[IN:.*]] = arith.cmpi ult, %{{.*}}, %[[END]]
+//       DOT:     x86vector.avx512.dot
+//       DOT:     vector.store %{{.*}}, %[[OUT]]
+//       DOT:     scf.if %[[IN]] {
+//       DOT:       vector.store %{{.*}}, %[[OUT]]
+//   DOT-NOT:   memref.copy
+//       DOT:   return
+// AMX-LABEL: func.func @into_output
+//       AMX:   amx.tile_store
+//       AMX:   memref.copy
+func.func @into_output(%a: memref<?x2x16x16x2xbf16>, %b: memref<4x2x16x16x2xbf16>, %n: index, %out: memref<?x64xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %tiles = arith.divui %n, %n : index
+  %rows = arith.muli %tiles, %n : index
+  %c = memref.alloc(%rows) : memref<?x64xf32>
+  %cv = memref.expand_shape %c [[0, 1], [2, 3]] output_shape [%tiles, 16, 4, 16] : memref<?x64xf32> into memref<?x16x4x16xf32>
+  linalg.fill ins(%zero : f32) outs(%cv : memref<?x16x4x16xf32>)
+  linalg.generic {indexing_maps = [#a, #b, #c],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%a, %b : memref<?x2x16x16x2xbf16>, memref<4x2x16x16x2xbf16>) outs(%cv : memref<?x16x4x16xf32>)
+      attrs = {torsor.bf16_product} {
+  ^bb0(%x: bf16, %y: bf16, %acc: f32):
+    %xe = arith.extf %x : bf16 to f32
+    %ye = arith.extf %y : bf16 to f32
+    %p = arith.mulf %xe, %ye : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  %corner = memref.subview %c[0, 0] [%n, 64] [1, 1] : memref<?x64xf32> to memref<?x64xf32, strided<[64, 1]>>
+  memref.copy %corner, %out : memref<?x64xf32, strided<[64, 1]>> to memref<?x64xf32>
+  memref.dealloc %c : memref<?x64xf32>
+  return
+}
+
+// The copy stays where the corner leaves out columns (C's columns are
+// padded too), where C is not zeroed first, or where %out is read between
+// the product and the copy.
+
+// DOT-LABEL: func.func @copy_out_kept
+//  DOT-SAME:   %[[O1:[^:]*]]: memref<?x48xf32>, %[[O2:[^:]*]]: memref<?x64xf32>, %{{[^:]*}}: memref<?x16x4x16xf32>, %[[O3:[^:]*]]: memref<?x64xf32>
+//       DOT:   memref.copy %{{.*}}, %[[O1]] :
+//       DOT:   memref.copy %{{.*}}, %[[O2]] :
+//       DOT:   memref.copy %{{.*}}, %[[O3]] :
+//       DOT:   return
+func.func @copy_out_kept(%a: memref<?x2x16x16x2xbf16>, %b: memref<4x2x16x16x2xbf16>, %n: index, %out: memref<?x48xf32>, %out2: memref<?x64xf32>, %init: memref<?x16x4x16xf32>, %out3: memref<?x64xf32>, %other: memref<?x64xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c = memref.alloc(%n) : memref<?x64xf32>
+  %cv = memref.expand_shape %c [[0, 1], [2, 3]] output_shape [%n, 16, 4, 16] : memref<?x64xf32> into memref<?x16x4x16xf32>
+  linalg.fill ins(%zero : f32) outs(%cv : memref<?x16x4x16xf32>)
+  linalg.generic {indexing_maps = [#a, #b, #c],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%a, %b : memref<?x2x16x16x2xbf16>, memref<4x2x16x16x2xbf16>) outs(%cv : memref<?x16x4x16xf32>)
+      attrs = {torsor.bf16_product} {
+  ^bb0(%x: bf16, %y: bf16, %acc: f32):
+    %xe = arith.extf %x : bf16 to f32
+    %ye = arith.extf %y : bf16 to f32
+    %p = arith.mulf %xe, %ye : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  %corner = memref.subview %c[0, 0] [%n, 48] [1, 1] : memref<?x64xf32> to memref<?x48xf32, strided<[64, 1]>>
+  memref.copy %corner, %out : memref<?x48xf32, strided<[64, 1]>> to memref<?x48xf32>
+  %d = memref.alloc(%n) : memref<?x64xf32>
+  %dv = memref.expand_shape %d [[0, 1], [2, 3]] output_shape [%n, 16, 4, 16] : memref<?x64xf32> into memref<?x16x4x16xf32>
+  memref.copy %init, %dv : memref<?x16x4x16xf32> to memref<?x16x4x16xf32>
+  linalg.generic {indexing_maps = [#a, #b, #c],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%a, %b : memref<?x2x16x16x2xbf16>, memref<4x2x16x16x2xbf16>) outs(%dv : memref<?x16x4x16xf32>)
+      attrs = {torsor.bf16_product} {
+  ^bb0(%x: bf16, %y: bf16, %acc: f32):
+    %xe = arith.extf %x : bf16 to f32
+    %ye = arith.extf %y : bf16 to f32
+    %p = arith.mulf %xe, %ye : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  %dcorner = memref.subview %d[0, 0] [%n, 64] [1, 1] : memref<?x64xf32> to memref<?x64xf32, strided<[64, 1]>>
+  memref.copy %dcorner, %out2 : memref<?x64xf32, strided<[64, 1]>> to memref<?x64xf32>
+  %e = memref.alloc(%n) : memref<?x64xf32>
+  %ev = memref.expand_shape %e [[0, 1], [2, 3]] output_shape [%n, 16, 4, 16] : memref<?x64xf32> into memref<?x16x4x16xf32>
+  linalg.fill ins(%zero : f32) outs(%ev : memref<?x16x4x16xf32>)
+  linalg.generic {indexing_maps = [#a, #b, #c],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%a, %b : memref<?x2x16x16x2xbf16>, memref<4x2x16x16x2xbf16>) outs(%ev : memref<?x16x4x16xf32>)
+      attrs = {torsor.bf16_product} {
+  ^bb0(%x: bf16, %y: bf16, %acc: f32):
+    %xe = arith.extf %x : bf16 to f32
+    %ye = arith.extf %y : bf16 to f32
+    %p = arith.mulf %xe, %ye : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  memref.copy %out3, %other : memref<?x64xf32> to memref<?x64xf32>
+  %ecorner = memref.subview %e[0, 0] [%n, 64] [1, 1] : memref<?x64xf32> to memref<?x64xf32, strided<[64, 1]>>
+  memref.copy %ecorner, %out3 : memref<?x64xf32, strided<[64, 1]>> to memref<?x64xf32>
+  return
+}
