@@ -132,7 +132,8 @@ SmallVector<Value> buildTileLoop(OpBuilder &b, Location loc,
           if (lastRow) {
             owned = arith::SubIOp::create(lb, nloc, rowsV, skip).getResult();
             tile = tensor::ExtractSliceOp::create(
-                lb, nloc, tile, ArrayRef<OpFoldResult>{skip, lb.getIndexAttr(0)},
+                lb, nloc, tile,
+                ArrayRef<OpFoldResult>{skip, lb.getIndexAttr(0)},
                 ArrayRef<OpFoldResult>{owned, cols},
                 ArrayRef<OpFoldResult>{lb.getIndexAttr(1), lb.getIndexAttr(1)});
           }
