@@ -18,6 +18,7 @@
 #include "dialects/Geo/Transforms/Passes.h"
 #include "dialects/Strategy/IR/Strategy.h"
 
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/Utils/Utils.h"
 #include "mlir/IR/PatternMatch.h"
 
@@ -66,8 +67,14 @@ SmallVector<Value> buildTileLoop(OpBuilder &b, Location loc,
         Value rowsV = arith::ConstantIndexOp::create(lb, nloc, rows);
         Value row = arith::AddIOp::create(
             lb, nloc, first, arith::MulIOp::create(lb, nloc, tile, rowsV));
-        if (lastRow)
+        // A tile moved back to end at lastRow computes `rows` rows from
+        // `row` but owns only those from its nominal first row on: the
+        // `skip` rows before it are its neighbour's.
+        Value nominal = row, skip;
+        if (lastRow) {
           row = arith::MinUIOp::create(lb, nloc, row, lastRow);
+          skip = arith::SubIOp::create(lb, nloc, nominal, row);
+        }
 
         // A rank-2 slice of `t` at batch element batchIdx: rows
         // [r0, r0 + rowCount) of its last-but-one dim (all when r0 null).
@@ -91,10 +98,22 @@ SmallVector<Value> buildTileLoop(OpBuilder &b, Location loc,
         Value q = slice(op.getQueries(), row, count);
         Value k = slice(op.getKeys(), nullptr, nullptr);
         Value v = slice(op.getValues(), nullptr, nullptr);
-        Value dest = slice(iterArgs[0], row, count);
+        // The tile's destination: its rows of the output, or, for tiles
+        // that may move, a tile of its own, so that no tile writes a row
+        // another one owns (the loop's iterations run as parallel tasks).
+        auto destOf = [&](Value into) -> Value {
+          if (!lastRow)
+            return slice(into, row, count);
+          auto type = cast<RankedTensorType>(into.getType());
+          return tensor::EmptyOp::create(
+              lb, nloc,
+              ArrayRef<int64_t>{rows, type.getDimSize(type.getRank() - 1)},
+              type.getElementType());
+        };
+        Value dest = destOf(iterArgs[0]);
         Value lseDest;
         if (op.getLse())
-          lseDest = slice(iterArgs[1], row, count);
+          lseDest = destOf(iterArgs[1]);
         Value offset =
             arith::AddIOp::create(lb, nloc, op.getQueryOffset(), row);
         auto tileOp = FlashLieAttentionOp::create(
@@ -104,15 +123,34 @@ SmallVector<Value> buildTileLoop(OpBuilder &b, Location loc,
         tileOp->setAttr(strategy::kStrategyAttrName,
                         op->getAttr(strategy::kStrategyAttrName));
 
-        // Each tile result back into its rows.
+        // Each tile result back into its rows: a moved tile's from its
+        // nominal first row on, rows - skip of them.
         auto insert = [&](Value tile, Value into) {
+          OpFoldResult cols = lb.getIndexAttr(
+              cast<RankedTensorType>(tile.getType()).getDimSize(1));
+          OpFoldResult owned = count;
+          if (lastRow) {
+            owned = arith::SubIOp::create(lb, nloc, rowsV, skip).getResult();
+            tile = tensor::ExtractSliceOp::create(
+                lb, nloc, tile,
+                ArrayRef<OpFoldResult>{skip, lb.getIndexAttr(0)},
+                ArrayRef<OpFoldResult>{owned, cols},
+                ArrayRef<OpFoldResult>{lb.getIndexAttr(1), lb.getIndexAttr(1)});
+          }
           SmallVector<OpFoldResult> offs(batchIdx),
               sizes(nb, lb.getIndexAttr(1)), strides(rank, lb.getIndexAttr(1));
-          offs.append({row, lb.getIndexAttr(0)});
-          sizes.append(
-              {count,
-               lb.getIndexAttr(
-                   cast<RankedTensorType>(tile.getType()).getDimSize(1))});
+          offs.append({nominal, lb.getIndexAttr(0)});
+          sizes.append({owned, cols});
+          // The owned rows go into their slice of the output by a
+          // linalg.copy, which bufferization writes in place (an
+          // insert_slice of the tile's rows would become a strided
+          // memref.copy, a runtime memrefCopy call).
+          if (lastRow) {
+            Value rowsOut = tensor::ExtractSliceOp::create(
+                lb, nloc, cast<RankedTensorType>(tile.getType()), into, offs,
+                sizes, strides);
+            tile = linalg::CopyOp::create(lb, nloc, tile, rowsOut).getResult(0);
+          }
           return tensor::InsertSliceOp::create(lb, nloc, tile, into, offs,
                                                sizes, strides)
               .getResult();

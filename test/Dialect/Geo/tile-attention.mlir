@@ -6,7 +6,10 @@
 // ceil(L / 16) 16-row tiles, the last one moved back to end at row L (it
 // recomputes rows of its neighbour; no remainder tiles of 4 rows), and,
 // for L < 16 only, a loop of 1-row tiles. The query offset of a tile is
-// its first row.
+// its first row. Each 16-row tile computes into a tile of its own and
+// inserts only the rows from its nominal first row on (all 16, or for the
+// moved tile the 16 − skip rows its neighbour did not write): no two
+// iterations of the parallel loop write the same row.
 // CHECK-LABEL: func.func @tiles
 //       CHECK:   %[[LONG:.*]] = arith.cmpi uge, %[[L:.*]], %c16
 //       CHECK:   %[[BLOCKS:.*]] = arith.ceildivui %[[L]], %c16
@@ -14,11 +17,19 @@
 //       CHECK:   %[[FULL:.*]] = arith.select %[[LONG]], %[[BLOCKS]], %c0
 //       CHECK:   scf.for %{{.*}} = %{{.*}} to %[[FULL]]
 //   CHECK-NOT:     arith.shrui
-//       CHECK:     %[[ROW:.*]] = arith.minui %{{.*}}, %[[LASTROW]]
+//       CHECK:     %[[NOMINAL:.*]] = arith.addi %{{.*}}, %{{.*}} : index
+//       CHECK:     %[[ROW:.*]] = arith.minui %[[NOMINAL]], %[[LASTROW]]
+//       CHECK:     %[[SKIP:.*]] = arith.subi %[[NOMINAL]], %[[ROW]]
 //       CHECK:     tensor.extract_slice %{{.*}}[%[[ROW]], 0] [16, 9] [1, 1] : tensor<?x9xf32> to tensor<16x9xf32>
+//       CHECK:     %[[OWN:.*]] = tensor.empty() : tensor<16x64xf32>
 //       CHECK:     %[[OFF:.*]] = arith.addi %{{.*}}, %[[ROW]] : index
-//       CHECK:     geo.flash_lie_attention %{{.*}}, %{{.*}}, %{{.*}}, %[[OFF]], %{{.*}} {{{.*}}key_tile = 64 : i64{{.*}}query_block = 16, key_block = 768>} : (tensor<16x9xf32>, tensor<9x?xf32>, tensor<?x64xf32>, index, tensor<16x64xf32>) -> tensor<16x64xf32>
-//       CHECK:     tensor.insert_slice %{{.*}}[%[[ROW]], 0] [16, 64]
+//       CHECK:     %[[TILE:.*]] = geo.flash_lie_attention %{{.*}}, %{{.*}}, %{{.*}}, %[[OFF]], %[[OWN]] {{{.*}}key_tile = 64 : i64{{.*}}query_block = 16, key_block = 768>} : (tensor<16x9xf32>, tensor<9x?xf32>, tensor<?x64xf32>, index, tensor<16x64xf32>) -> tensor<16x64xf32>
+//       CHECK:     %[[COUNT:.*]] = arith.subi %c16{{.*}}, %[[SKIP]]
+//       CHECK:     %[[NEW:.*]] = tensor.extract_slice %[[TILE]][%[[SKIP]], 0] [%[[COUNT]], 64] [1, 1] : tensor<16x64xf32> to tensor<?x64xf32>
+//       CHECK:     %[[ROWS:.*]] = tensor.extract_slice %{{.*}}[%[[NOMINAL]], 0] [%[[COUNT]], 64]
+//       CHECK:     %[[COPIED:.*]] = linalg.copy ins(%[[NEW]] : tensor<?x64xf32>) outs(%[[ROWS]] : tensor<?x64xf32>)
+//       CHECK:     tensor.insert_slice %[[COPIED]] into %{{.*}}[%[[NOMINAL]], 0] [%[[COUNT]], 64]
+//   CHECK-NOT:     tensor.insert_slice
 //       CHECK:   } {torsor.parallel}
 //       CHECK:   %[[SHORT:.*]] = arith.select %[[LONG]], %c0{{.*}}, %[[L]]
 //       CHECK:   scf.for %{{.*}} = %{{.*}} to %[[SHORT]]
@@ -79,15 +90,25 @@ func.func @tiled(%q: tensor<2x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x4xf32>, 
 // -----
 
 // With an lse result (a gradient asked for it): the tile loops carry the
-// lse tensor too; each tile writes its rows of both.
+// lse tensor too; each tile writes its rows of both, a 16-row tile only
+// the rows it owns (from its nominal first row on).
 // CHECK-LABEL: func.func @with_lse
 //       CHECK:   scf.for {{.*}} -> (tensor<?x64xf32>, tensor<?x2xf32>)
-//       CHECK:     %[[LSEDEST:.*]] = tensor.extract_slice %{{.*}}[%{{.*}}, 0] [16, 2] [1, 1] : tensor<?x2xf32> to tensor<16x2xf32>
+//       CHECK:     %[[NOMINAL:.*]] = arith.addi %{{.*}}, %{{.*}} : index
+//       CHECK:     %[[ROW:.*]] = arith.minui %[[NOMINAL]], %{{.*}}
+//       CHECK:     %[[SKIP:.*]] = arith.subi %[[NOMINAL]], %[[ROW]]
+//       CHECK:     %[[LSEDEST:.*]] = tensor.empty() : tensor<16x2xf32>
 //       CHECK:     %[[O:.*]], %[[LSE:.*]] = geo.flash_lie_attention {{.*}} lse %[[LSEDEST]] {{.*}} -> (tensor<16x64xf32>, tensor<16x2xf32>)
-//       CHECK:     tensor.insert_slice %[[O]]
-//       CHECK:     tensor.insert_slice %[[LSE]]
+//       CHECK:     %[[ONEW:.*]] = tensor.extract_slice %[[O]][%[[SKIP]], 0] [%[[COUNT:.*]], 64]
+//       CHECK:     %[[OCOPY:.*]] = linalg.copy ins(%[[ONEW]] {{.*}}) outs
+//       CHECK:     tensor.insert_slice %[[OCOPY]] into %{{.*}}[%[[NOMINAL]], 0] [%[[COUNT]], 64]
+//       CHECK:     %[[LNEW:.*]] = tensor.extract_slice %[[LSE]][%[[SKIP]], 0] [%[[LCOUNT:.*]], 2]
+//       CHECK:     %[[LCOPY:.*]] = linalg.copy ins(%[[LNEW]] {{.*}}) outs
+//       CHECK:     tensor.insert_slice %[[LCOPY]] into %{{.*}}[%[[NOMINAL]], 0] [%[[LCOUNT]], 2]
 //       CHECK:   } {torsor.parallel}
+// 1-row tiles never move: each writes its own row of the output in place.
 //       CHECK:   scf.for {{.*}} -> (tensor<?x64xf32>, tensor<?x2xf32>)
+//   CHECK-NOT:     tensor.empty
 //       CHECK:     geo.flash_lie_attention {{.*}} -> (tensor<1x64xf32>, tensor<1x2xf32>)
 //       CHECK:   } {torsor.parallel}
 // AVX2-LABEL: func.func @with_lse
