@@ -31,11 +31,17 @@ using namespace torsor::geo::grad;
 /// block), which LLVM otherwise unrolls by their constant trip counts
 /// (lanes × D copies, a third of the SE(3) backward kernel's code) for
 /// O(block · D) moves against the block's O(Lq · block) pairs.
-static void keepRolled(scf::ForOp loop) {
+static void keepRolled(scf::ForOp loop, unsigned unrollCount = 0) {
   MLIRContext *ctx = loop.getContext();
   auto no = BoolAttr::get(ctx, true);
   auto unroll =
-      LLVM::LoopUnrollAttr::get(ctx, /*disable=*/no, {}, {}, {}, {}, {}, {});
+      unrollCount > 1
+          ? LLVM::LoopUnrollAttr::get(
+                ctx, /*disable=*/{},
+                IntegerAttr::get(IntegerType::get(ctx, 32), unrollCount), {},
+                {}, {}, {}, {})
+          : LLVM::LoopUnrollAttr::get(ctx, /*disable=*/no, {}, {}, {}, {}, {},
+                                      {});
   auto vectorize =
       LLVM::LoopVectorizeAttr::get(ctx, /*disable=*/no, {}, {}, {}, {}, {}, {});
   // `loop_annotation`: scf-to-cf carries an LLVM attribute of the loop to
@@ -69,8 +75,7 @@ Value GradSchedule::onePassRows(ImplicitLocOpBuilder &b, Value partial,
         // end repeat the last row with dO = 0 and D = 0 (they add
         // nothing), so that the key loop is built once, not once for R
         // rows and again for one.
-        SmallVector<Value> rowIdx(tileRows), lastKey(tileRows);
-        SmallVector<SmallVector<Value>> lseRow(tileRows), dRow(tileRows);
+        SmallVector<Value> rowIdx(tileRows);
         Value lastRow = arith::SubIOp::create(rb, queryLen, idx(rb, 1));
         for (int64_t r = 0; r < tileRows; ++r) {
           Value row = arith::AddIOp::create(rb, row0, idx(rb, r));
@@ -99,13 +104,15 @@ Value GradSchedule::onePassRows(ImplicitLocOpBuilder &b, Value partial,
           for (unsigned f = 0; f < numQ; ++f)
             vector::StoreOp::create(rb, rvm.c(0.0), buffer,
                                     at1(rb, sc.dq + (r * numQ + f) * lanes));
+          // Per head lse (with the known max, e^{−lse}), then D.
           for (int64_t h = 0; h < heads; ++h) {
             Value l = at(rb, lse, batch, rowIdx[r], idx(rb, h));
-            lseRow[r].push_back(knownMax ? rsm.exp(rsm.neg(l)) : l);
-            dRow[r].push_back(kept(at(rb, dsum, batch, rowIdx[r], idx(rb, h))));
+            memref::StoreOp::create(rb, knownMax ? rsm.exp(rsm.neg(l)) : l,
+                                    buffer, at1(rb, sc.stats + r * heads + h));
+            memref::StoreOp::create(
+                rb, kept(at(rb, dsum, batch, rowIdx[r], idx(rb, h))), buffer,
+                at1(rb, sc.stats + (tileRows + r) * heads + h));
           }
-          if (op.getCausal())
-            lastKey[r] = keyPosition(rb, rowIdx[r]);
         }
         scf::ForOp::create(
             rb, idx(rb, 0), kvEnd, idx(rb, 1), ValueRange{},
@@ -140,86 +147,173 @@ Value GradSchedule::onePassRows(ImplicitLocOpBuilder &b, Value partial,
               auto prob = [&](int64_t r, int64_t h) {
                 return at1(ib, sc.probs + (r * heads + h) * lanes);
               };
+              // Index `base` + `d` · `stride` of the scratch, for a
+              // feature `d` of a loop over features.
+              auto featureAt = [&](ImplicitLocOpBuilder &fb, Value d,
+                                   int64_t stride, int64_t base,
+                                   Value from = Value()) -> Value {
+                Value at = arith::AddIOp::create(
+                    fb, arith::MulIOp::create(fb, d, idx(fb, stride)),
+                    idx(fb, base));
+                return from ? arith::AddIOp::create(fb, from, at).getResult()
+                            : at;
+              };
+              Value vBase = arith::AddIOp::create(
+                  ib, base, idx(ib, sc.packed + numK * lanes));
+              Value dvBase =
+                  arith::AddIOp::create(ib, base, idx(ib, numK * lanes));
               // 1. dP = dO·v for every row and head, each v column loaded
               // once, into the scratch (where P takes its place). Each
               // dot product is a chain of FMAs; with few rows and heads
               // (long heads) it is split into `parts` chains over
               // interleaved features, summed as a tree, so that the
-              // chains' latency overlaps.
+              // chains' latency overlaps. Per head a loop over its
+              // features, `parts` at a time (R · parts FMAs per
+              // iteration), not R · D unrolled FMAs and their splats.
               {
                 int64_t parts = dPChains(tileRows);
-                SmallVector<SmallVector<Value>> dps(
-                    tileRows, SmallVector<Value>(heads * parts, ivm.c(0.0)));
-                for (int64_t d = 0; d < dim; ++d) {
-                  Value v = vload(packedSlot(numK + d));
-                  int64_t chain = (d / headDim) * parts + (d % headDim) % parts;
-                  for (int64_t r = 0; r < tileRows; ++r)
-                    dps[r][chain] =
-                        ivm.fma(ivm.splat(scalar(sc.outGrad + r * dim + d)), v,
-                                dps[r][chain]);
-                }
-                for (int64_t r = 0; r < tileRows; ++r)
-                  for (int64_t h = 0; h < heads; ++h) {
-                    SmallVector<Value> sum(dps[r].begin() + h * parts,
-                                           dps[r].begin() + (h + 1) * parts);
+                for (int64_t h = 0; h < heads; ++h) {
+                  SmallVector<Value> init(tileRows * parts, ivm.c(0.0));
+                  auto loop = scf::ForOp::create(
+                      ib, idx(ib, h * headDim), idx(ib, (h + 1) * headDim),
+                      idx(ib, parts), init,
+                      [&](OpBuilder &n3, Location l3, Value d0,
+                          ValueRange accIn) {
+                        ImplicitLocOpBuilder fb(l3, n3);
+                        ScalarBuilder fvm(fb, elt, lanes);
+                        SmallVector<Value> acc(accIn);
+                        for (int64_t c = 0; c < parts; ++c) {
+                          Value d =
+                              c == 0 ? d0
+                                     : arith::AddIOp::create(fb, d0, idx(fb, c))
+                                           .getResult();
+                          Value v = vector::LoadOp::create(
+                              fb, vec(), buffer,
+                              featureAt(fb, d, lanes, 0, vBase));
+                          for (int64_t r = 0; r < tileRows; ++r) {
+                            Value g = memref::LoadOp::create(
+                                fb, buffer,
+                                featureAt(fb, d, 1, sc.outGrad + r * dim));
+                            acc[r * parts + c] =
+                                fvm.fma(fvm.splat(g), v, acc[r * parts + c]);
+                          }
+                        }
+                        scf::YieldOp::create(fb, acc);
+                      });
+                  keepRolled(loop);
+                  for (int64_t r = 0; r < tileRows; ++r) {
+                    SmallVector<Value> sum(
+                        loop.getResults().begin() + r * parts,
+                        loop.getResults().begin() + (r + 1) * parts);
                     for (size_t width = 1; width < sum.size(); width *= 2)
                       for (size_t i = 0; i + width < sum.size(); i += 2 * width)
                         sum[i] = ivm.add(sum[i], sum[i + width]);
                     vstore(sum[0], prob(r, h));
                   }
+                }
               }
-              // 2. Per row, one after the other (only one row's pair form
-              // is live at a time, so that its state stays in registers):
-              // the pair form, the scores and P (into the scratch, for dv),
-              // dS = P (dP − D) and the pair form's adjoint, into dq's and
-              // dk's accumulators.
-              SmallVector<Value> dk;
+              // 2. Per row, one after the other, in a loop that LLVM keeps
+              // rolled: only one row's pair form is live at a time, so
+              // that its state stays in registers, and the pair form and
+              // its adjoint are built once, not R times (R = 4 unrolled
+              // rows were 6.7k of the SE(3) kernel's LLVM IR lines on
+              // AVX-512; as fast or faster rolled, with the scratch
+              // aligned). The pair form, the scores and P (into the
+              // scratch, for dv), dS = P (dP − D) and the pair form's
+              // adjoint, into dq's and dk's accumulators. The row's query
+              // features and statistics come from the scratch, its
+              // (causal) key position from its index.
+              SmallVector<Value> dkIn;
               for (unsigned f = 0; f < numK; ++f)
-                dk.push_back(vload(slot(f)));
-              for (int64_t r = 0; r < tileRows && !failedVJP; ++r) {
-                Scalars q;
-                for (unsigned f = 0; f < numQ; ++f)
-                  q.push_back(ivm.splat(scalar(sc.query + r * numQ + f)));
-                Value mask = buildKeyMask(ib, lanes, jv, len, lastKey[r]);
-                PairEvaluation eval = pairs.evaluate(ivm, q, k);
-                SmallVector<Value> s = coefs.buildScores(ivm, eval.norms);
-                SmallVector<Value> ds;
-                for (int64_t h = 0; h < heads; ++h) {
-                  Value p =
-                      knownMax
-                          ? buildKnownMaxProbability(ivm, s[h], lseRow[r][h],
-                                                     mask)
-                          : buildProbability(ivm, s[h], lseRow[r][h], mask);
-                  Value dp = vload(prob(r, h));
-                  vstore(p, prob(r, h));
-                  ds.push_back(buildScoreBar(ivm, p, dp, dRow[r][h]));
-                }
-                auto vjp = pairs.evaluateVJP(
-                    ivm, eval, q, k, coefs.buildNormBars(ivm, ds), mask);
-                if (failed(vjp)) {
-                  failedVJP = true;
-                  break;
-                }
-                for (unsigned f = 0; f < numQ; ++f) {
-                  Value i = at1(ib, sc.dq + (r * numQ + f) * lanes);
-                  vstore(ivm.add(vload(i), vjp->first[f]), i);
-                }
-                for (unsigned f = 0; f < numK; ++f)
-                  dk[f] = ivm.add(dk[f], vjp->second[f]);
-              }
+                dkIn.push_back(vload(slot(f)));
+              auto rowLoop = scf::ForOp::create(
+                  ib, idx(ib, 0), idx(ib, tileRows), idx(ib, 1), dkIn,
+                  [&](OpBuilder &n3, Location l3, Value r, ValueRange dkAcc) {
+                    ImplicitLocOpBuilder pb(l3, n3);
+                    ScalarBuilder pvm(pb, elt, lanes);
+                    SmallVector<Value> dkOut(dkAcc);
+                    // Element `i` of row r's part of the scratch at
+                    // `base`, `stride` elements per row.
+                    auto rowSlot = [&](int64_t base, int64_t stride,
+                                       int64_t i) -> Value {
+                      return arith::AddIOp::create(
+                          pb, arith::MulIOp::create(pb, r, idx(pb, stride)),
+                          idx(pb, base + i));
+                    };
+                    auto sload = [&](Value i) {
+                      return memref::LoadOp::create(pb, buffer, i).getResult();
+                    };
+                    Scalars q;
+                    for (unsigned f = 0; f < numQ; ++f)
+                      q.push_back(pvm.splat(sload(rowSlot(sc.query, numQ, f))));
+                    Value last;
+                    if (op.getCausal())
+                      last = keyPosition(
+                          pb,
+                          arith::MinUIOp::create(
+                              pb, arith::AddIOp::create(pb, row0, r), lastRow));
+                    Value mask = buildKeyMask(pb, lanes, jv, len, last);
+                    PairEvaluation eval = pairs.evaluate(pvm, q, k);
+                    SmallVector<Value> s = coefs.buildScores(pvm, eval.norms);
+                    SmallVector<Value> ds;
+                    for (int64_t h = 0; h < heads; ++h) {
+                      Value l = sload(rowSlot(sc.stats, heads, h));
+                      Value dRow =
+                          sload(rowSlot(sc.stats + tileRows * heads, heads, h));
+                      Value p = knownMax ? buildKnownMaxProbability(pvm, s[h],
+                                                                    l, mask)
+                                         : buildProbability(pvm, s[h], l, mask);
+                      Value prob =
+                          rowSlot(sc.probs + h * lanes, heads * lanes, 0);
+                      Value dp =
+                          vector::LoadOp::create(pb, vec(), buffer, prob);
+                      vector::StoreOp::create(pb, p, buffer, prob);
+                      ds.push_back(buildScoreBar(pvm, p, dp, dRow));
+                    }
+                    auto vjp = pairs.evaluateVJP(
+                        pvm, eval, q, k, coefs.buildNormBars(pvm, ds), mask);
+                    if (failed(vjp)) {
+                      failedVJP = true;
+                      scf::YieldOp::create(pb, dkOut);
+                      return;
+                    }
+                    for (unsigned f = 0; f < numQ; ++f) {
+                      Value i = rowSlot(sc.dq + f * lanes, numQ * lanes, 0);
+                      Value acc = vector::LoadOp::create(pb, vec(), buffer, i);
+                      vector::StoreOp::create(pb, pvm.add(acc, vjp->first[f]),
+                                              buffer, i);
+                    }
+                    for (unsigned f = 0; f < numK; ++f)
+                      dkOut[f] = pvm.add(dkOut[f], vjp->second[f]);
+                    scf::YieldOp::create(pb, dkOut);
+                  });
+              keepRolled(rowLoop);
+              SmallVector<Value> dk(rowLoop.getResults());
               // 3. dv_j += Σ_r P_rj dO_r, each accumulator loaded and
-              // stored once per row block.
+              // stored once per row block: per head a loop over its
+              // features.
               for (int64_t h = 0; h < heads; ++h) {
                 SmallVector<Value> p;
                 for (int64_t r = 0; r < tileRows; ++r)
                   p.push_back(vload(prob(r, h)));
-                for (int64_t d = h * headDim; d < (h + 1) * headDim; ++d) {
-                  Value acc = vload(slot(numK + d));
-                  for (int64_t r = 0; r < tileRows; ++r)
-                    acc = ivm.fma(
-                        p[r], ivm.splat(scalar(sc.outGrad + r * dim + d)), acc);
-                  vstore(acc, slot(numK + d));
-                }
+                auto loop = scf::ForOp::create(
+                    ib, idx(ib, h * headDim), idx(ib, (h + 1) * headDim),
+                    idx(ib, 1), ValueRange{},
+                    [&](OpBuilder &n3, Location l3, Value d, ValueRange) {
+                      ImplicitLocOpBuilder fb(l3, n3);
+                      ScalarBuilder fvm(fb, elt, lanes);
+                      Value at = featureAt(fb, d, lanes, 0, dvBase);
+                      Value acc = vector::LoadOp::create(fb, vec(), buffer, at);
+                      for (int64_t r = 0; r < tileRows; ++r) {
+                        Value g = memref::LoadOp::create(
+                            fb, buffer,
+                            featureAt(fb, d, 1, sc.outGrad + r * dim));
+                        acc = fvm.fma(p[r], fvm.splat(g), acc);
+                      }
+                      vector::StoreOp::create(fb, acc, buffer, at);
+                      scf::YieldOp::create(fb);
+                    });
+                keepRolled(loop);
               }
               for (unsigned f = 0; f < numK; ++f)
                 vstore(dk[f], slot(f));
@@ -267,9 +361,14 @@ SmallVector<Value> GradSchedule::buildOnePass(ImplicitLocOpBuilder &b,
         if (cross)
           diagonal = diagonalHere(lb);
         // dk and dv of one key block, [key vector][feature][lane]: in L1
-        // while every query row that sees the block visits it.
+        // while every query row that sees the block visits it. Aligned to
+        // a cache line, so that no vector of it straddles two: the stack
+        // gives 16 bytes, and where the 512-bit loads of the key loop
+        // landed across lines depended on the caller's stack (the SE(3)
+        // backward's CPU time moved by 10 % between runs of one binary).
         Value buffer =
-            memref::AllocaOp::create(lb, MemRefType::get({scratch.size}, elt));
+            memref::AllocaOp::create(lb, MemRefType::get({scratch.size}, elt),
+                                     lb.getI64IntegerAttr(kScratchAlignment));
         // Chunk c of C takes key blocks c and 2C − 1 − c of every 2C: under
         // a causal mask early keys are seen by more rows, and each pair of
         // mirrored blocks sums to the same work, so the runtime's
@@ -399,17 +498,27 @@ SmallVector<Value> GradSchedule::buildOnePass(ImplicitLocOpBuilder &b,
                           ImplicitLocOpBuilder wb(l4, n4);
                           Value row = arith::AddIOp::create(wb, jv, lane);
                           Value from = arith::AddIOp::create(wb, base, lane);
-                          Value out = o2[0];
-                          for (int64_t d = 0; d < dim; ++d) {
-                            Value x = memref::LoadOp::create(
-                                wb, buffer,
-                                ValueRange{arith::AddIOp::create(
-                                    wb, from, idx(wb, d * lanes))});
-                            out = tensor::InsertOp::create(
-                                wb, x, out,
-                                withBatch(batch, {row, idx(wb, d)}));
-                          }
-                          scf::YieldOp::create(wb, out);
+                          // A loop over the D entries, not D unrolled
+                          // moves (about 300 of the SE(3) kernel's LLVM IR
+                          // lines): L · D moves in all, against the
+                          // backward's O(L²) pairs.
+                          auto moves = scf::ForOp::create(
+                              wb, idx(wb, 0), idx(wb, dim), idx(wb, 1), o2,
+                              [&](OpBuilder &n5, Location l5, Value d,
+                                  ValueRange o3) {
+                                ImplicitLocOpBuilder db(l5, n5);
+                                Value x = memref::LoadOp::create(
+                                    db, buffer,
+                                    ValueRange{arith::AddIOp::create(
+                                        db, from,
+                                        arith::MulIOp::create(
+                                            db, d, idx(db, lanes)))});
+                                Value w = tensor::InsertOp::create(
+                                    db, x, o3[0], withBatch(batch, {row, d}));
+                                scf::YieldOp::create(db, w);
+                              });
+                          keepRolled(moves);
+                          scf::YieldOp::create(wb, moves.getResults());
                         });
                     scf::YieldOp::create(fb, lanesLoop.getResults());
                   });

@@ -55,6 +55,10 @@ struct GradTiles {
 /// (fewer than 8) keeps a zero partial.
 inline constexpr int64_t kMaxKeyChunks = 8;
 
+/// The one-pass schedule's scratch alignment in bytes: a cache line of
+/// every x86 CPU, and a 512-bit vector.
+inline constexpr int64_t kScratchAlignment = 64;
+
 /// Builds the backward kernel of one flash_lie_attention_grad. Both
 /// passes run over (batch element, tile) pairs: one flat loop whose index
 /// is delinearised into the batch indices (row-major), so that no reshape
@@ -83,7 +87,8 @@ public:
     scratch.dq = scratch.probs + rows * heads * lanes;
     scratch.query = scratch.dq + rows * numQ * lanes;
     scratch.outGrad = scratch.query + rows * numQ;
-    scratch.size = scratch.outGrad + rows * dim;
+    scratch.stats = scratch.outGrad + rows * dim;
+    scratch.size = scratch.stats + 2 * rows * heads;
   }
 
   /// Builds the kernel before `op`; returns (dq, dkᵀ, dv).
@@ -209,9 +214,10 @@ private:
   /// (`perVector` each, from 0); from `packed`, per key vector of the
   /// block its keys then values per lane (the block packed, `perVector`
   /// each); then per row of a row block P per head and lane, dq per
-  /// feature and lane, the query features and dO.
+  /// feature and lane, the query features, dO, and per row and head lse
+  /// (with the known max, e^{−lse}), then per row and head D.
   struct Scratch {
-    int64_t perVector, packed, probs, dq, query, outGrad, size;
+    int64_t perVector, packed, probs, dq, query, outGrad, stats, size;
   } scratch;
   // Built in build(): the operands, the batch extents, their product,
   // the sequence length and the values feature-major.

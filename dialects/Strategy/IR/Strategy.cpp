@@ -295,11 +295,14 @@ torsor::strategy::selectVectorAttentionGrad(MLIRContext *context,
   // llvm-mca (znver4) cycles per row and key vector, 1 → 4 rows: SO(3)
   // 422 → 341 (1 head) and 436 → 339 (4 heads), SE(3) 556 → 504 and
   // 575 → 464, SE(2) 361 → 296 and 385 → 291; SE(3) 1 head at 2 rows
-  // 462. But the rows are unrolled: the SE(3) backward kernel's LLVM IR
-  // grows 2.9k → 10k lines at 4 rows, and se3_pose_attention --grad
-  // compiled in 3.9 → 7.0 s. 2 rows measured the same backward/forward
+  // 462. When the rows were unrolled, the SE(3) backward kernel's LLVM IR
+  // grew 2.9k → 10k lines at 4 rows, and se3_pose_attention --grad
+  // compiled in 3.9 → 7.0 s; 2 rows measured the same backward/forward
   // ratios as 4 in one quiet run (2.5–2.9 for SO(3), SE(3), SE(2) at 1
-  // and 4 heads) at 5.1 s, so the backward takes at least 2.
+  // and 4 heads) at 5.1 s, so the backward takes at least 2. The rows are
+  // now a rolled loop (the kernel's code no longer grows with them); 4
+  // rows on AVX2 have not been measured since. AVX-512 at D = 64 takes
+  // the forward's 4.
   constexpr unsigned backwardRows = 2;
   unsigned rows = std::max(forward.getQueryRows(), backwardRows);
   // The backward ignores score_vectors (the forward's score loop).

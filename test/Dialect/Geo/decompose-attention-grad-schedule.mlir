@@ -13,27 +13,25 @@
 //       CHECK:   } {torsor.parallel}
 //       CHECK:   linalg.fill {{.*}} -> tensor<8x?x9xf32>
 //       CHECK:   scf.for {{.*}} -> (tensor<8x?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>) {
-//       CHECK:     memref.alloca() : memref<{{[0-9]+}}xf32>
+//       CHECK:     memref.alloca() {alignment = 64 : i64} : memref<{{[0-9]+}}xf32>
 //       CHECK:   } {torsor.parallel}
 //       CHECK:   scf.for
 //       CHECK:     tensor.extract {{.*}} : tensor<8x?x9xf32>
 //       CHECK:   } {torsor.parallel}
 //       CHECK:   return
 // One head of 8 features, one row: dP = dO·v runs as 4 FMA chains over
-// interleaved features (2 FMAs each, from zero), summed as a tree into the
-// scratch, where one chain of 8 dependent FMAs would leave its latency
-// exposed.
+// interleaved features (from zero, in a loop over the head's features, 4
+// at a time, that LLVM keeps rolled), summed as a tree into the scratch,
+// where one chain of 8 dependent FMAs would leave its latency exposed.
 // CHAINS-LABEL: func.func @one_pass
-//       CHAINS:   %[[C0:[0-9]+]] = math.fma %{{[0-9]+}}, %{{[0-9]+}}, %[[ZERO:cst[_0-9]*]] : vector<8xf32>
-//       CHAINS:   %[[C1:[0-9]+]] = math.fma %{{[0-9]+}}, %{{[0-9]+}}, %[[ZERO]] : vector<8xf32>
-//       CHAINS:   %[[C2:[0-9]+]] = math.fma %{{[0-9]+}}, %{{[0-9]+}}, %[[ZERO]] : vector<8xf32>
-//       CHAINS:   %[[C3:[0-9]+]] = math.fma %{{[0-9]+}}, %{{[0-9]+}}, %[[ZERO]] : vector<8xf32>
-//       CHAINS:   %[[E0:[0-9]+]] = math.fma %{{[0-9]+}}, %{{[0-9]+}}, %[[C0]] : vector<8xf32>
-//       CHAINS:   %[[E1:[0-9]+]] = math.fma %{{[0-9]+}}, %{{[0-9]+}}, %[[C1]] : vector<8xf32>
-//       CHAINS:   %[[E2:[0-9]+]] = math.fma %{{[0-9]+}}, %{{[0-9]+}}, %[[C2]] : vector<8xf32>
-//       CHAINS:   %[[E3:[0-9]+]] = math.fma %{{[0-9]+}}, %{{[0-9]+}}, %[[C3]] : vector<8xf32>
-//       CHAINS:   %[[S0:[0-9]+]] = arith.addf %[[E0]], %[[E1]] : vector<8xf32>
-//       CHAINS:   %[[S1:[0-9]+]] = arith.addf %[[E2]], %[[E3]] : vector<8xf32>
+//       CHAINS:   %[[R:[0-9]+]]:4 = scf.for %{{.*}} = %c0 to %c8 step %c4 iter_args(%[[A0:arg[0-9]+]] = %[[ZERO:cst[_0-9]*]], %[[A1:arg[0-9]+]] = %[[ZERO]], %[[A2:arg[0-9]+]] = %[[ZERO]], %[[A3:arg[0-9]+]] = %[[ZERO]]) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
+//       CHAINS:     math.fma %{{[0-9]+}}, %{{[0-9]+}}, %[[A0]] : vector<8xf32>
+//       CHAINS:     math.fma %{{[0-9]+}}, %{{[0-9]+}}, %[[A1]] : vector<8xf32>
+//       CHAINS:     math.fma %{{[0-9]+}}, %{{[0-9]+}}, %[[A2]] : vector<8xf32>
+//       CHAINS:     math.fma %{{[0-9]+}}, %{{[0-9]+}}, %[[A3]] : vector<8xf32>
+//       CHAINS:   } {loop_annotation =
+//       CHAINS:   %[[S0:[0-9]+]] = arith.addf %[[R]]#0, %[[R]]#1 : vector<8xf32>
+//       CHAINS:   %[[S1:[0-9]+]] = arith.addf %[[R]]#2, %[[R]]#3 : vector<8xf32>
 //       CHAINS:   %[[S:[0-9]+]] = arith.addf %[[S0]], %[[S1]] : vector<8xf32>
 //       CHAINS:   vector.store %[[S]], %alloca[%{{.*}}] : memref<{{[0-9]+}}xf32>, vector<8xf32>
 func.func @one_pass(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32>, %o: tensor<?x8xf32>, %do: tensor<?x8xf32>, %lse: tensor<?x1xf32>) -> (tensor<?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>) {
@@ -71,7 +69,7 @@ func.func @two_pass(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf32
 // vectors of one lane, which used to imply two passes.
 // CHECK-LABEL: func.func @default_one_lane
 //       CHECK:   linalg.fill {{.*}} -> tensor<8x?x9xf32>
-//       CHECK:   memref.alloca() : memref<{{[0-9]+}}xf32>
+//       CHECK:   memref.alloca() {alignment = 64 : i64} : memref<{{[0-9]+}}xf32>
 //       CHECK:   vector.transfer_read {{.*}} : tensor<9x?xf32>, vector<1xf32>
 //       CHECK:   vector.load {{.*}} : memref<{{[0-9]+}}xf32>, vector<1xf32>
 //       CHECK:   } {torsor.parallel}

@@ -10,7 +10,8 @@
 // no max reduction). Then one parallel loop over the 8 key chunks: each
 // has a stack scratch (4 key vectors × (9 + 8) features × 8 lanes of dk
 // and dv, as many of the block's keys and values packed per key vector,
-// then per row P, dq per lane, the query features and dO: 1508 floats),
+// then per row P, dq per lane, the query features, dO, lse and D: 1524
+// floats),
 // takes key blocks chunk and 15 − chunk of every 16 (mirrored pairs:
 // balanced under the causal mask), packs the block's keys (masked reads
 // of the feature-major keys) and values (per lane, zero past the end)
@@ -19,9 +20,13 @@
 // K or V ([⌈L/8⌉, F, 8]) exists
 // outside it, runs row blocks of 4 rows from the block's first key on,
 // and in them the block's key vectors (their keys read from the scratch;
-// the pair form, its adjoint, dP, dv and dk once per pair); each row block adds its dq to the chunk's
+// the pair form, its adjoint, dP, dv and dk once per pair): per head a
+// rolled loop over its features for dP (4 rows' chains), a rolled loop over
+// the 4 rows that builds the pair form and its adjoint once (one lane mask;
+// divisions that may take a reciprocal, `arcp`), and per head a
+// rolled loop over its features for dv; each row block adds its dq to the chunk's
 // partial, [8, L, 9]; dk is written out feature-major and dv row-major per
-// block.
+// block (per key a rolled loop over its 8 values).
 // Last, a parallel loop over the rows sums the 8 partials. Every tensor
 // the kernel creates has at most one sequence-length dim: nothing is
 // L × L.
@@ -41,7 +46,7 @@
 //   CHECK-NOT:   tensor<?x9x8xf32>
 //   CHECK-NOT:   tensor<?x8x8xf32>
 //       CHECK:   scf.for {{.*}} -> (tensor<8x?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>) {
-//       CHECK:     memref.alloca() : memref<1508xf32>
+//       CHECK:     memref.alloca() {alignment = 64 : i64} : memref<1524xf32>
 //       CHECK:     arith.subi %c15{{.*}}, %[[CHUNK:.*]] : index
 //       CHECK:     scf.for {{.*}} -> (tensor<8x?x9xf32>, tensor<9x?xf32>, tensor<?x8xf32>) {
 //       CHECK:       arith.select %{{.*}}, %{{.*}}, %[[CHUNK]] : index
@@ -49,23 +54,36 @@
 //       CHECK:       arith.minui
 //       CHECK:       scf.for
 //       CHECK:         vector.transfer_read {{.*}} : tensor<9x?xf32>, vector<8xf32>
-//       CHECK:         vector.store {{.*}} : memref<1508xf32>, vector<8xf32>
+//       CHECK:         vector.store {{.*}} : memref<1524xf32>, vector<8xf32>
 //       CHECK:         scf.for
 //       CHECK:           scf.for
 //       CHECK:             tensor.extract {{.*}} : tensor<?x8xf32>
 //       CHECK:             arith.select
-//       CHECK:             memref.store {{.*}} : memref<1508xf32>
+//       CHECK:             memref.store {{.*}} : memref<1524xf32>
 //       CHECK:           } {loop_annotation = #[[ROLLED:.*]]}
 //       CHECK:       scf.for {{.*}} step %c4{{.*}} -> (tensor<8x?x9xf32>) {
 //       CHECK:         scf.for
-//       CHECK:           vector.load {{.*}} : memref<1508xf32>, vector<8xf32>
-//       CHECK:           arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7]> : vector<8xindex>
-//       CHECK:           math.sqrt {{.*}} : vector<8xf32>
-//       CHECK:           vector.store {{.*}} : memref<1508xf32>, vector<8xf32>
+//       CHECK:           vector.load {{.*}} : memref<1524xf32>, vector<8xf32>
+//       CHECK:           scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
+//       CHECK:             math.fma
+//       CHECK:           } {loop_annotation = #[[ROLLED]]}
+//       CHECK:           scf.for %{{.*}} = %c0{{.*}} to %c4{{.*}} step %c1{{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
+//       CHECK:             arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7]> : vector<8xindex>
+//   CHECK-NOT:             arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7]> : vector<8xindex>
+//       CHECK:             math.sqrt {{.*}} : vector<8xf32>
+//   CHECK-NOT:             arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7]> : vector<8xindex>
+//       CHECK:             arith.divf {{.*}} fastmath<arcp> : vector<8xf32>
+//   CHECK-NOT:             arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7]> : vector<8xindex>
+//       CHECK:           } {loop_annotation = #[[ROLLED]]}
+//       CHECK:           scf.for
+//       CHECK:             math.fma
+//       CHECK:             vector.store {{.*}} : memref<1524xf32>, vector<8xf32>
+//       CHECK:           } {loop_annotation = #[[ROLLED]]}
 //       CHECK:         vector.reduction <add>
 //       CHECK:         tensor.insert {{.*}} : tensor<8x?x9xf32>
 //       CHECK:       vector.transfer_write {{.*}} : vector<8xf32>, tensor<9x?xf32>
 //       CHECK:       tensor.insert {{.*}} : tensor<?x8xf32>
+//       CHECK:       } {loop_annotation = #[[ROLLED]]}
 //       CHECK:   } {torsor.parallel}
 //       CHECK:   scf.for
 //       CHECK:     tensor.extract {{.*}} : tensor<8x?x9xf32>
@@ -84,8 +102,8 @@ func.func @so3_causal(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf
 // With the forward's log-sum-exp there is no stats loop: the row pass
 // reads lse (one scalar per row and head) and D = ⟨dO, O⟩, and visits no
 // key; the one-pass loop alone evaluates the pair form, once per pair and
-// row: after CSE, four square roots (the angle's) in the key-vector loop
-// of a row block of 4, none elsewhere: the last row block's rows past the
+// row: after CSE, one square root (the angle's) in the key-vector loop's
+// rolled loop over the 4 rows of a row block, none elsewhere: the last row block's rows past the
 // end repeat the last row (clamped) with dO = 0 and D = 0 (they add
 // nothing), so there is no single-row copy of the loop. With the known max 0,
 // P = e^s · e^{−lse}: the row block computes e^{−lse}.
@@ -110,7 +128,9 @@ func.func @so3_causal(%q: tensor<?x9xf32>, %k: tensor<9x?xf32>, %v: tensor<?x8xf
 //      ONCE:     %[[IN:.*]] = arith.cmpi ult, %[[ROW1]], %[[LQ]]
 //      ONCE:     arith.select %[[IN]], %{{.*}}, %cst : f32
 //      ONCE:     scf.for
-// ONCE-COUNT-4:    math.sqrt {{.*}} : vector<8xf32>
+//      ONCE:       scf.for %{{.*}} = %c0 to %c4 step %c1 iter_args
+//      ONCE:         math.sqrt {{.*}} : vector<8xf32>
+//      ONCE:       } {loop_annotation =
 //  ONCE-NOT:   math.sqrt
 //      ONCE:   return
 // On the GPU's strategy (vectors of one lane, a thread per key) the
