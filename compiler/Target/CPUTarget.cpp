@@ -193,16 +193,6 @@ void torsor::optimizeLLVMModule(llvm::Module &module,
   builder.buildPerModuleDefaultPipeline(level).run(module, mam);
 }
 
-std::unique_ptr<llvm::Module>
-torsor::translateAndOptimize(mlir::ModuleOp module, llvm::LLVMContext &context,
-                             llvm::TargetMachine &machine, unsigned optLevel) {
-  std::unique_ptr<llvm::Module> llvmModule =
-      translateToLLVMIR(module, context, machine);
-  if (llvmModule)
-    optimizeLLVMModule(*llvmModule, machine, optLevel);
-  return llvmModule;
-}
-
 mlir::LogicalResult torsor::emitObjectFile(llvm::Module &module,
                                            llvm::TargetMachine &machine,
                                            llvm::StringRef path,

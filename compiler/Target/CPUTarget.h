@@ -59,12 +59,6 @@ std::unique_ptr<llvm::Module> translateToLLVMIR(mlir::ModuleOp module,
 void optimizeLLVMModule(llvm::Module &module, llvm::TargetMachine &machine,
                         unsigned optLevel);
 
-/// translateToLLVMIR, then optimizeLLVMModule.
-std::unique_ptr<llvm::Module> translateAndOptimize(mlir::ModuleOp module,
-                                                   llvm::LLVMContext &context,
-                                                   llvm::TargetMachine &machine,
-                                                   unsigned optLevel);
-
 /// Writes `module` as an ELF object file to `path`.
 mlir::LogicalResult emitObjectFile(llvm::Module &module,
                                    llvm::TargetMachine &machine,
