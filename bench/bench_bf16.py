@@ -171,14 +171,14 @@ def attention_bound(args):
     except Exception as e:  # no cc, no libmvec, no AVX-512
         print("machine bound: not measured (%s)" % e)
         return None
-    tr = {"sqrt": mb["sqrtf"], "atan2": mb["atan2f"], "sin": mb["sinf"], "exp": mb["expf"],
-          "div": mb["div"]}
+    info = mbnd.cpu_info()
+    rate = mb["fma"]
+    separate = mbnd.separate_add_pipes(info)
 
     def bound(group, heads, L):
-        m = mbnd.GROUPS[group]
-        ops = m["ops"] + 3 * heads + DV / 2
-        trans = sum(tr[t] for t in m["trans"]) + heads * tr["exp"]
-        return float(L) ** 2 * (ops / mb["fma"] + trans * 1e-9) * 1e3
+        cost = mbnd.pair_cost(group, heads, DV, pv_fma_per_dv=0.5)
+        ns, _ = mbnd.bound_ns(cost, rate, mb["div"], mb["sqrtf"], separate)
+        return float(L) ** 2 * ns * 1e-6
     return bound
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""This machine's bound for fused Lie attention: FMA throughput plus the
-transcendental cost per pair.
+"""This machine's bound for fused Lie attention: each pair's operations by
+execution unit (FMA pipes, add pipes, divider) against their throughput.
 
 1. The CPU, from /proc/cpuinfo (vendor_id, cpu family, model, flags, cpu
    MHz), names its FMA pipes (CORES below; each an assumption, stated in the
@@ -23,40 +23,99 @@ transcendental cost per pair.
    thread (registers only). The bound takes the larger of measured and
    nominal (the faster is the tighter bound: a loaded machine measures
    low, a boost clock above the TSC clock measures high).
-3. Transcendental cost: ns per element (aggregate over the threads) over an
-   L1-resident array, one vector at a time, of glibc libmvec's expf,
-   atan2f, sinf, of vsqrtps and vdivps, and of the fused kernels' own
-   polynomial exp and atan2 (KernelMath.cpp, the same operations in C):
-   the cheaper of libmvec and the kernels' form per function. Cheaper
-   polynomials could beat both, so this part of the bound is an estimate,
-   not a proof.
+3. The divider: ns per element (aggregate over the threads) of vdivps and
+   vsqrtps over an L1-resident array; for reference also glibc libmvec's
+   expf, atan2f, sinf and the kernels' polynomial exp and atan2 in C (the
+   bound counts the kernels' forms by their operations instead).
 4. For reference, f32 GEMM throughput (torch.mm 2048^3, or numpy).
 
-Per pair, a fused flash-style kernel needs (dv = value width, H = heads):
-   ops (FMA slots) = group part + 3H (score, running max, sum) + dv (P.V)
-   SO(3) group part: 36 FMA (tr M and vee(M - M^T): four 9-dot products)
-                     + ~8 (|a|^2, (tr - 1)/2, theta^2); transcendentals
-                     sqrt, atan2, and H x exp. Other groups: GROUPS below.
-   bound(L) = L^2 x (ops / FMA lane-ops per s + sum of transcendental ns).
-The same counts for L^2 pairs give the bound at any L (it is prop. to L^2).
+Per pair, a fused flash-style kernel needs (lane-operations, by the
+execution unit that runs them):
+   fma : multiplies, FMAs, compares, selects, min/max, vector shifts (on
+         Zen 4 the FP0/FP1 pipes; on Intel ports 0/5);
+   add : adds, subtracts, integer adds, sign-bit logic (Zen 4: FP2/FP3, two
+         more pipes; on Intel the same ports as the FMAs, so counted there);
+   div, sqrt : the divider, which is not pipelined but runs beside the
+         other pipes (microbench.c: one vdivps per 6 FMAs costs no FMA
+         slots).
+   group part (GROUPS below: the closed forms of the group models, with
+         the kernels' own exp and atan2, KernelMath.cpp: exp 12 fma + 2
+         add, atan2 20 fma + 9 add + 1 div)
+   + per distinct score coefficient row (heads with equal -lambda/tau share
+         one exp): blocks fma (the score), 1 max, the exp, 1 add (row sum)
+   + dv fma (P.V over all heads).
+   bound(L) = L^2 x max(fma / rate, add / rate, div x t_div + sqrt x t_sqrt)
+with rate = the larger of measured and nominal FMA lane-ops per second and
+t_div, t_sqrt = measured vdivps / vsqrtps ns per element. It assumes the
+units overlap perfectly and the online softmax's per-tile rescaling is
+free, so it is a lower bound for these formulas; a cheaper exp or atan2
+polynomial would lower it.
 Usage: python3 bench/machine_bound.py [--threads 2] [--L 4096] [--heads 4] [--dv 64]
 """
 import argparse
 import os
+import sys
 import time
 
-# ops: vector arithmetic per pair besides the per-head/P·V parts (FMA slots);
-# trans: transcendental (or divide) calls per pair besides the H exps.
+EXP = {"fma": 12, "add": 2}
+ATAN2 = {"fma": 20, "add": 9, "div": 1}
+# The half-angle factor ((θ/2)/sin(θ/2))² of SE(2) and SE(3) (PairForms.cpp):
+# r = √(cos² + sin²), one quotient for either side, the series below 0.1.
+HALF_ANGLE = {"fma": 15, "add": 6, "div": 1, "sqrt": 1}
+
+
+def _sum(*parts):
+    out = {}
+    for part in parts:
+        for k, v in part.items():
+            out[k] = out.get(k, 0) + v
+    return out
+
+
+# Lane-operations per pair of each group's closed form (the group models'
+# buildPairBlockNorms), counted by unit as above.
 GROUPS = {
-    "SO2": {"ops": 4 + 3, "trans": ["atan2"],
-            "what": "cos/sin of θ_ij: two 2-dots; θ²"},
-    "SE2": {"ops": 4 + 3 + 4 + 3, "trans": ["atan2", "sin", "div"],
-            "what": "two 2-dots, ‖t_j − t_i‖² in the tile, [(θ/2)/sin(θ/2)]²"},
-    "SO3": {"ops": 36 + 8, "trans": ["sqrt", "atan2"],
+    "SO2": {"cost": _sum({"fma": 4 + 1}, ATAN2), "blocks": 1,
+            "what": "cos/sin of θ_ij: two 2-dots; atan2; θ²"},
+    "SE2": {"cost": _sum({"fma": 4 + 2 + 2, "add": 2}, ATAN2, HALF_ANGLE), "blocks": 2,
+            "what": "two 2-dots, ‖t_j − t_i‖², the half-angle factor"},
+    "SO3": {"cost": _sum({"fma": 18 + 9 + 3 + 2 + 1, "sqrt": 1}, ATAN2), "blocks": 1,
             "what": "tr M and vee(M − Mᵀ): four 9-dots; θ = atan2(½‖a‖, (tr − 1)/2)"},
-    "SE3": {"ops": 27 + 12 + 30, "trans": ["sqrt", "atan2", "sin", "div", "div"],
-            "what": "M (9 3-dots), u (3 3-dots + 3), a, ‖u‖², a·u, uᵀMu, (n·u)², ρ²"},
+    "SE3": {"cost": _sum({"fma": 33 + 9 + 9 + 9 + 9 + 3, "add": 6, "div": 1, "sqrt": 1},
+                         ATAN2, HALF_ANGLE), "blocks": 2,
+            "what": "SO(3)'s angle, u = R_iᵀ(t_j − t_i), R_j u, ‖u‖², a·u, uᵀMu, "
+                    "(n·u)² as one quotient, the half-angle factor"},
 }
+
+
+def distinct_coefficients(group, heads):
+    """Score coefficient rows −λ/τ that differ among the bench's heads
+    (bench/lie_peers.py): heads that agree share one exp."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import lie_peers
+    return len({tuple(row) for row in lie_peers.coef(group, heads).tolist()})
+
+
+def pair_cost(group, heads, dv, pv_fma_per_dv=1.0):
+    """Lane-operations per pair by unit: the group part, the per-coefficient
+    softmax part and P·V (pv_fma_per_dv = ½ for bf16 pairs)."""
+    m = GROUPS[group]
+    n = distinct_coefficients(group, heads)
+    per_coef = _sum({"fma": m["blocks"] + 1, "add": 1}, EXP)
+    cost = _sum(m["cost"], {k: n * v for k, v in per_coef.items()},
+                {"fma": dv * pv_fma_per_dv})
+    cost["coefficients"] = n
+    return cost
+
+
+def bound_ns(cost, rate, t_div, t_sqrt, separate_add=True):
+    """ns per pair: the busiest unit. rate in lane-ops per s (aggregate),
+    t_div and t_sqrt in ns per element (aggregate)."""
+    fma = cost.get("fma", 0) + (0 if separate_add else cost.get("add", 0))
+    parts = {"fma": fma / rate * 1e9,
+             "add": cost.get("add", 0) / rate * 1e9 if separate_add else 0.0,
+             "divider": cost.get("div", 0) * t_div + cost.get("sqrt", 0) * t_sqrt}
+    return max(parts.values()), parts
 
 
 def cpu_info(path="/proc/cpuinfo"):
@@ -165,12 +224,10 @@ def run_microbench(threads, info=None):
     return {k: float(v) for k, v in (line.split() for line in out.splitlines())}
 
 
-def transcendentals(mb):
-    """ns per element of each transcendental: the cheaper of libmvec and
-    the kernels' own polynomial form where the kernels have one."""
-    return {"sqrt": mb["sqrtf"], "atan2": min(mb["atan2f"], mb.get("kernel_atan2", 1e9)),
-            "sin": mb["sinf"], "exp": min(mb["expf"], mb.get("kernel_exp", 1e9)),
-            "div": mb["div"]}
+def separate_add_pipes(info):
+    """Whether adds run on pipes of their own (AMD Zen: FP2/FP3) rather
+    than on the FMA ports (Intel)."""
+    return info["vendor"] == "AuthenticAMD"
 
 
 def main():
@@ -209,7 +266,6 @@ def main():
         return  # another machine's description: nothing here measures it
     mb = run_microbench(a.threads, info)
     gemm, gemm_what = measure_gemm(a.threads)
-    tr = transcendentals(mb)
     print("measured FMA peak (microbench.c, %d-lane vectors, registers only): %.0f GFLOP/s "
           "(%.0f%% of nominal)" % (mb["lanes"], 2 * mb["fma"] / 1e9,
                                    100 * mb["fma"] / nominal if nominal else 0))
@@ -222,35 +278,45 @@ def main():
     if "kernel_exp" in mb:
         print("  the kernels' polynomial forms: exp %.3f, atan2 %.3f"
               % (mb["kernel_exp"], mb["kernel_atan2"]))
-    print("  the bound takes: %s" % ", ".join("%s %.3f" % kv for kv in tr.items()))
     fma_instr = max(mb["fma"], nominal)  # FMA lane-operations per second
-    print("FMA rate of the bound: %.0f GFLOP/s (the larger of measured and nominal)"
-          % (2 * fma_instr / 1e9))
+    separate = separate_add_pipes(info)
+    print("FMA rate of the bound: %.0f GFLOP/s (the larger of measured and nominal); adds: %s"
+          % (2 * fma_instr / 1e9, "their own pipes at the same rate" if separate
+             else "on the FMA ports (counted with them)"))
     L2 = float(a.L) ** 2
-    print("\nbound at L = %d, H = %d, dv = %d (per pair: ops in FMA slots + transcendentals):"
-          % (a.L, a.heads, a.dv))
-    print("%-5s %6s %-36s %10s %10s %10s" % ("group", "ops", "transcendentals", "FMA part",
-                                             "trans part", "bound"))
+    print("\nbound at L = %d, H = %d, dv = %d (lane-operations per pair by unit; the busiest "
+          "unit bounds):" % (a.L, a.heads, a.dv))
+    print("%-5s %6s %5s %5s %4s %5s %10s %10s %10s %10s" % (
+        "group", "coefs", "fma", "add", "div", "sqrt", "fma part", "add part", "divider",
+        "bound"))
     per_pair = {}
-    for g, m in GROUPS.items():
-        ops = m["ops"] + 3 * a.heads + a.dv
-        trans = m["trans"] + ["exp"] * a.heads
-        t_ops = L2 * ops / fma_instr
-        t_tr = L2 * sum(tr[t] for t in trans) * 1e-9
-        names = ", ".join(sorted({"%s%s" % ("%dx" % trans.count(t) if trans.count(t) > 1
-                                            else "", t) for t in trans}))
-        print("%-5s %6d %-36s %8.2f ms %8.2f ms %8.2f ms" % (g, ops, names, t_ops * 1e3,
-                                                            t_tr * 1e3, (t_ops + t_tr) * 1e3))
-        per_pair[g] = (t_ops + t_tr) / L2 * 1e9
-    print("\nops = group part (%s) + 3H (score, max, sum) + dv (P·V FMAs)."
-          % "; ".join("%s: %s" % (g, m["what"]) for g, m in GROUPS.items() if g == "SO3"))
+    for g in GROUPS:
+        cost = pair_cost(g, a.heads, a.dv)
+        ns, parts = bound_ns(cost, fma_instr, mb["div"], mb["sqrtf"], separate)
+        print("%-5s %6d %5d %5d %4d %5d %7.2f ms %7.2f ms %7.2f ms %7.2f ms" % (
+            g, cost["coefficients"], cost["fma"], cost.get("add", 0), cost.get("div", 0),
+            cost.get("sqrt", 0), L2 * parts["fma"] * 1e-6, L2 * parts["add"] * 1e-6,
+            L2 * parts["divider"] * 1e-6, L2 * ns * 1e-6))
+        per_pair[g] = ns
+    # Plain attention at head width dv/H, for the SDPA comparison: QKᵀ (dv
+    # FMAs over the heads), H maxima, exps and sums, P·V.
+    sdpa = _sum({"fma": 2 * a.dv + a.heads}, {k: a.heads * v for k, v in EXP.items()},
+                {"add": a.heads})
+    ns, parts = bound_ns(sdpa, fma_instr, mb["div"], mb["sqrtf"], separate)
+    print("%-5s %6d %5d %5d %4d %5d %7.2f ms %7.2f ms %7.2f ms %7.2f ms   (plain attention, "
+          "d = %d per head)" % ("SDPA", a.heads, sdpa["fma"], sdpa["add"], 0, 0,
+                                L2 * parts["fma"] * 1e-6, L2 * parts["add"] * 1e-6, 0.0,
+                                L2 * ns * 1e-6, a.dv // a.heads))
+    print("\ncoefs = distinct score coefficient rows among the heads (one exp each); "
+          "group parts: %s." % "; ".join("%s: %s" % (g, m["what"]) for g, m in GROUPS.items()))
     print("Goal (issue #22): a fused kernel within 1.5x of `bound`.")
     if a.json:
         import json
         with open(a.json, "w") as f:
             json.dump({"ns_per_pair": per_pair, "fma_lane_ops_per_s": fma_instr,
                        "core": core, "vector_bits": bits,
-                       "transcendental_ns": tr, "heads": a.heads, "dv": a.dv,
+                       "divider_ns": {"div": mb["div"], "sqrt": mb["sqrtf"]},
+                       "separate_add_pipes": separate, "heads": a.heads, "dv": a.dv,
                        "threads": a.threads}, f, indent=1)
 
 
