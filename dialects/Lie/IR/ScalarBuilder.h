@@ -101,6 +101,15 @@ public:
   mlir::Value min(mlir::Value x, mlir::Value y) {
     return mlir::arith::MinimumFOp::create(b, x, y);
   }
+  /// min(max(x, lo), hi) for an x that is never NaN (a quantity of finite
+  /// inputs): `nnan nsz` lets x86 use one maxps and one minps, where the
+  /// IEEE maximum/minimum also test for NaN and for the sign of zero.
+  mlir::Value clampFinite(mlir::Value x, mlir::Value lo, mlir::Value hi) {
+    auto flags = mlir::arith::FastMathFlags::nnan |
+                 mlir::arith::FastMathFlags::nsz;
+    mlir::Value low = mlir::arith::MaximumFOp::create(b, x, lo, flags);
+    return mlir::arith::MinimumFOp::create(b, low, hi, flags);
+  }
   /// Ordered x < y (false on NaN).
   mlir::Value lt(mlir::Value x, mlir::Value y) {
     return mlir::arith::CmpFOp::create(b, mlir::arith::CmpFPredicate::OLT, x,

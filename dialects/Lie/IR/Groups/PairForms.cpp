@@ -54,11 +54,12 @@ Value torsor::lie::buildHalfAngleRatio2(ScalarBuilder &m,
                                         const PairAngle &angle) {
   Value cos2 = m.sqr(angle.cosT), sin2 = m.sqr(angle.sinT);
   Value r = m.sqrt(m.add(cos2, sin2));
-  // sin²(θ/2) · r² or · r, written without cancellation on either side.
+  // 1 / sin²(θ/2) = 2r(r + cos)/sin² = 2r/(r − cos), written without
+  // cancellation on either side, as one quotient: num/den.
   Value half = m.c(0.5);
-  Value nearZero = m.div(sin2, m.mul(m.c(2.0), m.mul(r, m.add(r, angle.cosT))));
-  Value nearPi = m.div(m.sub(r, angle.cosT), m.mul(m.c(2.0), r));
-  Value sinHalf2 = m.select(m.lt(angle.cosT, m.c(0.0)), nearPi, nearZero);
+  Value nearPi = m.lt(angle.cosT, m.c(0.0));
+  Value num = m.select(nearPi, r, m.mul(r, m.add(r, angle.cosT)));
+  Value den = m.select(nearPi, m.sub(r, angle.cosT), sin2);
   Value x = m.mul(half, angle.theta);
   Value x2 = m.sqr(x);
   // (x / sin x)² = 1 + x²/3 + x⁴/15 + 2x⁶/189 + x⁸/675 + …: the first
@@ -66,7 +67,8 @@ Value torsor::lie::buildHalfAngleRatio2(ScalarBuilder &m,
   // relative, under half an ulp, so the switch is continuous to rounding.
   double bound = m.isF32() ? 0.1 : 1e-2;
   Value series = m.poly(x2, {1.0, 1.0 / 3, 1.0 / 15, 2.0 / 189});
-  return m.select(m.lt(m.abs(x), m.c(bound)), series, m.div(x2, sinHalf2));
+  Value direct = m.div(m.mul(m.add(x2, x2), num), den);
+  return m.select(m.lt(m.abs(x), m.c(bound)), series, direct);
 }
 
 Scalars torsor::lie::buildPlanarPairLog(ScalarBuilder &m, ValueRange q,
@@ -78,10 +80,12 @@ Scalars torsor::lie::buildPlanarPairLog(ScalarBuilder &m, ValueRange q,
   Value u2 = m.fma(q[0], d2, m.neg(m.mul(q[1], d1)));
   Value x = m.mul(m.c(0.5), angle.theta);
   Value r = m.sqrt(m.add(m.sqr(angle.cosT), m.sqr(angle.sinT)));
-  // cot x = (1 + cos θ)/sin θ = sin θ/(1 − cos θ), unnormalised by r.
-  Value nearZero = m.div(m.mul(x, m.add(r, angle.cosT)), angle.sinT);
-  Value nearPi = m.div(m.mul(x, angle.sinT), m.sub(r, angle.cosT));
-  Value direct = m.select(m.lt(angle.cosT, m.c(0.0)), nearPi, nearZero);
+  // cot x = (1 + cos θ)/sin θ = sin θ/(1 − cos θ), unnormalised by r, as
+  // one quotient: the side that does not cancel picks its num and den.
+  Value nearPi = m.lt(angle.cosT, m.c(0.0));
+  Value num = m.select(nearPi, angle.sinT, m.add(r, angle.cosT));
+  Value den = m.select(nearPi, m.sub(r, angle.cosT), angle.sinT);
+  Value direct = m.div(m.mul(x, num), den);
   // x cot x = 1 − x²/3 − x⁴/45 − 2x⁶/945 − x⁸/4725 − …: the first dropped
   // term is below 2.2e-20 (f64, |x| < 1e-2) and 2.2e-12 (f32, |x| < 0.1)
   // relative, under half an ulp, so the switch is continuous to rounding.

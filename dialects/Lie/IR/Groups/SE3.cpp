@@ -117,11 +117,14 @@ public:
     Value uu = m.dot(u, u);
     Value aa = m.dot(a, a), au = m.dot(a, u);
     Value zero = m.c(0.0);
-    Value generic = m.select(m.gt(aa, zero), m.div(m.sqr(au), aa), zero);
-    Value nearPi = m.div(m.sub(m.dot(d, w), m.mul(angle.cosT, uu)),
-                         m.sub(m.c(1.0), angle.cosT));
-    Value nu2 = m.select(m.lt(angle.cosT, m.c(-0.5)), nearPi, generic);
-    nu2 = m.min(m.max(nu2, zero), uu);
+    // One division for both sides: (n·u)² = num/den, 0 where a = 0 away
+    // from π (θ = 0, where den = ‖a‖² = 0; 1 − cos θ > 1.5 nearer π).
+    Value nearPi = m.lt(angle.cosT, m.c(-0.5));
+    Value num = m.select(nearPi, m.sub(m.dot(d, w), m.mul(angle.cosT, uu)),
+                         m.sqr(au));
+    Value den = m.select(nearPi, m.sub(m.c(1.0), angle.cosT), aa);
+    Value nu2 = m.select(m.gt(den, zero), m.div(num, den), zero);
+    nu2 = m.clampFinite(nu2, zero, uu);
     Value trans = m.fma(buildHalfAngleRatio2(m, angle), m.sub(uu, nu2), nu2);
     return {m.sqr(angle.theta), trans};
   }
