@@ -105,8 +105,8 @@ public:
   /// inputs): `nnan nsz` lets x86 use one maxps and one minps, where the
   /// IEEE maximum/minimum also test for NaN and for the sign of zero.
   mlir::Value clampFinite(mlir::Value x, mlir::Value lo, mlir::Value hi) {
-    auto flags = mlir::arith::FastMathFlags::nnan |
-                 mlir::arith::FastMathFlags::nsz;
+    auto flags =
+        mlir::arith::FastMathFlags::nnan | mlir::arith::FastMathFlags::nsz;
     mlir::Value low = mlir::arith::MaximumFOp::create(b, x, lo, flags);
     return mlir::arith::MinimumFOp::create(b, low, hi, flags);
   }

@@ -120,8 +120,8 @@ public:
     // One division for both sides: (n·u)² = num/den, 0 where a = 0 away
     // from π (θ = 0, where den = ‖a‖² = 0; 1 − cos θ > 1.5 nearer π).
     Value nearPi = m.lt(angle.cosT, m.c(-0.5));
-    Value num = m.select(nearPi, m.sub(m.dot(d, w), m.mul(angle.cosT, uu)),
-                         m.sqr(au));
+    Value num =
+        m.select(nearPi, m.sub(m.dot(d, w), m.mul(angle.cosT, uu)), m.sqr(au));
     Value den = m.select(nearPi, m.sub(m.c(1.0), angle.cosT), aa);
     Value nu2 = m.select(m.gt(den, zero), m.div(num, den), zero);
     nu2 = m.clampFinite(nu2, zero, uu);
