@@ -41,6 +41,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Transforms/DenseBF16.h"
+#include "compiler/Transforms/PackBF16Rows.h"
 #include "compiler/Transforms/Passes.h"
 
 #include "mlir/Dialect/AMX/AMXDialect.h"
@@ -176,7 +177,9 @@ FailureOr<Operands> collapse(OpBuilder &b, Location loc, linalg::GenericOp op,
   o.c = memref::CollapseShapeOp::create(b, loc, c, cGroups);
   o.rows = memref::DimOp::create(b, loc, o.c, o.batchRank);
   o.cols = memref::DimOp::create(b, loc, o.c, o.batchRank + 1);
-  o.depthTiles = memref::DimOp::create(b, loc, o.a, o.batchRank + 1);
+  // From B (where it is a param, a constant): A's buffer may go
+  // (PackBF16Rows.h).
+  o.depthTiles = memref::DimOp::create(b, loc, o.b, o.bBatch.size() + 1);
   return o;
 }
 
@@ -584,7 +587,8 @@ void buildAMX(OpBuilder &b, Location loc, const Operands &o,
 
 /// The AVX512-BF16 kernel of the file comment.
 void buildAVX512BF16(OpBuilder &b, Location loc, const Operands &o,
-                     const BF16Schedule &s, bool zeroInit) {
+                     const BF16Schedule &s, bool zeroInit,
+                     const RowPacking &packing) {
   Type bf16 = b.getBF16Type(), f32 = b.getF32Type();
   constexpr int64_t lanes = 16; // f32 lanes of a 512-bit vector
   auto accType = VectorType::get({lanes}, f32);
@@ -593,6 +597,17 @@ void buildAVX512BF16(OpBuilder &b, Location loc, const Operands &o,
   int64_t vectors = s.blockCols;
   Value zero = constant(b, loc, 0), one = constant(b, loc, 1);
   Task t = buildTasks(b, loc, o, s);
+  // With `packing`, the task's tiles of A for one depth block: a stack
+  // buffer (static, so torsor-outline-parallel-loops hoists it to the task
+  // function's entry and every task of a thread reuses it).
+  Value tiles;
+  if (packing)
+    tiles = memref::AllocaOp::create(
+        b, loc,
+        MemRefType::get(
+            {s.taskRows / s.tileRows, s.depthTiles, s.tileRows, s.tileDepth},
+            bf16),
+        b.getI64IntegerAttr(64));
   // Depth blocks [k0, kEnd) in tiles, then columns, then the task's rows:
   // one block column of B (B·16 columns × cache_depth) stays in L1 while
   // every register tile of the task's rows reads it.
@@ -603,6 +618,9 @@ void buildAVX512BF16(OpBuilder &b, Location loc, const Operands &o,
   Value k0 = depthBlocks.getInductionVar();
   Value kEnd = arith::MinUIOp::create(b, loc, add(b, loc, k0, s.depthTiles),
                                       o.depthTiles);
+  if (packing)
+    packRowsInto(b, loc, packing, tiles, t.row, t.rowEnd, k0, kEnd, s.tileRows,
+                 s.tileDepth);
   auto cols = scf::ForOp::create(b, loc, zero, o.cols,
                                  constant(b, loc, vectors * lanes));
   b.setInsertionPointToStart(cols.getBody());
@@ -612,8 +630,11 @@ void buildAVX512BF16(OpBuilder &b, Location loc, const Operands &o,
                                  constant(b, loc, s.registerRows));
   b.setInsertionPointToStart(rows.getBody());
   Value i = rows.getInductionVar();
-  // The register tile's rows lie in one row of A tiles.
-  Value rowTile = divide(b, loc, i, s.tileRows);
+  // The register tile's rows lie in one row of A tiles (of the task's
+  // buffer, which starts at the task's first row, with `packing`).
+  Value rowTile =
+      divide(b, loc, packing ? arith::SubIOp::create(b, loc, i, t.row) : i,
+             s.tileRows);
   Value inTile =
       arith::RemUIOp::create(b, loc, i, constant(b, loc, s.tileRows));
   SmallVector<Value> rowAt, inTileAt, colAt, panels, acc;
@@ -687,12 +708,14 @@ void buildAVX512BF16(OpBuilder &b, Location loc, const Operands &o,
                     nb, nloc, pairsType, o.b, t.bAt({panels[v], k, a, zero})));
               Value col =
                   arith::MulIOp::create(nb, nloc, a, constant(nb, nloc, 2));
+              // The task's buffer holds one depth block, from k0.
+              Value kA = packing ? arith::SubIOp::create(nb, nloc, k, k0) : k;
               SmallVector<Value> next;
               for (int64_t r = 0; r < s.registerRows; ++r) {
                 // The pair A[r, 2a], A[r, 2a + 1] as one i32, in every lane.
                 Value pair = vector::LoadOp::create(
-                    nb, nloc, VectorType::get({2}, bf16), o.a,
-                    t.aAt({rowTile, k, inTileAt[r], col}));
+                    nb, nloc, VectorType::get({2}, bf16), packing ? tiles : o.a,
+                    t.aAt({rowTile, kA, inTileAt[r], col}));
                 Value word = vector::BitCastOp::create(
                     nb, nloc, VectorType::get({1}, nb.getI32Type()), pair);
                 Value scalar = vector::ExtractOp::create(nb, nloc, word, 0);
@@ -749,11 +772,20 @@ struct LowerDenseBF16 : torsor::impl::TorsorLowerDenseBF16Base<LowerDenseBF16> {
       memref::CopyOp copyOut;
       if (*schedule.unit == strategy::MatmulUnit::AVX512BF16)
         copyOut = redirectToOutput(b, op.getLoc(), op, *operands, zero);
+      // The vector kernel packs A's rows per task (PackBF16Rows.h); the
+      // AMX kernel still reads the whole-matrix tiles.
+      RowPacking packing;
+      if (*schedule.unit == strategy::MatmulUnit::AVX512BF16 &&
+          operands->batchRank == 0)
+        packing = findRowPacking(b, op, schedule.tileRows, schedule.tileDepth);
       if (*schedule.unit == strategy::MatmulUnit::AMX)
         buildAMX(b, op.getLoc(), *operands, schedule, bool(zero));
       else
-        buildAVX512BF16(b, op.getLoc(), *operands, schedule, bool(zero));
+        buildAVX512BF16(b, op.getLoc(), *operands, schedule, bool(zero),
+                        packing);
       op.erase();
+      if (packing)
+        eraseRowPacking(packing);
       if (zero) {
         // A fill other products' copies read may be this one's own.
         if (auto fill = dyn_cast<linalg::FillOp>(zero.init))
