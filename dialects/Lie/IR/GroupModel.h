@@ -110,6 +110,15 @@ public:
   /// product) and gives buildLogLeftGradient, through which
   /// buildPairBlockNormsVJP differentiates it (per pair, scalar code).
   virtual bool hasStraightLinePairForm() const { return true; }
+  /// The VJP (q̄, k̄) of buildPairBlockNorms for cotangents `normBars`,
+  /// written by hand where the model knows a cheaper adjoint than the
+  /// formula's op-by-op one (buildPairBlockNormsVJP); nullopt otherwise.
+  virtual std::optional<std::pair<Scalars, Scalars>>
+  buildPairBlockNormsAdjoint(ScalarBuilder &m, mlir::ValueRange q,
+                             mlir::ValueRange k,
+                             mlir::ValueRange normBars) const {
+    return std::nullopt;
+  }
 
   /// How far the matrix `g` is from the group (see lie.membership_residual).
   /// Default: the round trip ‖exp(log g) − g‖_F / max(1, ‖g‖_F), right for

@@ -464,6 +464,12 @@ FailureOr<std::pair<Scalars, Scalars>> torsor::lie::buildPairBlockNormsVJP(
     ValueRange normBars, Scalars *norms, ValueRange pairLog) {
   if (!model.hasStraightLinePairForm())
     return buildLoopPairBlockNormsVJP(model, m, q, k, normBars, norms, pairLog);
+  if (std::optional<std::pair<Scalars, Scalars>> grads =
+          model.buildPairBlockNormsAdjoint(m, q, k, normBars)) {
+    if (norms)
+      *norms = model.buildPairBlockNorms(m, q, k);
+    return *grads;
+  }
   Scalars both(q.begin(), q.end());
   both.append(k.begin(), k.end());
   unsigned nq = q.size();

@@ -9,6 +9,8 @@
 
 #include "dialects/Lie/IR/Groups/PairForms.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace torsor::lie;
 
@@ -48,6 +50,42 @@ PairAngle torsor::lie::buildSpatialPairAngle(ScalarBuilder &m, ValueRange ri,
                                             {axis[0], axis[1], axis[2]})));
   Value cosT = m.mul(m.c(0.5), m.sub(trace, m.c(1.0)));
   return {m.atan2(sinT, cosT), cosT, sinT};
+}
+
+std::pair<Scalars, Scalars>
+torsor::lie::buildSpatialPairAngleVJP(ScalarBuilder &m, ValueRange ri,
+                                      ValueRange rj, const PairAngle &angle,
+                                      const Value axis[3], Value thetaBar) {
+  Value s = angle.sinT, c = angle.cosT;
+  Value s2 = m.sqr(s);
+  // h = θ̄/(4 s r²), 0 where that is not finite (s = 0).
+  Value inv = m.div(m.c(0.25), m.mul(s, m.fma(c, c, s2)));
+  Value inf = m.c(std::numeric_limits<double>::infinity());
+  inv = m.select(m.lt(m.abs(inv), inf), inv, m.c(0.0));
+  Value h = m.mul(thetaBar, inv);
+  Value sigma = m.mul(h, c);
+  Value traceBar = m.neg(m.mul(h, m.add(s2, s2)));
+  Value axisBar[3] = {m.mul(sigma, axis[0]), m.mul(sigma, axis[1]),
+                      m.mul(sigma, axis[2])};
+  // tr = ⟨ri, rj⟩; axis[i] = skew(p, q) = Σ_k ri[3k+p] rj[3k+q] −
+  // ri[3k+q] rj[3k+p] for (p, q) = (2, 1), (0, 2), (1, 0).
+  Scalars gi(9), gj(9);
+  for (unsigned e = 0; e < 9; ++e) {
+    gi[e] = m.mul(traceBar, rj[e]);
+    gj[e] = m.mul(traceBar, ri[e]);
+  }
+  const unsigned pq[3][2] = {{2, 1}, {0, 2}, {1, 0}};
+  for (unsigned i = 0; i < 3; ++i) {
+    unsigned p = pq[i][0], q = pq[i][1];
+    Value b = axisBar[i], nb = m.neg(axisBar[i]);
+    for (unsigned k = 0; k < 3; ++k) {
+      gi[3 * k + p] = m.fma(b, rj[3 * k + q], gi[3 * k + p]);
+      gi[3 * k + q] = m.fma(nb, rj[3 * k + p], gi[3 * k + q]);
+      gj[3 * k + q] = m.fma(b, ri[3 * k + p], gj[3 * k + q]);
+      gj[3 * k + p] = m.fma(nb, ri[3 * k + q], gj[3 * k + p]);
+    }
+  }
+  return {gi, gj};
 }
 
 Value torsor::lie::buildHalfAngleRatio2(ScalarBuilder &m,

@@ -35,6 +35,19 @@ PairAngle buildPlanarPairAngle(ScalarBuilder &m, mlir::ValueRange q,
 PairAngle buildSpatialPairAngle(ScalarBuilder &m, mlir::ValueRange ri,
                                 mlir::ValueRange rj, mlir::Value axis[3]);
 
+/// The VJP (r̄_i, r̄_j) of θ = buildSpatialPairAngle(m, ri, rj, axis).theta
+/// for a cotangent `thetaBar`, from that evaluation's `angle` and `axis`.
+/// By hand, as one chain: with θ = atan2(s, c), s = ½‖a‖, c = ½(tr − 1)
+/// and r² = s² + c², ā = θ̄ c/(4 s r²) · a and t̄r = −θ̄ s/(2 r²) share one
+/// reciprocal 1/(s r²) (the formula's op-by-op adjoint takes c/r², s/r²
+/// and ½/‖a‖ apart, each guarded), then the bilinear adjoints of tr and a.
+/// At s = 0 (θ = 0 or π exactly, a = 0) the part through a is 0, as the
+/// op-by-op adjoint's (Derivatives.h).
+std::pair<Scalars, Scalars>
+buildSpatialPairAngleVJP(ScalarBuilder &m, mlir::ValueRange ri,
+                         mlir::ValueRange rj, const PairAngle &angle,
+                         const mlir::Value axis[3], mlir::Value thetaBar);
+
 /// f(θ) = ((θ/2) / sin(θ/2))², the factor of V⁻¹ on the translation part,
 /// from θ and its unnormalised cos/sin (r = √(cos² + sin²)). sin²(θ/2) is
 /// sin²θ / (2(1 + cos θ)) for cos θ ≥ 0 and (1 − cos θ)/2 otherwise, so

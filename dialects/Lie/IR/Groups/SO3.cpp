@@ -81,6 +81,15 @@ public:
     Value axis[3];
     return {m.sqr(buildSpatialPairAngle(m, q, k, axis).theta)};
   }
+  /// N = θ²: θ̄ = 2θ n̄ into the angle's hand-written VJP.
+  std::optional<std::pair<Scalars, Scalars>>
+  buildPairBlockNormsAdjoint(ScalarBuilder &m, ValueRange q, ValueRange k,
+                             ValueRange normBars) const override {
+    Value axis[3];
+    PairAngle angle = buildSpatialPairAngle(m, q, k, axis);
+    Value half = m.mul(normBars[0], angle.theta);
+    return buildSpatialPairAngleVJP(m, q, k, angle, axis, m.add(half, half));
+  }
 
   /// Rᵀ.
   Scalars buildInverse(ScalarBuilder &, ValueRange g) const override {
