@@ -604,8 +604,13 @@ def TorsorLowerDenseBF16
     `linalg.fill` of zeros writes C just before the product (and nothing
     else touches C in between), the first depth block starts from zero
     accumulators (`amx.tile_zero`, zero vectors) instead of loading C, and
-    the fill is dropped. With any other unit the
-    pass does nothing and the generic's loops compute the product.
+    the fill is dropped. With `avx512bf16`, when A's tiles come from one
+    packing `linalg.generic` (f32 rows rounded to bf16, 2-d products only),
+    each task packs just the rows and depth block it multiplies next into
+    a per-task stack buffer (`task_rows` × `cache_depth` bf16) instead: the
+    same bf16 values, A read once, the whole-matrix buffer and its pass
+    gone (PackBF16Rows.h). With any other unit the pass does nothing and
+    the generic's loops compute the product.
 
     After (`unit = amx`, C collapsed back to `[Mp, Np]`):
     ```mlir
