@@ -274,26 +274,9 @@ Task buildTasks(OpBuilder &b, Location loc, const Operands &o,
 /// The buffer `value` is a view of (through view-like ops), and whether
 /// the chain is only full reshapes (every element of the buffer).
 std::pair<Value, bool> rootOf(Value value) {
-  bool whole = true;
-  while (Operation *def = value.getDefiningOp()) {
-    auto view = dyn_cast<ViewLikeOpInterface>(def);
-    if (!view || view.getViewSource() != def->getOperand(0))
-      break;
-    whole &= isa<memref::ExpandShapeOp, memref::CollapseShapeOp>(def);
-    value = view.getViewSource();
-  }
-  return {value, whole};
-}
-
-/// `root` and every view of it (transitively).
-SmallVector<Value> viewsOf(Value root) {
-  SmallVector<Value> views = {root};
-  for (unsigned i = 0; i < views.size(); ++i)
-    for (Operation *user : views[i].getUsers())
-      if (auto view = dyn_cast<ViewLikeOpInterface>(user))
-        if (view.getViewSource() == views[i])
-          views.push_back(view->getResult(0));
-  return views;
+  bool whole;
+  Value root = viewedBuffer(value, &whole);
+  return {root, whole};
 }
 
 /// Whether no op of `block` strictly between `from` and `to` touches an

@@ -30,21 +30,21 @@
 using namespace mlir;
 using namespace torsor;
 
-namespace {
-
-/// The buffer `value` views (through view-like ops).
-Value rootOf(Value value) {
+Value torsor::viewedBuffer(Value value, bool *whole) {
+  if (whole)
+    *whole = true;
   while (Operation *def = value.getDefiningOp()) {
     auto view = dyn_cast<ViewLikeOpInterface>(def);
     if (!view || view.getViewSource() != def->getOperand(0))
       break;
+    if (whole)
+      *whole &= isa<memref::ExpandShapeOp, memref::CollapseShapeOp>(def);
     value = view.getViewSource();
   }
   return value;
 }
 
-/// `root` and every view of it (transitively), views after what they view.
-SmallVector<Value> viewsOf(Value root) {
+SmallVector<Value> torsor::viewsOf(Value root) {
   SmallVector<Value> views = {root};
   for (unsigned i = 0; i < views.size(); ++i)
     for (Operation *user : views[i].getUsers())
@@ -53,6 +53,8 @@ SmallVector<Value> viewsOf(Value root) {
           views.push_back(view->getResult(0));
   return views;
 }
+
+namespace {
 
 /// Whether `user` only reads the buffer it has as `view`: a structured op
 /// with it as an input only, a copy from it, a dim, a view.
@@ -71,7 +73,7 @@ bool onlyReads(Operation *user, Value view) {
 /// the buffer of `value`.
 bool unwrittenBetween(Value value, Block *block, Operation *from,
                       Operation *to) {
-  for (Value view : viewsOf(rootOf(value)))
+  for (Value view : viewsOf(viewedBuffer(value)))
     for (Operation *user : view.getUsers()) {
       if (onlyReads(user, view))
         continue;
@@ -130,7 +132,7 @@ FailureOr<SmallVector<Reads>> readsOf(AffineMap map, const RowPacking &p,
 
 RowPacking torsor::findRowPacking(OpBuilder &b, linalg::GenericOp product,
                                   int64_t tileRows, int64_t tileDepth) {
-  Value root = rootOf(product.getDpsInputs()[0]);
+  Value root = viewedBuffer(product.getDpsInputs()[0]);
   auto rootType = dyn_cast<MemRefType>(root.getType());
   if (!root.getDefiningOp<memref::AllocOp>() || rootType.getRank() != 4 ||
       rootType.getShape()[2] != tileRows || rootType.getShape()[3] != tileDepth)

@@ -20,6 +20,15 @@
 
 namespace torsor {
 
+/// The buffer `value` views, through view-like ops whose source is their
+/// first operand. When `whole` is given, it is set to whether every op on
+/// the way is a full reshape (memref.expand_shape or collapse_shape), so
+/// that `value` covers every element of the buffer.
+mlir::Value viewedBuffer(mlir::Value value, bool *whole = nullptr);
+
+/// `root` and every view of it (transitively), views after what they view.
+llvm::SmallVector<mlir::Value> viewsOf(mlir::Value root);
+
 /// The pass that packs a product's A, found by findRowPacking.
 struct RowPacking {
   /// The generic that writes A's tiles [Mp/T, Kp/D, T, D] from A's rows,
