@@ -7,7 +7,8 @@
 // cut runs *before* optimization but never between a caller and its callee
 // (so inlining and every interprocedural pass see the same call graph), and
 // internal constants are copied rather than shared (so loads from them
-// still fold).
+// still fold), as are the small helpers every task calls (so the tasks that
+// call them need not share one part).
 //
 //===----------------------------------------------------------------------===//
 
@@ -82,6 +83,47 @@ bool isCopiedConstant(const llvm::GlobalValue &global) {
   return !refersToGlobal(variable->getInitializer(), seen);
 }
 
+/// Whether `constant` refers to a defined global anywhere inside.
+bool refersToDefinition(const llvm::Constant *constant,
+                        llvm::SmallPtrSetImpl<const llvm::Constant *> &seen) {
+  if (const auto *global = llvm::dyn_cast<llvm::GlobalValue>(constant))
+    return !global->isDeclaration();
+  if (!seen.insert(constant).second)
+    return false;
+  for (const llvm::Use &operand : constant->operands())
+    if (refersToDefinition(llvm::cast<llvm::Constant>(operand.get()), seen))
+      return true;
+  return false;
+}
+
+/// Instructions of the largest function copied into each part that calls it.
+constexpr unsigned kMaxCopiedHelperInstructions = 32;
+
+/// A small internal function that refers only to declarations, such as the
+/// allocation and dispatch helpers every task calls (RouteAllocations,
+/// LowerParallelLaunch): each part that calls it gets its own copy. Were it
+/// kept whole, every caller would join one part with it, and a model whose
+/// tasks allocate would not be cut at all.
+bool isCopiedHelper(const llvm::GlobalValue &global) {
+  const auto *function = llvm::dyn_cast<llvm::Function>(&global);
+  if (!function || !function->hasLocalLinkage() || function->isDeclaration() ||
+      function->getInstructionCount() > kMaxCopiedHelperInstructions)
+    return false;
+  llvm::SmallPtrSet<const llvm::Constant *, 8> seen;
+  for (const llvm::BasicBlock &block : *function)
+    for (const llvm::Instruction &inst : block)
+      for (const llvm::Value *operand : inst.operands())
+        if (const auto *constant = llvm::dyn_cast<llvm::Constant>(operand))
+          if (refersToDefinition(constant, seen))
+            return false;
+  return true;
+}
+
+/// Whether each part that uses `global` gets its own copy of it.
+bool isCopied(const llvm::GlobalValue &global) {
+  return isCopiedConstant(global) || isCopiedHelper(global);
+}
+
 /// Whether `use` only takes a function's address in code (a task handed to
 /// the dispatcher): the one kind of reference a cut may cross. Calls,
 /// aliases and initializers keep their function in the same part.
@@ -110,7 +152,7 @@ llvm::SmallVector<ModulePart> torsor::splitModule(llvm::Module &module,
   llvm::SmallVector<llvm::GlobalValue *> defined;
   llvm::EquivalenceClasses<const llvm::GlobalValue *> classes;
   for (llvm::GlobalValue &global : module.global_values()) {
-    if (global.isDeclaration() || isCopiedConstant(global))
+    if (global.isDeclaration() || isCopied(global))
       continue;
     defined.push_back(&global);
     classes.insert(&global);
@@ -167,7 +209,7 @@ llvm::SmallVector<ModulePart> torsor::splitModule(llvm::Module &module,
   for (llvm::GlobalValue &global : module.global_values()) {
     if (global.isDeclaration())
       continue;
-    bool copied = isCopiedConstant(global);
+    bool copied = isCopied(global);
     bool crossed = false;
     for (const llvm::Use &use : global.uses())
       for (const llvm::GlobalValue *owner : ownersOf(use)) {
@@ -194,7 +236,7 @@ llvm::SmallVector<ModulePart> torsor::splitModule(llvm::Module &module,
     llvm::ValueToValueMapTy map;
     std::unique_ptr<llvm::Module> clone =
         llvm::CloneModule(module, map, [&](const llvm::GlobalValue *global) {
-          if (isCopiedConstant(*global)) {
+          if (isCopied(*global)) {
             auto it = readers.find(global);
             return it != readers.end() && it->second[part];
           }

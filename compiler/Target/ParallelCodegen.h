@@ -41,16 +41,18 @@ struct SplitOptions {
   unsigned maxParts = 8;
   /// At least this many LLVM instructions per part: below it, the bitcode
   /// round trip and the extra target machine cost more than they save.
-  unsigned minPartInstructions = 4000;
+  unsigned minPartInstructions = 1000;
 };
 
 /// Splits `module` (translated, not yet optimized) into parts with no
 /// direct call between them: a function and everything it calls stay
 /// together, a function reached only through its address may go to
-/// another part (made a hidden global there), and internal constants are
+/// another part (made a hidden global there), internal constants are
 /// copied into every part that reads them, so the optimizer still folds
-/// them. Returns no parts when the module is too small to be worth
-/// cutting; `module` is left changed (linkage) either way.
+/// them, and so are small internal helpers that call only declarations
+/// (the allocation and dispatch wrappers every task calls). Returns no parts
+/// when the module is too small to be worth cutting; `module` is left changed
+/// (linkage) either way.
 llvm::SmallVector<ModulePart> splitModule(llvm::Module &module,
                                           const SplitOptions &options);
 
