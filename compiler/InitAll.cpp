@@ -13,6 +13,7 @@
 #include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Transforms/GPUHostCode.h"
 #include "compiler/Transforms/Passes.h"
+#include "compiler/Transforms/SubsetEquivalence.h"
 #include "dialects/Geo/IR/GeoDialect.h"
 #include "dialects/Geo/Transforms/Passes.h"
 #include "dialects/Lie/IR/LieDialect.h"
@@ -27,6 +28,8 @@
 void torsor::registerAllDialects(mlir::DialectRegistry &registry) {
   registry
       .insert<lie::LieDialect, geo::GeoDialect, strategy::StrategyDialect>();
+  // Before the upstream models of the same ops: the first attached wins.
+  registerSubsetEquivalence(registry);
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
   registerGPUBarrierEffects(registry);
